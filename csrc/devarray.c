@@ -1,0 +1,385 @@
+/* devarray.c -- device buffers, the DeviceArray type and kernel operands. */
+#include "gm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- device allocations -------------------------------------------------- */
+static long long gm_held = 0; /* bytes of device memory gpumem holds now */
+
+long long gm_bytes_held(void) { return gm_held; }
+
+int gm_device_alloc(size_t nbytes, void **ptr)
+{
+    *ptr = NULL;
+    if (nbytes == 0)
+        return 0;
+    if (gm_ensure_device() < 0)
+        return -1;
+    cudaError_t err = cudaMalloc(ptr, nbytes);
+    if (err == cudaErrorMemoryAllocation) {
+        size_t free_b = 0, total_b = 0;
+        (void)cudaGetLastError();
+        cudaMemGetInfo(&free_b, &total_b);
+        (void)cudaGetLastError();
+        *ptr = NULL;
+        PyErr_Format(gm_DeviceMemoryError,
+                     "cudaMalloc of %zu bytes failed: out of device memory "
+                     "(%zu of %zu bytes free; gpumem holds %lld)",
+                     nbytes, free_b, total_b, gm_held);
+        return -1;
+    }
+    if (err != cudaSuccess) {
+        *ptr = NULL;
+        return gm_set_cuda_error(err, "cudaMalloc");
+    }
+    gm_held += (long long)nbytes;
+    return 0;
+}
+
+void gm_device_free(void *ptr, size_t nbytes)
+{
+    if (ptr == NULL)
+        return;
+    /* During interpreter shutdown the runtime may already be unloading;
+     * a failed free then has nothing left to leak. */
+    if (cudaFree(ptr) != cudaSuccess)
+        (void)cudaGetLastError();
+    gm_held -= (long long)nbytes;
+}
+
+const char *gm_shape_str(int ndim, const npy_intp *shape, char *buf, size_t len)
+{
+    size_t pos = 0;
+    pos += (size_t)snprintf(buf + pos, len - pos, "(");
+    for (int i = 0; i < ndim && pos < len; i++)
+        pos += (size_t)snprintf(buf + pos, len - pos, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (pos < len)
+        snprintf(buf + pos, len - pos, ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* ---- DeviceArray ----------------------------------------------------------- */
+gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *dtype)
+{
+    if (ndim > GM_MAXDIM) {
+        PyErr_Format(PyExc_ValueError, "DeviceArray supports at most %d dimensions, not %d",
+                     GM_MAXDIM, ndim);
+        return NULL;
+    }
+    size_t nbytes = (size_t)PyDataType_ELSIZE(dtype);
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "shape: negative dimension %lld", (long long)shape[i]);
+            return NULL;
+        }
+        if (shape[i] && nbytes > (size_t)PY_SSIZE_T_MAX / (size_t)shape[i]) {
+            PyErr_SetString(PyExc_ValueError, "shape: array is too big");
+            return NULL;
+        }
+        nbytes *= (size_t)shape[i];
+    }
+    gm_DeviceArray *d = PyObject_New(gm_DeviceArray, &gm_DeviceArray_Type);
+    if (d == NULL)
+        return NULL;
+    d->ptr = NULL;
+    d->nbytes = 0;
+    d->ndim = ndim;
+    memcpy(d->shape, shape, sizeof(npy_intp) * (size_t)ndim);
+    Py_INCREF(dtype);
+    d->dtype = dtype;
+    if (gm_device_alloc(nbytes, &d->ptr) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    d->nbytes = nbytes;
+    return d;
+}
+
+static int check_plain_dtype(PyArray_Descr *dtype, const char *what)
+{
+    if (PyDataType_REFCHK(dtype) || dtype->type_num == NPY_VOID) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: dtype %R cannot live in device memory (only plain numeric dtypes)",
+                     what, (PyObject *)dtype);
+        return -1;
+    }
+    if (!PyArray_ISNBO(dtype->byteorder)) {
+        PyErr_Format(PyExc_TypeError, "%s: dtype %R is not in native byte order", what,
+                     (PyObject *)dtype);
+        return -1;
+    }
+    return 0;
+}
+
+gm_DeviceArray *gm_devarray_from_host(PyArrayObject *arr)
+{
+    PyArrayObject *c = (PyArrayObject *)PyArray_GETCONTIGUOUS(arr); /* copies if strided */
+    if (c == NULL)
+        return NULL;
+    gm_DeviceArray *d = gm_devarray_new(PyArray_NDIM(c), PyArray_DIMS(c), PyArray_DESCR(c));
+    if (d == NULL)
+        goto fail;
+    if (d->nbytes) {
+        cudaError_t err;
+        Py_BEGIN_ALLOW_THREADS
+        err = cudaMemcpy(d->ptr, PyArray_DATA(c), d->nbytes, cudaMemcpyHostToDevice);
+        Py_END_ALLOW_THREADS
+        GM_CUDA(err);
+    }
+    Py_DECREF(c);
+    return d;
+fail:
+    Py_XDECREF(d);
+    Py_DECREF(c);
+    return NULL;
+}
+
+PyObject *gm_devarray_get(gm_DeviceArray *d)
+{
+    Py_INCREF(d->dtype);
+    PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d->dtype, d->ndim,
+                                                             d->shape, NULL, NULL, 0, NULL);
+    if (a == NULL)
+        return NULL;
+    if (d->nbytes) {
+        cudaError_t err;
+        Py_BEGIN_ALLOW_THREADS
+        err = cudaMemcpy(PyArray_DATA(a), d->ptr, d->nbytes, cudaMemcpyDeviceToHost);
+        Py_END_ALLOW_THREADS
+        GM_CUDA(err);
+    }
+    return (PyObject *)a;
+fail:
+    Py_DECREF(a);
+    return NULL;
+}
+
+PyObject *gm_to_device(PyObject *self, PyObject *obj)
+{
+    if (gm_DeviceArray_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "to_device: a is already a DeviceArray (use it as it is)");
+        return NULL;
+    }
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "to_device: a must be a numpy.ndarray, not %.200s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    if (check_plain_dtype(PyArray_DESCR((PyArrayObject *)obj), "to_device") < 0)
+        return NULL;
+    if (gm_ensure_device() < 0)
+        return NULL;
+    return (PyObject *)gm_devarray_from_host((PyArrayObject *)obj);
+}
+
+PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"shape", "dtype", NULL};
+    PyArray_Dims shape = {NULL, 0};
+    PyArray_Descr *dtype = NULL;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|O&:empty", kwlist, PyArray_IntpConverter,
+                                     &shape, PyArray_DescrConverter2, &dtype))
+        return NULL;
+    if (dtype == NULL)
+        dtype = PyArray_DescrFromType(NPY_FLOAT32);
+    if (check_plain_dtype(dtype, "empty") == 0 && gm_ensure_device() == 0)
+        result = (PyObject *)gm_devarray_new(shape.len, shape.ptr, dtype);
+    Py_DECREF(dtype);
+    PyDimMem_FREE(shape.ptr);
+    return result;
+}
+
+static void devarray_dealloc(gm_DeviceArray *d)
+{
+    gm_device_free(d->ptr, d->nbytes);
+    Py_XDECREF(d->dtype);
+    PyObject_Free(d);
+}
+
+static PyObject *devarray_shape(gm_DeviceArray *d, void *closure)
+{
+    PyObject *t = PyTuple_New(d->ndim);
+    for (int i = 0; t && i < d->ndim; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromSsize_t(d->shape[i]));
+    return t;
+}
+
+static PyObject *devarray_dtype(gm_DeviceArray *d, void *closure)
+{
+    Py_INCREF(d->dtype);
+    return (PyObject *)d->dtype;
+}
+
+static PyObject *devarray_nbytes(gm_DeviceArray *d, void *closure)
+{
+    return PyLong_FromSize_t(d->nbytes);
+}
+
+static PyObject *devarray_ndim(gm_DeviceArray *d, void *closure)
+{
+    return PyLong_FromLong(d->ndim);
+}
+
+static PyObject *devarray_size(gm_DeviceArray *d, void *closure)
+{
+    npy_intp n = 1;
+    for (int i = 0; i < d->ndim; i++)
+        n *= d->shape[i];
+    return PyLong_FromSsize_t(n);
+}
+
+static PyObject *devarray_ptr(gm_DeviceArray *d, void *closure)
+{
+    return PyLong_FromVoidPtr(d->ptr);
+}
+
+static PyObject *devarray_cai(gm_DeviceArray *d, void *closure)
+{
+    PyObject *shape = devarray_shape(d, NULL);
+    PyObject *typestr = PyObject_GetAttrString((PyObject *)d->dtype, "str");
+    if (shape == NULL || typestr == NULL) {
+        Py_XDECREF(shape);
+        Py_XDECREF(typestr);
+        return NULL;
+    }
+    /* Version 3; C-contiguous (strides None); every gpumem launch is
+     * synchronized before it returns, so consumers need no stream sync. */
+    return Py_BuildValue("{s:N,s:N,s:(NO),s:O,s:i,s:O}", "shape", shape, "typestr", typestr, "data",
+                         PyLong_FromVoidPtr(d->ptr), Py_False, "strides", Py_None, "version", 3,
+                         "stream", Py_None);
+}
+
+static PyObject *devarray_get_py(gm_DeviceArray *d, PyObject *unused)
+{
+    return gm_devarray_get(d);
+}
+
+static PyObject *devarray_repr(gm_DeviceArray *d)
+{
+    char buf[256];
+    gm_shape_str(d->ndim, d->shape, buf, sizeof buf);
+    return PyUnicode_FromFormat("DeviceArray(shape=%s, dtype=%S, nbytes=%zu)", buf,
+                                (PyObject *)d->dtype, d->nbytes);
+}
+
+static Py_ssize_t devarray_len(gm_DeviceArray *d)
+{
+    if (d->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d DeviceArray");
+        return -1;
+    }
+    return d->shape[0];
+}
+
+static PyGetSetDef devarray_getset[] = {
+    {"shape", (getter)devarray_shape, NULL, "Shape (tuple of int).", NULL},
+    {"dtype", (getter)devarray_dtype, NULL, "NumPy dtype of the elements.", NULL},
+    {"nbytes", (getter)devarray_nbytes, NULL, "Bytes of device memory held.", NULL},
+    {"ndim", (getter)devarray_ndim, NULL, "Number of dimensions.", NULL},
+    {"size", (getter)devarray_size, NULL, "Number of elements.", NULL},
+    {"ptr", (getter)devarray_ptr, NULL, "Device address (int).", NULL},
+    {"__cuda_array_interface__", (getter)devarray_cai, NULL,
+     "CUDA Array Interface, version 3 (CuPy, Numba, PyTorch read it).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef devarray_methods[] = {
+    {"get", (PyCFunction)devarray_get_py, METH_NOARGS,
+     "Copy to the host: a new C-contiguous numpy.ndarray."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods devarray_as_sequence = {
+    .sq_length = (lenfunc)devarray_len,
+};
+
+PyTypeObject gm_DeviceArray_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "gpumem.DeviceArray",
+    .tp_basicsize = sizeof(gm_DeviceArray),
+    .tp_dealloc = (destructor)devarray_dealloc,
+    .tp_repr = (reprfunc)devarray_repr,
+    .tp_as_sequence = &devarray_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A C-contiguous array in device memory, freed when released.\n\n"
+              "Make one with gpumem.to_device(ndarray) or gpumem.empty(shape, dtype); "
+              "copy it back with .get().",
+    .tp_methods = devarray_methods,
+    .tp_getset = devarray_getset,
+};
+
+/* ---- kernel operands -------------------------------------------------------- */
+int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenum,
+                     gm_operand *op)
+{
+    PyArray_Descr *dtype;
+    memset(op, 0, sizeof *op);
+    op->obj = obj;
+    if (gm_DeviceArray_Check(obj)) {
+        gm_DeviceArray *d = (gm_DeviceArray *)obj;
+        op->on_device = 1;
+        op->ndim = d->ndim;
+        op->shape = d->shape;
+        dtype = d->dtype;
+    } else if (PyArray_Check(obj)) {
+        op->ndim = PyArray_NDIM((PyArrayObject *)obj);
+        op->shape = PyArray_DIMS((PyArrayObject *)obj);
+        dtype = PyArray_DESCR((PyArrayObject *)obj);
+    } else {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: %s must be a numpy.ndarray or gpumem.DeviceArray, not %.200s", fn, name,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    if (dtype->type_num != typenum || !PyArray_ISNBO(dtype->byteorder)) {
+        PyArray_Descr *want = PyArray_DescrFromType(typenum);
+        PyErr_Format(PyExc_TypeError,
+                     "%s: %s has dtype %R; this kernel takes %R only (convert with "
+                     ".astype(numpy.%S))",
+                     fn, name, (PyObject *)dtype, (PyObject *)want, (PyObject *)want);
+        Py_XDECREF(want);
+        return -1;
+    }
+    return 0;
+}
+
+int gm_operand_upload(gm_operand *op)
+{
+    if (op->on_device) {
+        Py_INCREF(op->obj);
+        op->dev = (gm_DeviceArray *)op->obj;
+        return 0;
+    }
+    op->dev = gm_devarray_from_host((PyArrayObject *)op->obj);
+    return op->dev ? 0 : -1;
+}
+
+void gm_operand_release(gm_operand *op) { Py_CLEAR(op->dev); }
+
+int gm_check_out(PyObject *out, const char *fn, int ndim, const npy_intp *shape, int typenum)
+{
+    char want[256], got[256];
+    if (!gm_DeviceArray_Check(out)) {
+        PyErr_Format(PyExc_TypeError, "%s: out must be a gpumem.DeviceArray, not %.200s", fn,
+                     Py_TYPE(out)->tp_name);
+        return -1;
+    }
+    gm_DeviceArray *d = (gm_DeviceArray *)out;
+    if (d->dtype->type_num != typenum) {
+        PyArray_Descr *w = PyArray_DescrFromType(typenum);
+        PyErr_Format(PyExc_TypeError, "%s: out has dtype %R; it must be %R", fn,
+                     (PyObject *)d->dtype, (PyObject *)w);
+        Py_XDECREF(w);
+        return -1;
+    }
+    if (d->ndim != ndim || memcmp(d->shape, shape, sizeof(npy_intp) * (size_t)ndim) != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: out has shape %s; the result has shape %s", fn,
+                     gm_shape_str(d->ndim, d->shape, got, sizeof got),
+                     gm_shape_str(ndim, shape, want, sizeof want));
+        return -1;
+    }
+    return 0;
+}

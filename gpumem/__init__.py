@@ -1,0 +1,246 @@
+"""gpumem: explore and measure the GPU memory hierarchy from NumPy.
+
+Kernels take NumPy arrays (and return NumPy arrays) or :class:`DeviceArray`
+(and return DeviceArray, with no host copies).  Every launch is timed with
+CUDA events and leaves a :class:`LaunchRecord`; :func:`bench` repeats a call
+and reports median time, GB/s and GFLOP/s.  :mod:`gpumem.model` predicts the
+memory traffic of every kernel with no GPU at all.
+"""
+from __future__ import annotations
+
+import contextlib
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, NamedTuple
+
+import numpy as np
+
+from . import _core
+from ._core import (
+    CudaError,
+    CudaUnavailableError,
+    DeviceArray,
+    DeviceMemoryError,
+    LaunchRecord,
+    empty,
+    is_available,
+    memory_info,
+    to_device,
+)
+from ._table import Table
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArray", "LaunchRecord",
+    "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device", "empty", "is_available",
+    "last_record", "matmul", "memory_info", "record", "to_device", "variants", "vec_add",
+]
+
+ArrayLike = "np.ndarray | DeviceArray"
+
+
+# ---- device --------------------------------------------------------------
+@dataclass(frozen=True)
+class DeviceInfo:
+    """Properties and limits of the GPU gpumem runs on (from the CUDA runtime)."""
+
+    index: int
+    name: str
+    compute_capability: tuple[int, int]
+    multiprocessors: int
+    warp_size: int
+    max_threads_per_multiprocessor: int
+    max_threads_per_block: int
+    max_blocks_per_multiprocessor: int
+    registers_per_multiprocessor: int
+    registers_per_block: int
+    shared_memory_per_multiprocessor: int
+    shared_memory_per_block: int
+    shared_memory_per_block_optin: int
+    constant_memory: int
+    l2_cache_size: int
+    memory_clock_khz: int
+    memory_bus_width: int
+    theoretical_bandwidth_gbps: float
+    total_memory: int
+    driver_version: tuple[int, int]
+    runtime_version: tuple[int, int]
+
+    def summary(self) -> str:
+        """A few lines for people."""
+        cc = "%d.%d" % self.compute_capability
+        return "\n".join([
+            f"{self.name} (sm_{cc.replace('.', '')}, compute capability {cc})",
+            f"  {self.multiprocessors} SMs, warp {self.warp_size}, "
+            f"{self.max_threads_per_multiprocessor} threads/SM, {self.max_threads_per_block} threads/block",
+            f"  registers: {self.registers_per_multiprocessor // 1024} Ki/SM, "
+            f"{self.registers_per_block // 1024} Ki/block",
+            f"  shared memory: {self.shared_memory_per_multiprocessor // 1024} KiB/SM, "
+            f"{self.shared_memory_per_block // 1024} KiB/block "
+            f"({self.shared_memory_per_block_optin // 1024} KiB opt-in)",
+            f"  constant memory {self.constant_memory // 1024} KiB, L2 {self.l2_cache_size / 2**20:.0f} MiB",
+            f"  device memory {self.total_memory / 2**30:.1f} GiB, {self.memory_bus_width}-bit at "
+            f"{self.memory_clock_khz / 1000:.0f} MHz: {self.theoretical_bandwidth_gbps:.0f} GB/s theoretical",
+            f"  driver {self.driver_version[0]}.{self.driver_version[1]}, "
+            f"runtime {self.runtime_version[0]}.{self.runtime_version[1]}",
+        ])
+
+
+def device() -> DeviceInfo:
+    """The current GPU's properties and limits.
+
+    Raises
+    ------
+    CudaUnavailableError
+        When no usable GPU or driver is present.
+    """
+    return DeviceInfo(**_core.device())
+
+
+# ---- variants ------------------------------------------------------------
+class Variant(NamedTuple):
+    """A named kernel variant: the one memory idea it shows, and what it must move."""
+
+    family: str
+    name: str
+    idea: str
+    bytes: str
+    flops: str
+
+
+def variants(family: str | None = None) -> list[Variant]:
+    """The named variants of one kernel family (or of all), e.g. ``variants("matmul")``."""
+    if family is not None and not isinstance(family, str):
+        raise TypeError(f"variants: family must be a str, not {type(family).__name__}")
+    return [Variant(*v) for v in _core.variants(family)]
+
+
+# ---- kernels -------------------------------------------------------------
+def vec_add(a, b, *, block: int = 256, out: DeviceArray | None = None):
+    """``a + b`` elementwise, float32, one element per thread.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray or DeviceArray, float32, same shape
+        Non-contiguous ndarrays are copied to a contiguous buffer first.
+    block : int
+        Threads per block, 1..1024 (grid: ``ceil(n / block)`` blocks).
+    out : DeviceArray, optional
+        Where to write the result (same shape, float32).
+
+    Returns
+    -------
+    numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
+    """
+    return _core.vec_add(a, b, block=block, out=out)
+
+
+def matmul(a, b, *, tile: int = 16, variant: str = "tiled", out: DeviceArray | None = None):
+    """``a @ b`` for float32 matrices of any shape M x K @ K x N.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray or DeviceArray, float32, 2-D
+        Other dtypes raise TypeError (convert with ``.astype(np.float32)``);
+        non-contiguous ndarrays are copied to a contiguous buffer first.
+    tile : {8, 16, 32}
+        Block edge: blocks of ``tile x tile`` threads; for ``"tiled"`` also the
+        shared-memory tile.
+    variant : {"tiled", "naive"}
+        ``gpumem.variants("matmul")`` lists what each shows.
+    out : DeviceArray, optional
+        Where to write the M x N result; must not be an input.
+
+    Returns
+    -------
+    numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
+    Empty operands give NumPy's result shape (K == 0 gives zeros).
+    """
+    return _core.matmul(a, b, tile=tile, variant=variant, out=out)
+
+
+# ---- launch records ------------------------------------------------------
+def last_record() -> LaunchRecord | None:
+    """The :class:`LaunchRecord` of the newest gpumem launch, or None."""
+    return _core.last_record()
+
+
+@contextlib.contextmanager
+def record() -> Iterator[list]:
+    """Collect the LaunchRecord of every gpumem launch inside the block.
+
+    >>> with gpumem.record() as launches:
+    ...     gpumem.matmul(a, b)
+    >>> launches[0].ms
+    """
+    sink: list = []
+    _core._sinks.append(sink)
+    try:
+        yield sink
+    finally:
+        for i in range(len(_core._sinks) - 1, -1, -1):
+            if _core._sinks[i] is sink:
+                del _core._sinks[i]
+                break
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Timing of repeated calls: kernel time from CUDA events (no host transfers)."""
+
+    kernel: str
+    variant: str
+    params: dict
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    gbps: float
+    gflops: float
+    repeat: int
+    warmup: int
+    samples_ms: tuple = field(repr=False)
+
+    def as_row(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "variant": self.variant, **self.params,
+                "median_ms": self.median_ms, "min_ms": self.min_ms, "max_ms": self.max_ms,
+                "GB/s": self.gbps, "GFLOP/s": self.gflops}
+
+
+def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, **kw) -> BenchResult:
+    """Time ``fn(*args, **kw)``: ``warmup`` untimed calls, then ``repeat`` timed ones.
+
+    ndarray arguments are copied to the device once first, so the numbers are
+    kernel time only (CUDA events around each launch).  GB/s and GFLOP/s come
+    from the bytes and FLOPs each variant declares (``gpumem.variants()``).
+    """
+    for name, v in (("repeat", repeat), ("warmup", warmup)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"bench: {name} must be an int, not {type(v).__name__}")
+    if repeat < 1:
+        raise ValueError(f"bench: repeat={repeat} is not allowed; repeat must be >= 1")
+    if warmup < 0:
+        raise ValueError(f"bench: warmup={warmup} is not allowed; warmup must be >= 0")
+    if not callable(fn):
+        raise TypeError("bench: fn must be callable, e.g. gpumem.matmul")
+    args = tuple(to_device(a) if isinstance(a, np.ndarray) else a for a in args)
+    kw = {k: (to_device(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+    for _ in range(warmup):
+        fn(*args, **kw)
+    samples = []
+    last = None
+    for _ in range(repeat):
+        with record() as launches:
+            fn(*args, **kw)
+        if not launches:
+            raise ValueError("bench: fn launched no gpumem kernel (empty input?)")
+        samples.append(sum(r.ms for r in launches))
+        last = launches
+    med = statistics.median(samples)
+    nbytes = sum(r.bytes for r in last)
+    flops = sum(r.flops for r in last)
+    first = last[0]
+    return BenchResult(first.kernel, first.variant, dict(first.params), med, min(samples),
+                       max(samples), nbytes / (med * 1e-3) / 1e9 if med > 0 else float("nan"),
+                       flops / (med * 1e-3) / 1e9 if med > 0 else float("nan"), repeat, warmup,
+                       tuple(samples))
