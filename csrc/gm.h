@@ -109,11 +109,20 @@ typedef struct {
     gm_launcher launch;
 } gm_variant;
 
+/* A device buffer a launch both reads and writes (an in-place update):
+ * replaying such a launch must restore it first. */
+typedef struct {
+    void *ptr;
+    size_t nbytes;
+} gm_buffer;
+
 typedef struct {
     const gm_variant *variant;
     PyObject *params;     /* borrowed dict of the call's parameters */
     double bytes;         /* bytes the launch must move */
     double flops;         /* floating-point operations of the launch */
+    const gm_buffer *inout; /* buffers the kernel reads and writes (may be NULL) */
+    int n_inout;
 } gm_launch_info;
 
 /* Time `params` through info->variant->launch with CUDA events, check the
@@ -121,6 +130,15 @@ typedef struct {
 int gm_launch(const gm_launch_info *info, const void *params);
 int gm_launch_init(PyObject *module);
 PyObject *gm_last_record(PyObject *self, PyObject *unused);
+
+/* ---- hardware counters (profile.c) ----------------------------------------
+ * While gm_profiling is nonzero (inside gpumem.profile()), gm_launch first
+ * calls gm_profile_launch(), which replays the launch as often as the metric
+ * set needs, leaves every info->inout buffer as it found it, and returns the
+ * metrics (new dict) -- then the ordinary timed launch runs, so profiling
+ * never changes the timing or the result of the call. */
+extern int gm_profiling;
+PyObject *gm_profile_launch(const gm_launch_info *info, const void *params);
 
 /* ---- variants and kernels (kernels.c) -------------------------------------
  * Each family keeps a table of its variants, ended by a row of NULLs; the

@@ -199,7 +199,7 @@ PyObject *gm_vec_add_py(PyObject *self, PyObject *args, PyObject *kwargs)
         gm_vec_add_params p = {(const float *)ops[0].dev->ptr, (const float *)ops[1].dev->ptr,
                                (float *)c->ptr, n, (int)block};
         params = Py_BuildValue("{s:L,s:L}", "n", n, "block", block);
-        gm_launch_info info = {v, params, 12.0 * (double)n, (double)n};
+        gm_launch_info info = {v, params, 12.0 * (double)n, (double)n, NULL, 0};
         if (params == NULL || gm_launch(&info, &p) < 0)
             goto fail;
     }
@@ -292,7 +292,7 @@ PyObject *gm_matmul_py(PyObject *self, PyObject *args, PyObject *kwargs)
                               (float *)c->ptr, (int)M, (int)N, (int)K, (int)tile};
         params = Py_BuildValue("{s:L,s:L,s:L,s:L}", "m", M, "n", N, "k", K, "tile", tile);
         gm_launch_info info = {v, params, 4.0 * ((double)M * K + (double)K * N + (double)M * N),
-                               2.0 * (double)M * N * K};
+                               2.0 * (double)M * N * K, NULL, 0};
         if (params == NULL || gm_launch(&info, &p) < 0)
             goto fail;
     }

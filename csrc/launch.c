@@ -48,7 +48,7 @@ static PyObject *dims3(const unsigned int v[3])
     return Py_BuildValue("(III)", v[0], v[1], v[2]);
 }
 
-static int publish(const gm_launch_info *info, const gm_dims *dims, float ms)
+static int publish(const gm_launch_info *info, const gm_dims *dims, float ms, PyObject *metrics)
 {
     PyObject *rec = PyStructSequence_New(gm_LaunchRecord_Type);
     if (rec == NULL)
@@ -63,7 +63,7 @@ static int publish(const gm_launch_info *info, const gm_dims *dims, float ms)
         PyFloat_FromDouble((double)ms),
         PyFloat_FromDouble(info->bytes),
         PyFloat_FromDouble(info->flops),
-        Py_NewRef(Py_None),
+        Py_NewRef(metrics ? metrics : Py_None),
     };
     int bad = 0;
     for (int i = 0; i < 10; i++) {
@@ -96,8 +96,14 @@ int gm_launch(const gm_launch_info *info, const void *params)
     float ms = 0.0f;
     char what[160];
 
+    PyObject *metrics = NULL;
     if (gm_ensure_device() < 0)
         return -1;
+    if (gm_profiling) {
+        metrics = gm_profile_launch(info, params);
+        if (metrics == NULL)
+            return -1;
+    }
     if (!gm_events_ready) {
         GM_CUDA(cudaEventCreate(&gm_ev_start));
         GM_CUDA(cudaEventCreate(&gm_ev_stop));
@@ -109,7 +115,8 @@ int gm_launch(const gm_launch_info *info, const void *params)
         snprintf(what, sizeof what, "launching %s/%s grid (%u, %u, %u) block (%u, %u, %u)",
                  info->variant->family, info->variant->name, dims.grid[0], dims.grid[1],
                  dims.grid[2], dims.block[0], dims.block[1], dims.block[2]);
-        return gm_set_cuda_error(err, what);
+        gm_set_cuda_error(err, what);
+        goto fail;
     }
     GM_CUDA(cudaEventRecord(gm_ev_stop, stream));
     Py_BEGIN_ALLOW_THREADS
@@ -117,11 +124,15 @@ int gm_launch(const gm_launch_info *info, const void *params)
     Py_END_ALLOW_THREADS
     if (err != cudaSuccess) {
         snprintf(what, sizeof what, "running %s/%s", info->variant->family, info->variant->name);
-        return gm_set_cuda_error(err, what);
+        gm_set_cuda_error(err, what);
+        goto fail;
     }
     GM_CUDA(cudaEventElapsedTime(&ms, gm_ev_start, gm_ev_stop));
-    return publish(info, &dims, ms);
+    int r = publish(info, &dims, ms, metrics);
+    Py_XDECREF(metrics);
+    return r;
 fail:
+    Py_XDECREF(metrics);
     return -1;
 }
 
