@@ -1,0 +1,48 @@
+"""GPU tests are marked ``gpu``: skipped without a GPU, and failed instead
+when GPUMEM_REQUIRE_GPU=1 (so a GPU run can never pass by skipping)."""
+import os
+
+import numpy as np
+import pytest
+
+import gpumem
+
+REQUIRE_GPU = os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0")
+
+
+@pytest.fixture(autouse=True)
+def _gpu_gate(request):
+    if request.node.get_closest_marker("gpu") is None:
+        return
+    if gpumem.is_available():
+        return
+    if REQUIRE_GPU:
+        pytest.fail("GPUMEM_REQUIRE_GPU=1 but no usable GPU: " + _why_unavailable())
+    pytest.skip("needs a CUDA GPU")
+
+
+def _why_unavailable() -> str:
+    try:
+        gpumem.device()
+    except gpumem.CudaError as e:
+        return str(e)
+    return "unknown"
+
+
+@pytest.fixture
+def rng(request):
+    """Fresh random data each run; the seed is printed on failure."""
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"rng seed {seed}")
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def no_leak():
+    """Assert that the test leaves no device memory held by gpumem."""
+    before = gpumem._core.bytes_held()
+    yield
+    import gc
+
+    gc.collect()
+    assert gpumem._core.bytes_held() == before
