@@ -270,7 +270,7 @@ PyMODINIT_FUNC PyInit__core(void)
     if (PyType_Ready(&gm_DeviceArray_Type) < 0 ||
         PyModule_AddObjectRef(m, "DeviceArray", (PyObject *)&gm_DeviceArray_Type) < 0)
         goto fail;
-    if (gm_launch_init(m) < 0)
+    if (gm_launch_init(m) < 0 || gm_profile_init(m) < 0)
         goto fail;
     return m;
 fail:

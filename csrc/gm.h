@@ -139,6 +139,8 @@ PyObject *gm_last_record(PyObject *self, PyObject *unused);
  * never changes the timing or the result of the call. */
 extern int gm_profiling;
 PyObject *gm_profile_launch(const gm_launch_info *info, const void *params);
+/* Adds profile.c's functions and exceptions to the module. */
+int gm_profile_init(PyObject *module);
 
 /* ---- variants and kernels (kernels.c) -------------------------------------
  * Each family keeps a table of its variants, ended by a row of NULLs; the
