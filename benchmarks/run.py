@@ -13,6 +13,7 @@ import sys
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # benchmarks import _common
 
 
 def main() -> int:

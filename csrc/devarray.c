@@ -60,25 +60,34 @@ const char *gm_shape_str(int ndim, const npy_intp *shape, char *buf, size_t len)
 }
 
 /* ---- DeviceArray ----------------------------------------------------------- */
-gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *dtype)
+/* Bytes of an array of this shape and dtype; ValueError for a bad shape. */
+static int shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, size_t *out)
 {
     if (ndim > GM_MAXDIM) {
-        PyErr_Format(PyExc_ValueError, "DeviceArray supports at most %d dimensions, not %d",
-                     GM_MAXDIM, ndim);
-        return NULL;
+        PyErr_Format(PyExc_ValueError, "shape: at most %d dimensions, not %d", GM_MAXDIM, ndim);
+        return -1;
     }
     size_t nbytes = (size_t)PyDataType_ELSIZE(dtype);
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) {
             PyErr_Format(PyExc_ValueError, "shape: negative dimension %lld", (long long)shape[i]);
-            return NULL;
+            return -1;
         }
         if (shape[i] && nbytes > (size_t)PY_SSIZE_T_MAX / (size_t)shape[i]) {
             PyErr_SetString(PyExc_ValueError, "shape: array is too big");
-            return NULL;
+            return -1;
         }
         nbytes *= (size_t)shape[i];
     }
+    *out = nbytes;
+    return 0;
+}
+
+gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *dtype)
+{
+    size_t nbytes;
+    if (shape_nbytes(ndim, shape, dtype, &nbytes) < 0)
+        return NULL;
     gm_DeviceArray *d = PyObject_New(gm_DeviceArray, &gm_DeviceArray_Type);
     if (d == NULL)
         return NULL;
@@ -185,7 +194,9 @@ PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     if (dtype == NULL)
         dtype = PyArray_DescrFromType(NPY_FLOAT32);
-    if (check_plain_dtype(dtype, "empty") == 0 && gm_ensure_device() == 0)
+    size_t nbytes;
+    if (check_plain_dtype(dtype, "empty") == 0 &&
+        shape_nbytes(shape.len, shape.ptr, dtype, &nbytes) == 0 && gm_ensure_device() == 0)
         result = (PyObject *)gm_devarray_new(shape.len, shape.ptr, dtype);
     Py_DECREF(dtype);
     PyDimMem_FREE(shape.ptr);

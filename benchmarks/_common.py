@@ -1,0 +1,52 @@
+"""Shared helpers of the benchmarks: device name/date stamp, anchors, output."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import statistics
+
+import gpumem as gm
+
+
+def stamp() -> dict:
+    d = gm.device()
+    return {"gpu": d.name, "cc": "%d.%d" % d.compute_capability,
+            "driver": "%d.%d" % d.driver_version, "runtime": "%d.%d" % d.runtime_version,
+            "date": datetime.date.today().isoformat()}
+
+
+def cupy_or_none():
+    try:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+        return cupy
+    except Exception:
+        return None
+
+
+def time_cupy(cupy, fn, repeat: int, warmup: int = 3) -> float:
+    """Median ms of fn() between CuPy events (the anchor, timed like gpumem)."""
+    for _ in range(warmup):
+        fn()
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    samples = []
+    for _ in range(repeat):
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        samples.append(cupy.cuda.get_elapsed_time(start, stop))
+    return statistics.median(samples)
+
+
+def write(out_dir: str, name: str, payload: dict, table: gm.Table, notes: list[str]) -> None:
+    with open(os.path.join(out_dir, f"bench_{name}.json"), "w") as f:
+        json.dump(payload, f, indent=1, default=str)
+    s = payload["stamp"]
+    md = [f"### {table.title}", "",
+          f"{s['gpu']} (cc {s['cc']}, driver {s['driver']}, CUDA runtime {s['runtime']}), {s['date']}", "",
+          table.to_markdown(), ""] + [f"- {n}" for n in notes] + [""]
+    with open(os.path.join(out_dir, f"bench_{name}.md"), "w") as f:
+        f.write("\n".join(md))
