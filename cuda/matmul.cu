@@ -30,6 +30,21 @@ __global__ void matmul_naive_kernel(const float *__restrict__ A, const float *__
 // (barrier 1), every thread takes a TILE-long inner product from shared
 // memory, and the block waits again (barrier 2) before the next tile
 // overwrites what slower warps may still be reading.
+template <int TILE, bool CHECKED>
+__device__ __forceinline__ void tiled_step(float (&As)[TILE][TILE], float (&Bs)[TILE][TILE],
+                                           const float *a, const float *b, bool a_ok, bool b_ok,
+                                           float &acc)
+{
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    As[ty][tx] = (!CHECKED || a_ok) ? *a : 0.0f;
+    Bs[ty][tx] = (!CHECKED || b_ok) ? *b : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < TILE; ++k)
+        acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+}
+
 template <int TILE>
 __global__ void matmul_tiled_kernel(const float *__restrict__ A, const float *__restrict__ B,
                                     float *__restrict__ C, int M, int N, int K)
@@ -39,21 +54,19 @@ __global__ void matmul_tiled_kernel(const float *__restrict__ A, const float *__
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int row = blockIdx.y * TILE + ty;
     const int col = blockIdx.x * TILE + tx;
-    const float *a = A + (size_t)row * K + tx;   // A[row][t*TILE + tx]
-    const float *b = B + (size_t)ty * N + col;   // B[t*TILE + ty][col]
+    const float *a = A + (size_t)row * K + tx;   // A[row][k0 + tx]
+    const float *b = B + (size_t)ty * N + col;   // B[k0 + ty][col]
     const size_t b_step = (size_t)TILE * N;
     float acc = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += TILE) {
-        As[ty][tx] = (row < M && k0 + tx < K) ? *a : 0.0f;
-        Bs[ty][tx] = (k0 + ty < K && col < N) ? *b : 0.0f;
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < TILE; ++k)
-            acc += As[ty][k] * Bs[k][tx];
-        __syncthreads();
-        a += TILE;
-        b += b_step;
-    }
+    int k0 = 0;
+    // Blocks wholly inside C skip the bounds checks on every full tile (the
+    // same loads, without the compare-and-select); the rest check each load.
+    const bool inside = (blockIdx.y + 1) * TILE <= M && (blockIdx.x + 1) * TILE <= N;
+    if (inside)
+        for (; k0 + TILE <= K; k0 += TILE, a += TILE, b += b_step)
+            tiled_step<TILE, false>(As, Bs, a, b, true, true, acc);
+    for (; k0 < K; k0 += TILE, a += TILE, b += b_step)
+        tiled_step<TILE, true>(As, Bs, a, b, row < M && k0 + tx < K, k0 + ty < K && col < N, acc);
     if (row < M && col < N)
         C[(size_t)row * N + col] = acc;
 }
