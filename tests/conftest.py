@@ -46,3 +46,13 @@ def no_leak():
 
     gc.collect()
     assert gpumem._core.bytes_held() == before
+
+
+def pytest_report_header(config):
+    return f"gpumem {gpumem.__version__} from {gpumem.__file__}; GPU: {gpumem.is_available()}"
+
+
+def pytest_sessionstart(session):
+    # .ci/run tests the installed wheel: make sure that is what was imported.
+    if os.environ.get("GPUMEM_EXPECT_INSTALLED") and "site-packages" not in gpumem.__file__:
+        raise pytest.UsageError(f"expected an installed gpumem, imported {gpumem.__file__}")
