@@ -103,7 +103,7 @@ class BuildExt(build_ext):
 core = Extension(
     "gpumem._core",
     sources=sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "*.c"))),
-    depends=glob.glob(os.path.join(HERE, "csrc", "*.h")) + glob.glob(os.path.join(HERE, "cuda", "*")),
+    depends=sorted(glob.glob("csrc/*.h") + glob.glob("cuda/*.h") + glob.glob("cuda/*.cu")),
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wno-missing-field-initializers"],
     libraries=["cudart_static", "stdc++", "dl", "rt", "pthread"],
 )
