@@ -6,8 +6,6 @@
 static PyTypeObject *gm_LaunchRecord_Type;
 static PyObject *gm_sinks;      /* list of lists: gpumem.record() appends here */
 static PyObject *gm_last;       /* the newest LaunchRecord, or NULL */
-static cudaEvent_t gm_ev_start, gm_ev_stop;
-static int gm_events_ready = 0;
 
 static PyStructSequence_Field record_fields[] = {
     {"kernel", "kernel family, e.g. 'matmul'"},
@@ -95,6 +93,7 @@ int gm_launch(const gm_launch_info *info, const void *params)
     cudaError_t err;
     float ms = 0.0f;
     char what[160];
+    cudaEvent_t ev_start = NULL, ev_stop = NULL;
 
     PyObject *metrics = NULL;
     if (gm_ensure_device() < 0)
@@ -104,12 +103,11 @@ int gm_launch(const gm_launch_info *info, const void *params)
         if (metrics == NULL)
             return -1;
     }
-    if (!gm_events_ready) {
-        GM_CUDA(cudaEventCreate(&gm_ev_start));
-        GM_CUDA(cudaEventCreate(&gm_ev_stop));
-        gm_events_ready = 1;
-    }
-    GM_CUDA(cudaEventRecord(gm_ev_start, stream));
+    /* Events per launch: another Python thread may launch while this one
+     * waits without the GIL. */
+    GM_CUDA(cudaEventCreate(&ev_start));
+    GM_CUDA(cudaEventCreate(&ev_stop));
+    GM_CUDA(cudaEventRecord(ev_start, stream));
     err = info->variant->launch(params, &dims, stream);
     if (err != cudaSuccess) {
         snprintf(what, sizeof what, "launching %s/%s grid (%u, %u, %u) block (%u, %u, %u)",
@@ -118,21 +116,27 @@ int gm_launch(const gm_launch_info *info, const void *params)
         gm_set_cuda_error(err, what);
         goto fail;
     }
-    GM_CUDA(cudaEventRecord(gm_ev_stop, stream));
+    GM_CUDA(cudaEventRecord(ev_stop, stream));
     Py_BEGIN_ALLOW_THREADS
-    err = cudaEventSynchronize(gm_ev_stop);
+    err = cudaEventSynchronize(ev_stop);
     Py_END_ALLOW_THREADS
     if (err != cudaSuccess) {
         snprintf(what, sizeof what, "running %s/%s", info->variant->family, info->variant->name);
         gm_set_cuda_error(err, what);
         goto fail;
     }
-    GM_CUDA(cudaEventElapsedTime(&ms, gm_ev_start, gm_ev_stop));
+    GM_CUDA(cudaEventElapsedTime(&ms, ev_start, ev_stop));
     int r = publish(info, &dims, ms, metrics);
     Py_XDECREF(metrics);
+    cudaEventDestroy(ev_start);
+    cudaEventDestroy(ev_stop);
     return r;
 fail:
     Py_XDECREF(metrics);
+    if (ev_start)
+        cudaEventDestroy(ev_start);
+    if (ev_stop)
+        cudaEventDestroy(ev_stop);
     return -1;
 }
 
