@@ -224,6 +224,18 @@ static PyMethodDef gm_methods[] = {
      "vec_add(a, b, *, block=256, out=None)"},
     {"matmul", (PyCFunction)(void (*)(void))gm_matmul_py, METH_VARARGS | METH_KEYWORDS,
      "matmul(a, b, *, tile=16, variant='tiled', out=None)"},
+    {"read_offset", (PyCFunction)(void (*)(void))gm_read_offset_py, METH_VARARGS | METH_KEYWORDS,
+     "read_offset(a, b, *, offset=0, unroll=1, block=512, cache='default', out=None)"},
+    {"write_offset", (PyCFunction)(void (*)(void))gm_write_offset_py, METH_VARARGS | METH_KEYWORDS,
+     "write_offset(a, b, *, offset=0, unroll=1, block=512, out=None)"},
+    {"strided_read", (PyCFunction)(void (*)(void))gm_strided_read_py, METH_VARARGS | METH_KEYWORDS,
+     "strided_read(a, *, stride=1, block=512, out=None)"},
+    {"struct_update", (PyCFunction)(void (*)(void))gm_struct_update_py,
+     METH_VARARGS | METH_KEYWORDS, "struct_update(data, *, layout='aos', block=512, out=None)"},
+    {"distance", (PyCFunction)(void (*)(void))gm_distance_py, METH_VARARGS | METH_KEYWORDS,
+     "distance(points, *, layout='aos', block=512, out=None)"},
+    {"copy", (PyCFunction)(void (*)(void))gm_copy_py, METH_VARARGS | METH_KEYWORDS,
+     "copy(a, *, variant='float4', block=256, out=None)"},
     {NULL, NULL, 0, NULL},
 };
 

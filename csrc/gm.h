@@ -151,4 +151,13 @@ PyObject *gm_variants(PyObject *self, PyObject *args);
 PyObject *gm_vec_add_py(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gm_matmul_py(PyObject *self, PyObject *args, PyObject *kwargs);
 
+/* access patterns (access.c) */
+extern const gm_variant gm_access_variants[];
+PyObject *gm_read_offset_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_write_offset_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_strided_read_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_struct_update_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_distance_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_copy_py(PyObject *self, PyObject *args, PyObject *kwargs);
+
 #endif /* GM_H */

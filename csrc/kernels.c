@@ -36,7 +36,7 @@ const gm_variant gm_core_variants[] = {
 };
 
 /* Every family's table; a new family adds its table here (see gm.h). */
-static const gm_variant *const gm_tables[] = {gm_core_variants, NULL};
+static const gm_variant *const gm_tables[] = {gm_core_variants, gm_access_variants, NULL};
 
 /* Iterate over every variant of every table. */
 #define FOR_EACH_VARIANT(v)                                                    \

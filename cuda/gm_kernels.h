@@ -50,6 +50,96 @@ typedef struct {
 cudaError_t gm_matmul_naive(const gm_matmul_params *p, gm_dims *dims, cudaStream_t stream);
 cudaError_t gm_matmul_tiled(const gm_matmul_params *p, gm_dims *dims, cudaStream_t stream);
 
+/* ---- access patterns (cuda/access.cu) -----------------------------------
+ * Global-memory access lessons.  Every buffer is float32 from cudaMalloc
+ * (256-byte aligned); indices are 64-bit.  The exact address pattern of each
+ * kernel is part of its contract (gpumem.model reproduces it address for
+ * address), so do not change it without changing the model. */
+
+/* Load path of read_offset's loads of A and B. */
+typedef enum {
+    GM_CACHE_DEFAULT = 0, /* ld.global: the compiler's default (L1 + L2 on sm_70+) */
+    GM_CACHE_CA = 1,      /* ld.global.ca (__ldca): cache at all levels */
+    GM_CACHE_CG = 2,      /* ld.global.cg (__ldcg): cache in L2 only */
+    GM_CACHE_LDG = 3,     /* ld.global.nc (__ldg): the read-only (texture) path */
+    GM_CACHE_CS = 4       /* ld.global.cs (__ldcs): streaming, evict first */
+} gm_cache_path;
+
+/* read_offset: C[i] = A[i + offset] + B[i + offset] where i + offset < n.
+ * unroll1: one element per thread; unroll4: four, one block-stride apart. */
+typedef struct {
+    const float *a;
+    const float *b;
+    float *c;
+    long long n;
+    long long offset; /* 0..n */
+    int block;        /* 1..1024 */
+    int cache;        /* gm_cache_path */
+} gm_read_offset_params;
+
+cudaError_t gm_read_offset_unroll1(const gm_read_offset_params *p, gm_dims *dims, cudaStream_t stream);
+cudaError_t gm_read_offset_unroll4(const gm_read_offset_params *p, gm_dims *dims, cudaStream_t stream);
+
+/* write_offset: C[i + offset] = A[i] + B[i] where i + offset < n. */
+typedef struct {
+    const float *a;
+    const float *b;
+    float *c;
+    long long n;
+    long long offset; /* 0..n */
+    int block;        /* 1..1024 */
+} gm_write_offset_params;
+
+cudaError_t gm_write_offset_unroll1(const gm_write_offset_params *p, gm_dims *dims, cudaStream_t stream);
+cudaError_t gm_write_offset_unroll4(const gm_write_offset_params *p, gm_dims *dims, cudaStream_t stream);
+
+/* strided_read: C[i] = A[i * stride] for i < m = ceil(n / stride). */
+typedef struct {
+    const float *a;
+    float *c;
+    long long n;
+    int stride; /* 1..64 */
+    int block;  /* 1..1024 */
+} gm_strided_read_params;
+
+cudaError_t gm_strided_read_default(const gm_strided_read_params *p, gm_dims *dims, cudaStream_t stream);
+
+/* struct_update: r.x = d.x + 10, r.y = d.y + 20 for n {x, y} pairs;
+ * aos: data is n structs {float x, y}; soa: n x's, then n y's. */
+typedef struct {
+    const float *data;
+    float *result;
+    long long n;
+    int block; /* 1..1024 */
+} gm_struct_update_params;
+
+cudaError_t gm_struct_update_aos(const gm_struct_update_params *p, gm_dims *dims, cudaStream_t stream);
+cudaError_t gm_struct_update_soa(const gm_struct_update_params *p, gm_dims *dims, cudaStream_t stream);
+
+/* distance: d[i] = sqrt(x*x + y*y + z*z) of n points;
+ * aos: n structs {float x, y, z}; soa: n x's, n y's, n z's. */
+typedef struct {
+    const float *points;
+    float *d;
+    long long n;
+    int block; /* 1..1024 */
+} gm_distance_params;
+
+cudaError_t gm_distance_aos(const gm_distance_params *p, gm_dims *dims, cudaStream_t stream);
+cudaError_t gm_distance_soa(const gm_distance_params *p, gm_dims *dims, cudaStream_t stream);
+
+/* copy: C[i] = A[i] for n floats; float: one float per thread; float4: one
+ * 16-byte vector per thread, then one scalar per thread for the n % 4 tail. */
+typedef struct {
+    const float *a;
+    float *c;
+    long long n;
+    int block; /* 1..1024 */
+} gm_copy_params;
+
+cudaError_t gm_copy_float(const gm_copy_params *p, gm_dims *dims, cudaStream_t stream);
+cudaError_t gm_copy_float4(const gm_copy_params *p, gm_dims *dims, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,7 @@ from ._core import (
     to_device,
 )
 from ._table import Table
+from .access import copy, distance, read_offset, strided_read, struct_update, write_offset
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,7 @@ __all__ = [
     "CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArray", "LaunchRecord",
     "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device", "empty", "is_available",
     "last_record", "matmul", "memory_info", "record", "to_device", "variants", "vec_add",
+    "copy", "distance", "read_offset", "strided_read", "struct_update", "write_offset",
 ]
 
 ArrayLike = "np.ndarray | DeviceArray"

@@ -30,7 +30,48 @@ def matmul():
             gm.matmul(f32(1, 1), f32(1, 1), tile=tile, variant=variant)
 
 
-CALLS = {"vec_add": vec_add, "matmul": matmul}
+def read_offset():
+    for unroll in (1, 4):
+        for cache in ("default", "ca", "cg", "ldg", "cs"):
+            for offset, block in ((0, 512), (11, 100), (128, 33), (1001, 1), (1003, 1024)):
+                gm.read_offset(f32(1003), f32(1003), offset=offset, unroll=unroll, block=block,
+                               cache=cache)
+
+
+def write_offset():
+    for unroll in (1, 4):
+        for offset, block in ((0, 512), (11, 100), (128, 33), (1001, 1), (1003, 1024)):
+            gm.write_offset(f32(1003), f32(1003), offset=offset, unroll=unroll, block=block)
+
+
+def strided_read():
+    for stride in (1, 2, 7, 32, 64):
+        for block in (1, 100, 512):
+            gm.strided_read(f32(1001), stride=stride, block=block)
+
+
+def struct_update():
+    for block in (1, 100, 1024):
+        gm.struct_update(f32(1001, 2), layout="aos", block=block)
+        gm.struct_update(f32(2, 1001), layout="soa", block=block)
+
+
+def distance():
+    for block in (1, 100, 1024):
+        gm.distance(f32(1001, 3), layout="aos", block=block)
+        gm.distance(f32(3, 1001), layout="soa", block=block)
+
+
+def copy():
+    for variant in ("float", "float4"):
+        for n in (1, 3, 4, 1001, 1003):
+            for block in (1, 100, 256):
+                gm.copy(f32(n), variant=variant, block=block)
+
+
+CALLS = {"vec_add": vec_add, "matmul": matmul, "read_offset": read_offset,
+         "write_offset": write_offset, "strided_read": strided_read,
+         "struct_update": struct_update, "distance": distance, "copy": copy}
 
 
 def main() -> int:
