@@ -323,6 +323,16 @@ def test_every_key_and_the_cache_paths_agree():
                                      "strided_read", "struct_update", "distance", "copy"}
 
 
+def test_predict_takes_a_launch_record():
+    from collections import namedtuple
+
+    rec = namedtuple("Rec", "kernel variant params")("read_offset", "unroll1",
+                                                       {"n": 1000, "offset": 3, "block": 256,
+                                                        "cache": "cg"})
+    assert model.predict_record(rec) == predict("read_offset", "unroll1", n=1000, offset=3,
+                                                block=256)
+
+
 def test_launch_config_matches_the_launchers():
     assert model.launch_config("read_offset", "unroll4", n=1000, block=100) == \
         {"grid": (3, 1, 1), "block": (100, 1, 1)}
@@ -390,6 +400,20 @@ def test_bank_conflicts():
     assert bank_conflicts([8 * t for t in range(32)], width=8).wavefronts == 2
     with pytest.raises(ValueError, match="width"):
         bank_conflicts([0], width=2)
+
+
+def test_bank_conflicts_warps_equals_one_warp_at_a_time():
+    rng = np.random.default_rng(7)
+    addr = 4 * rng.integers(0, 256, size=(300, 32))
+    addr[1] = 4 * 32 * np.arange(32)
+    act = rng.random((300, 32)) < 0.8
+    act[2] = False
+    wf, cf = model.bank_conflicts_warps(addr, act)
+    for w in range(300):
+        one = bank_conflicts(addr[w][act[w]])
+        assert (wf[w], cf[w]) == (one.wavefronts, one.conflicts)
+    assert wf[2] == 0
+    assert model.bank_conflicts_warps(4 * 32 * np.arange(32))[0][0] == 32
 
 
 def test_matmul_tile_reads_are_conflict_free():

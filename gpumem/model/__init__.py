@@ -14,13 +14,13 @@ capability from 1.0 (G80) to 12.0.  Pure Python and NumPy, vectorized.
 >>> model.occupancy("1.0", 256, 11, 0).active_threads      # G80: 11 registers cost a block
 512
 """
-from .banks import BankResult, bank_conflicts
+from .banks import BankResult, bank_conflicts, bank_conflicts_warps
 from .coalescing import CoalesceResult, WarpCoalescing, coalesce, coalesce_warps
 from .kernels import METRICS, families, launch_config, matmul_traffic, predict, predict_record
 from .occupancy import ARCHS, Arch, OccupancyResult, occupancy
 
 __all__ = [
     "ARCHS", "Arch", "BankResult", "CoalesceResult", "METRICS", "OccupancyResult",
-    "WarpCoalescing", "bank_conflicts", "coalesce", "coalesce_warps", "families",
+    "WarpCoalescing", "bank_conflicts", "bank_conflicts_warps", "coalesce", "coalesce_warps", "families",
     "launch_config", "matmul_traffic", "occupancy", "predict", "predict_record",
 ]

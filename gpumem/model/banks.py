@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BankResult", "bank_conflicts", "BANKS", "BANK_WIDTH"]
+__all__ = ["BankResult", "bank_conflicts", "bank_conflicts_warps", "BANKS", "BANK_WIDTH"]
 
 BANKS = 32
 BANK_WIDTH = 4
@@ -106,3 +106,37 @@ def bank_conflicts(addresses, width: int = 4) -> BankResult:
         ways = max(ways, w)
     banks = tuple(int(b) for b in (a // BANK_WIDTH) % BANKS)
     return BankResult(wavefronts, ideal, wavefronts - ideal, ways, banks)
+
+
+def bank_conflicts_warps(addresses, active=None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bank_conflicts` of 4-byte accesses for many warps at once (vectorized).
+
+    Parameters
+    ----------
+    addresses : array_like of int, shape (warps, lanes <= 32)
+        Byte offsets into shared memory, multiples of 4.
+    active : array_like of bool, same shape, optional
+        Which lanes take part (default: all).
+
+    Returns
+    -------
+    wavefronts, conflicts : numpy.ndarray of int, shape (warps,)
+        A warp with no active lane has 0 of both.
+    """
+    a = np.asarray(addresses, dtype=np.int64)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] > 32:
+        raise ValueError(f"addresses must have shape (warps, <=32 lanes), not {a.shape}")
+    act = np.ones(a.shape, bool) if active is None else np.broadcast_to(np.asarray(active, bool),
+                                                                        a.shape)
+    words = np.where(act, a // BANK_WIDTH, -1)
+    words.sort(axis=1)
+    new = np.ones(words.shape, bool)
+    new[:, 1:] = words[:, 1:] != words[:, :-1]
+    new &= words >= 0                                   # each distinct word once
+    rows = np.broadcast_to(np.arange(a.shape[0])[:, None], a.shape)
+    per_bank = np.bincount((rows * BANKS + words % BANKS)[new],
+                           minlength=a.shape[0] * BANKS).reshape(-1, BANKS)
+    wavefronts = per_bank.max(axis=1)
+    return wavefronts, np.maximum(wavefronts - 1, 0)

@@ -109,7 +109,7 @@ def _warps_1d(grid: int, block: int, per_block: int | None = None):
     w32 = (WARP * np.arange(wpb, dtype=np.int64))
     lanes = np.minimum(WARP, block - w32)
     base = per_block * np.arange(grid, dtype=np.int64)
-    return ((base[:, None] + 0 * w32[None, :]).ravel(), np.tile(w32, grid), np.tile(lanes, grid))
+    return np.repeat(base, wpb), np.tile(w32, grid), np.tile(lanes, grid)
 
 
 def _active(limit, first, lanes):
@@ -444,8 +444,9 @@ def predict(family: str, variant: str, *, granularity: int = 32, **params: Any) 
 
     Examples
     --------
-    >>> predict("read_offset", "unroll1", n=2**24, offset=11, block=512)["gld_efficiency"]
-    79.99...
+    >>> r = predict("read_offset", "unroll1", n=2**24, offset=11, block=512)
+    >>> r["gld_transactions"], round(r["gld_efficiency"], 2)
+    (5242876.0, 80.0)
     """
     granularity = _check_granularity(granularity)
     spec, p = _resolve(family, variant, params)
@@ -467,7 +468,6 @@ def launch_config(family: str, variant: str, **params: Any) -> dict[str, tuple[i
         return {"grid": (_cdiv(p["n"], t), _cdiv(p["m"], t), 1), "block": (t, t, 1)}
     n, b = p["n"], p["block"]
     if family in ("read_offset", "write_offset"):
-        threads = _cdiv(n, 4) if variant == "unroll4" else n
         grid = _cdiv(n, 4 * b) if variant == "unroll4" else _cdiv(n, b)
         return {"grid": (grid, 1, 1), "block": (b, 1, 1)}
     if family == "strided_read":
