@@ -489,3 +489,89 @@ def test_occupancy_across_architectures():
         occupancy("4.0", 128)
     r = occupancy("9.0", 128, 0, 0)
     assert r["blocks_per_sm"] == 16 and r.as_dict()["limiter"] == "threads"
+
+
+# ---- occupancy against cuda_occupancy.h, the toolkit's own calculator ------------
+OCC_CPP = r'''
+#include <cstdio>
+#include "cuda_occupancy.h"
+int main()
+{
+    int maj, min, tpb, tsm, rpb, rsm, blk, regs, optin;
+    long long spb, ssm, sopt, rsv, smem;
+    while (scanf("%d %d %d %d %d %d %lld %lld %lld %lld %d %d %lld %d", &maj, &min, &tpb, &tsm,
+                 &rpb, &rsm, &spb, &ssm, &sopt, &rsv, &blk, &regs, &smem, &optin) == 14) {
+        cudaOccDeviceProp p;
+        p.computeMajor = maj; p.computeMinor = min; p.maxThreadsPerBlock = tpb;
+        p.maxThreadsPerMultiprocessor = tsm; p.regsPerBlock = rpb; p.regsPerMultiprocessor = rsm;
+        p.warpSize = 32; p.sharedMemPerBlock = spb; p.sharedMemPerMultiprocessor = ssm;
+        p.numSms = 1; p.sharedMemPerBlockOptin = sopt; p.reservedSharedMemPerBlock = rsv;
+        cudaOccFuncAttributes a;
+        a.maxThreadsPerBlock = tpb; a.numRegs = regs; a.sharedSizeBytes = 0;
+        a.shmemLimitConfig = optin ? FUNC_SHMEM_LIMIT_OPTIN : FUNC_SHMEM_LIMIT_DEFAULT;
+        a.maxDynamicSharedSizeBytes = optin ? sopt : spb;
+        a.numBlockBarriers = 1;
+        cudaOccDeviceState s;
+        cudaOccResult r;
+        cudaOccError e = cudaOccMaxActiveBlocksPerMultiprocessor(&r, &p, &a, &s, blk, smem);
+        printf("%d\n", e == CUDA_OCC_SUCCESS ? r.activeBlocksPerMultiprocessor : -1);
+    }
+    return 0;
+}
+'''
+
+
+def _occupancy_header_tool(tmp_path):
+    import os
+    import shutil
+    import subprocess
+
+    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    inc = None
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.path.isfile(os.path.join(root, "include", "cuda_occupancy.h")):
+            inc = os.path.join(root, "include")
+            break
+    if cxx is None or inc is None:
+        pytest.skip("needs a C++ compiler and the CUDA toolkit's cuda_occupancy.h")
+    src = tmp_path / "occ.cpp"
+    src.write_text(OCC_CPP)
+    exe = tmp_path / "occ"
+    subprocess.run([cxx, "-O1", "-I", inc, str(src), "-o", str(exe)], check=True,
+                   capture_output=True)
+    return exe
+
+
+def test_occupancy_equals_cuda_occupancy_h_for_every_modern_architecture(tmp_path):
+    """cuda_occupancy.h (CUDA 13) is the calculator the runtime's
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor agrees with; it covers 3.x
+    and later.  Fed each architecture's limits, it must give model.occupancy's
+    blocks per SM for every block size, register count and shared-memory size."""
+    import subprocess
+
+    exe = _occupancy_header_tool(tmp_path)
+    lines, want = [], []
+    for cc, a in model.ARCHS.items():
+        major, minor = map(int, cc.split("."))
+        if major < 3:
+            continue
+        for block, regs, smem, optin in itertools.product(
+                (1, 32, 33, 64, 96, 100, 128, 160, 192, 256, 288, 384, 512, 640, 768, 1000, 1024),
+                (0, 8, 16, 24, 31, 32, 33, 40, 48, 56, 63, 64, 72, 80, 96, 128, 168, 200, 255),
+                (0, 1, 1000, 4096, 9000, 16384, 20000, 32768, 40000, 49152, 60000, 100000),
+                (0, 1)):
+            if optin and smem <= 49152:
+                continue
+            if regs > a.max_regs_per_thread:   # 3.0 (GK104) allows 63; the header says 255
+                continue
+            lines.append(f"{major} {minor} {a.threads_per_block} {a.threads_per_sm} "
+                         f"{a.regs_per_block} {a.regs_per_sm} {a.smem_per_block} {a.smem_per_sm} "
+                         f"{a.smem_per_block_optin} {a.smem_reserved} {block} {regs} {smem} {optin}")
+            want.append(occupancy(cc, block, regs, smem, optin=bool(optin)))
+    out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert len(out) == len(want)
+    bad = [f"{w.cc} block {w.threads_per_block} regs {w.regs_per_thread} smem "
+           f"{w.smem_per_block}: cuda_occupancy.h {o}, model {w.blocks_per_sm} ({w.limiter})"
+           for o, w in zip(out, want) if int(o) != w.blocks_per_sm]
+    assert not bad, f"{len(bad)} of {len(want)} differ:\n" + "\n".join(bad[:30])

@@ -251,6 +251,20 @@ def _cc() -> str:
     return cc
 
 
+def test_architecture_table_matches_this_gpu():
+    """The limits model.ARCHS holds for this GPU's compute capability are the
+    ones the CUDA runtime reports for it."""
+    cc = _cc()
+    a, d = model.ARCHS[cc], gpumem.device()
+    assert (a.threads_per_sm, a.threads_per_block, a.blocks_per_sm) == (
+        d.max_threads_per_multiprocessor, d.max_threads_per_block, d.max_blocks_per_multiprocessor)
+    assert (a.regs_per_sm, a.regs_per_block) == (d.registers_per_multiprocessor,
+                                                 d.registers_per_block)
+    assert (a.smem_per_sm, a.smem_per_block, a.smem_per_block_optin) == (
+        d.shared_memory_per_multiprocessor, d.shared_memory_per_block,
+        d.shared_memory_per_block_optin)
+
+
 OCC_METRICS = ["launch__occupancy_limit_registers", "launch__occupancy_limit_warps",
                "launch__occupancy_limit_blocks", "launch__registers_per_thread",
                "launch__shared_mem_per_block_static"]

@@ -256,6 +256,14 @@ def occupancy(cc: str | tuple[int, int] = "9.0", threads_per_block: int | None =
                        f"x {tpb} threads, allocated in units of {a.reg_unit}); at most "
                        f"{a.regs_per_block} per block on compute capability {cc} "
                        "(cudaErrorLaunchOutOfResources)")
+    if cc == "6.0" and regs_warp:
+        # cuda_occupancy.h: a block that could not run on GP10x (4 sub-partitions)
+        # is refused on GP100 too, for forward compatibility within Pascal
+        warps_gp10x = (a.regs_per_sm // regs_warp) // 4 * 4
+        if regs_warp * _round_up(warps, 4) > a.regs_per_block or warps_gp10x < warps:
+            return invalid(f"a block of {tpb} threads with {regs} registers each would not fit "
+                           "a GP10x SM (4 sub-partitions), so the driver refuses it on every "
+                           "Pascal GPU, GP100 included")
     if smem > smem_limit:
         hint = (f"; up to {a.smem_per_block_optin} with optin=True (cudaFuncSetAttribute)"
                 if not optin and a.smem_per_block_optin > a.smem_per_block else "")
