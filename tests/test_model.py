@@ -333,6 +333,18 @@ def test_predict_takes_a_launch_record():
                                                 block=256)
 
 
+def test_model_variant_names_are_gpumem_variant_names():
+    import gpumem
+
+    have = {}
+    for v in gpumem.variants():
+        have.setdefault(v.family, set()).add(v.name)
+    for family, variants in model.families().items():
+        if family in have:          # access families model the kernels ahead of their landing
+            assert set(variants) == have[family], family
+    assert {"vec_add", "matmul"} <= set(have)
+
+
 def test_launch_config_matches_the_launchers():
     assert model.launch_config("read_offset", "unroll4", n=1000, block=100) == \
         {"grid": (3, 1, 1), "block": (100, 1, 1)}
@@ -566,7 +578,8 @@ def test_occupancy_equals_cuda_occupancy_h_for_every_modern_architecture(tmp_pat
                 continue
             lines.append(f"{major} {minor} {a.threads_per_block} {a.threads_per_sm} "
                          f"{a.regs_per_block} {a.regs_per_sm} {a.smem_per_block} {a.smem_per_sm} "
-                         f"{a.smem_per_block_optin} {a.smem_reserved} {block} {regs} {smem} {optin}")
+                         f"{a.smem_per_block_optin} {a.smem_reserved} "
+                         f"{block} {regs} {smem} {optin}")
             want.append(occupancy(cc, block, regs, smem, optin=bool(optin)))
     out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True,
                          text=True, check=True).stdout.split()

@@ -165,7 +165,8 @@ def _ncu() -> str:
             return c
     msg = "Nsight Compute (ncu) is not on PATH (nor in $CUDA_HOME/bin, /usr/local/cuda/bin)"
     if REQUIRE_GPU:
-        pytest.fail(msg + " and GPUMEM_REQUIRE_GPU=1: the model cannot be compared with the hardware")
+        pytest.fail(msg + " and GPUMEM_REQUIRE_GPU=1: the model cannot be compared with the "
+                    "hardware")
     pytest.skip(msg)
 
 

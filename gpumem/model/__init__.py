@@ -21,6 +21,7 @@ from .occupancy import ARCHS, Arch, OccupancyResult, occupancy
 
 __all__ = [
     "ARCHS", "Arch", "BankResult", "CoalesceResult", "METRICS", "OccupancyResult",
-    "WarpCoalescing", "bank_conflicts", "bank_conflicts_warps", "coalesce", "coalesce_warps", "families",
+    "WarpCoalescing", "bank_conflicts", "bank_conflicts_warps", "coalesce", "coalesce_warps",
+    "families",
     "launch_config", "matmul_traffic", "occupancy", "predict", "predict_record",
 ]

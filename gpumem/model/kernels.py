@@ -17,7 +17,7 @@ so a launch of 2^24 threads costs a few passes over its 2^19 warps.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -479,7 +479,8 @@ def launch_config(family: str, variant: str, **params: Any) -> dict[str, tuple[i
     return {"grid": (_cdiv(threads, b), 1, 1), "block": (b, 1, 1)}
 
 
-def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled", tile: int = 16) -> dict[str, float]:
+def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
+                   tile: int = 16) -> dict[str, float]:
     """Global traffic of one gpumem matmul launch ``C[m,n] = A[m,k] @ B[k,n]`` (no GPU needed).
 
     The bytes are what the kernel's loads and stores *request* (4 per active

@@ -204,8 +204,8 @@ def occupancy(cc: str | tuple[int, int] = "9.0", threads_per_block: int | None =
     >>> occupancy("9.0", 1024, 64, 0).limiter
     'registers'
     """
-    for alias, name, v in (("threads", "threads_per_block", threads), ("regs", "regs_per_thread", regs),
-                           ("smem", "smem_per_block", smem)):
+    for alias, name, v in (("threads", "threads_per_block", threads),
+                           ("regs", "regs_per_thread", regs), ("smem", "smem_per_block", smem)):
         if v is not None:
             if {"threads_per_block": threads_per_block, "regs_per_thread": regs_per_thread,
                     "smem_per_block": smem_per_block}[name] is not None:
@@ -227,7 +227,8 @@ def occupancy(cc: str | tuple[int, int] = "9.0", threads_per_block: int | None =
     warps = _cdiv(tpb, a.warp_size)
     # registers a block is charged
     if a.reg_granularity == "block":
-        regs_block = _round_up(_round_up(warps, a.warp_granularity) * a.warp_size * regs, a.reg_unit)
+        regs_block = _round_up(_round_up(warps, a.warp_granularity) * a.warp_size * regs,
+                               a.reg_unit)
         regs_warp = 0
     else:
         regs_warp = _round_up(regs * a.warp_size, a.reg_unit)
