@@ -1,0 +1,142 @@
+"""Shared-memory banks: how many wavefronts one warp's shared access takes.
+
+Shared memory is 32 banks, each 4 bytes wide; byte address ``a`` lives in
+bank ``(a // 4) % 32``.  In one wavefront every bank delivers one 4-byte
+word, to any number of lanes (lanes reading the same word get it by
+broadcast, no conflict).  A warp whose lanes need ``w`` *different* words of
+one bank needs ``w`` wavefronts: a ``w``-way bank conflict, ``w - 1`` extra
+wavefronts (what Nsight Compute's ``l1tex__data_bank_conflicts_pipe_lsu_mem_shared``
+and nvprof's ``shared_load_bank_conflict`` count).
+
+Wider accesses: an 8-byte access is served half a warp at a time, a 16-byte
+access a quarter warp at a time (each group of lanes asks for 128 bytes at
+most, one wavefront when conflict-free); the groups' wavefronts add up and
+the ideal is one wavefront per group with an active lane.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["BankResult", "bank_conflicts", "bank_conflicts_warps", "BANKS", "BANK_WIDTH"]
+
+BANKS = 32
+BANK_WIDTH = 4
+
+
+@dataclass(frozen=True)
+class BankResult:
+    """Wavefronts and conflicts of one warp-wide shared-memory access.
+
+    Attributes
+    ----------
+    wavefronts : int
+        Passes the shared-memory pipeline needs.
+    ideal_wavefronts : int
+        Passes without conflicts (1 for 4-byte accesses; one per half warp
+        for 8-byte, per quarter warp for 16-byte accesses with active lanes).
+    conflicts : int
+        ``wavefronts - ideal_wavefronts``: the extra passes.
+    ways : int
+        The worst bank's number of distinct words (the "n-way" conflict).
+    banks : tuple of int
+        The bank of each active lane's first word, in lane order.
+    """
+
+    wavefronts: int
+    ideal_wavefronts: int
+    conflicts: int
+    ways: int
+    banks: tuple
+
+    @property
+    def conflict_free(self) -> bool:
+        return self.conflicts == 0
+
+
+def bank_conflicts(addresses, width: int = 4) -> BankResult:
+    """Wavefronts and bank conflicts of ONE warp's shared-memory access.
+
+    Parameters
+    ----------
+    addresses : sequence of int
+        Byte addresses (relative to the start of shared memory) of the
+        **active** lanes, in lane order (at most 32).
+    width : {4, 8, 16}
+        Bytes per lane.
+
+    Returns
+    -------
+    BankResult
+
+    Examples
+    --------
+    >>> bank_conflicts([4 * t for t in range(32)]).conflicts          # stride 1
+    0
+    >>> bank_conflicts([8 * t for t in range(32)]).ways               # stride 2: 2-way
+    2
+    >>> bank_conflicts([4 * 32 * t for t in range(32)]).wavefronts    # column of a 32x32 tile
+    32
+    >>> bank_conflicts([4 * 33 * t for t in range(32)]).conflicts     # padded to 33
+    0
+    """
+    if isinstance(width, bool) or width not in (4, 8, 16):
+        raise ValueError(f"width={width!r} is not allowed; width must be 4, 8 or 16 bytes")
+    a = np.asarray(addresses, dtype=np.int64).ravel()
+    if a.size > 32:
+        raise ValueError(f"addresses has {a.size} entries; one warp has at most 32 active lanes")
+    if np.any(a < 0):
+        raise ValueError("addresses must be non-negative byte offsets into shared memory")
+    if np.any(a % width):
+        raise ValueError(f"every address must be a multiple of width={width} (aligned access)")
+    if a.size == 0:
+        return BankResult(0, 0, 0, 0, ())
+    lanes_per_group = 32 * 4 // width                  # 32, 16 or 8 lanes per group
+    words_per_lane = width // BANK_WIDTH
+    wavefronts = ideal = ways = 0
+    for g0 in range(0, a.size, lanes_per_group):
+        grp = a[g0:g0 + lanes_per_group]
+        words = (grp[:, None] // BANK_WIDTH + np.arange(words_per_lane)[None, :]).ravel()
+        words = np.unique(words)                       # same word: broadcast
+        per_bank = np.bincount(words % BANKS, minlength=BANKS)
+        w = int(per_bank.max())
+        wavefronts += w
+        ideal += 1
+        ways = max(ways, w)
+    banks = tuple(int(b) for b in (a // BANK_WIDTH) % BANKS)
+    return BankResult(wavefronts, ideal, wavefronts - ideal, ways, banks)
+
+
+def bank_conflicts_warps(addresses, active=None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bank_conflicts` of 4-byte accesses for many warps at once (vectorized).
+
+    Parameters
+    ----------
+    addresses : array_like of int, shape (warps, lanes <= 32)
+        Byte offsets into shared memory, multiples of 4.
+    active : array_like of bool, same shape, optional
+        Which lanes take part (default: all).
+
+    Returns
+    -------
+    wavefronts, conflicts : numpy.ndarray of int, shape (warps,)
+        A warp with no active lane has 0 of both.
+    """
+    a = np.asarray(addresses, dtype=np.int64)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] > 32:
+        raise ValueError(f"addresses must have shape (warps, <=32 lanes), not {a.shape}")
+    act = np.ones(a.shape, bool) if active is None else np.broadcast_to(np.asarray(active, bool),
+                                                                        a.shape)
+    words = np.where(act, a // BANK_WIDTH, -1)
+    words.sort(axis=1)
+    new = np.ones(words.shape, bool)
+    new[:, 1:] = words[:, 1:] != words[:, :-1]
+    new &= words >= 0                                   # each distinct word once
+    rows = np.broadcast_to(np.arange(a.shape[0])[:, None], a.shape)
+    per_bank = np.bincount((rows * BANKS + words % BANKS)[new],
+                           minlength=a.shape[0] * BANKS).reshape(-1, BANKS)
+    wavefronts = per_bank.max(axis=1)
+    return wavefronts, np.maximum(wavefronts - 1, 0)

@@ -1,0 +1,248 @@
+"""Coalescing: how many requests, sectors (or lines) and bytes one warp-wide
+global memory instruction costs.
+
+The model (Volta and newer, and what Nsight Compute counts there)
+-----------------------------------------------------------------
+* A warp-wide load or store instruction with at least one active lane sends
+  **one request** to L1TEX, whatever the access width (4, 8 or 16 bytes per
+  lane).  An instruction whose lanes are all inactive (exited, branched
+  around, or predicated off) sends none.
+* The request costs one **transaction** per distinct 32-byte **sector** that
+  the active lanes' bytes fall in (``l1tex__t_sectors_pipe_lsu_mem_global_op_*``).
+  With ``granularity=128`` the unit is the 128-byte **line** instead: the
+  unit of Fermi and Kepler global loads cached in L1 (the book's
+  ``gld_transactions`` with ``-Xptxas -dlcm=ca``).
+* **Requested bytes** count every active lane's access, duplicates included:
+  a warp whose 32 lanes read the same 4-byte word requests 128 bytes from one
+  sector.  This is how Nsight Compute's
+  ``smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct`` (the
+  nvprof ``gld_efficiency``) is formed -- the average number of bytes the
+  instructions asked for per sector moved, as a percentage of the sector's
+  32 bytes -- so broadcasts can make the efficiency exceed 100 %.
+
+Efficiency = requested bytes / (transactions x granularity) x 100.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["CoalesceResult", "coalesce", "coalesce_warps", "WarpCoalescing"]
+
+_GRANULARITIES = (32, 128)
+_WIDTHS = (1, 2, 4, 8, 16)
+
+
+def _check_granularity(granularity: int) -> int:
+    if isinstance(granularity, bool) or granularity not in _GRANULARITIES:
+        raise ValueError(f"granularity={granularity!r} is not allowed; granularity must be 32 "
+                         "(bytes per sector, every GPU since Maxwell) or 128 (bytes per L1 line, "
+                         "Fermi/Kepler cached loads)")
+    return int(granularity)
+
+
+def _check_width(width: int) -> int:
+    if isinstance(width, bool) or width not in _WIDTHS:
+        raise ValueError(f"width={width!r} is not allowed; width must be one of {_WIDTHS} "
+                         "bytes per lane")
+    return int(width)
+
+
+def efficiency(bytes_requested: float, transactions: float, granularity: int = 32) -> float:
+    """Requested bytes per transferred byte, in percent (0.0 when nothing moved)."""
+    if transactions == 0:
+        return 0.0
+    return 100.0 * float(bytes_requested) / (float(transactions) * granularity)
+
+
+@dataclass(frozen=True)
+class CoalesceResult:
+    """What one (or many) warp-wide memory instruction(s) cost.
+
+    Attributes
+    ----------
+    requests : int
+        Warp-level instructions with at least one active lane.
+    transactions : int
+        Distinct ``granularity``-byte sectors (or lines) touched, summed over
+        the instructions.
+    bytes_requested : int
+        Bytes the active lanes asked for (``width`` per active lane).
+    granularity : int
+        32 (sectors) or 128 (lines).
+    """
+
+    requests: int
+    transactions: int
+    bytes_requested: int
+    granularity: int = 32
+
+    @property
+    def sectors(self) -> int:
+        """Alias of :attr:`transactions` (they are sectors when granularity is 32)."""
+        return self.transactions
+
+    @property
+    def efficiency(self) -> float:
+        """Requested bytes / transferred bytes, in percent."""
+        return efficiency(self.bytes_requested, self.transactions, self.granularity)
+
+    @property
+    def transactions_per_request(self) -> float:
+        return self.transactions / self.requests if self.requests else 0.0
+
+
+def _lane_units(addresses: np.ndarray, width: int, granularity: int):
+    """First and last sector (line) index that each lane's bytes fall in."""
+    first = addresses // granularity
+    last = (addresses + (width - 1)) // granularity
+    return first, last
+
+
+def coalesce(addresses, width: int = 4, granularity: int = 32) -> CoalesceResult:
+    """Requests, transactions and efficiency of ONE warp-wide instruction.
+
+    Parameters
+    ----------
+    addresses : sequence of int
+        Byte addresses of the **active** lanes only (at most 32; duplicates
+        allowed: lanes reading the same word).  Empty means no active lane:
+        no request at all.
+    width : {1, 2, 4, 8, 16}
+        Bytes each lane accesses (4 for ``float``, 16 for ``float4``).
+    granularity : {32, 128}
+        Transaction unit: 32-byte sectors (default) or 128-byte L1 lines.
+
+    Returns
+    -------
+    CoalesceResult
+
+    Examples
+    --------
+    >>> coalesce([4 * i for i in range(32)]).transactions          # aligned floats
+    4
+    >>> coalesce([4 * (i + 1) for i in range(32)]).transactions    # off by one float
+    5
+    """
+    width = _check_width(width)
+    granularity = _check_granularity(granularity)
+    a = np.asarray(addresses, dtype=np.int64).ravel()
+    if a.size > 32:
+        raise ValueError(f"addresses has {a.size} entries; one warp has at most 32 active lanes")
+    if a.size == 0:
+        return CoalesceResult(0, 0, 0, granularity)
+    if np.any(a < 0):
+        raise ValueError("addresses must be non-negative byte addresses")
+    first, last = _lane_units(a, width, granularity)
+    units = np.unique(np.concatenate([first, last]))
+    return CoalesceResult(1, int(units.size), int(width * a.size), granularity)
+
+
+@dataclass(frozen=True)
+class WarpCoalescing:
+    """Per-instruction results of :func:`coalesce_warps` (arrays, one entry per warp)."""
+
+    requests: np.ndarray
+    transactions: np.ndarray
+    bytes_requested: np.ndarray
+    granularity: int = 32
+
+    def total(self) -> CoalesceResult:
+        """The sums over all instructions."""
+        return CoalesceResult(int(self.requests.sum()), int(self.transactions.sum()),
+                              int(self.bytes_requested.sum()), self.granularity)
+
+
+def coalesce_warps(addresses, width: int = 4, granularity: int = 32, active=None) -> WarpCoalescing:
+    """:func:`coalesce` for many warp instructions at once (vectorized).
+
+    Parameters
+    ----------
+    addresses : array_like of int, shape (warps, lanes)
+        Byte address of each lane (lanes <= 32); inactive lanes may hold anything.
+    width, granularity
+        As in :func:`coalesce`.
+    active : array_like of bool, shape (warps, lanes), optional
+        Which lanes take part (default: all).
+
+    Returns
+    -------
+    WarpCoalescing
+        Arrays of requests (0 or 1), transactions and requested bytes per warp.
+    """
+    width = _check_width(width)
+    granularity = _check_granularity(granularity)
+    a = np.asarray(addresses, dtype=np.int64)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] > 32:
+        raise ValueError(f"addresses must have shape (warps, <=32 lanes), not {a.shape}")
+    act = np.ones(a.shape, bool) if active is None else np.broadcast_to(np.asarray(active, bool),
+                                                                        a.shape)
+    first, last = _lane_units(a, width, granularity)
+    # Every lane touches one or two units; inactive lanes become -1 and are
+    # not counted.  Distinct units per row = number of value changes after sorting.
+    u = np.concatenate([np.where(act, first, -1), np.where(act, last, -1)], axis=1)
+    u.sort(axis=1)
+    valid = u >= 0
+    distinct = valid[:, 0].astype(np.int64) + np.count_nonzero(
+        (u[:, 1:] != u[:, :-1]) & valid[:, 1:], axis=1)
+    nact = act.sum(axis=1)
+    return WarpCoalescing((nact > 0).astype(np.int64), distinct.astype(np.int64),
+                          (nact * width).astype(np.int64), granularity)
+
+
+# ---- fast forms used by the kernel generators ------------------------------
+def runs_units(first: np.ndarray, last: np.ndarray, nactive: np.ndarray) -> np.ndarray:
+    """Distinct units touched by instructions made of sorted runs.
+
+    Each instruction (row) is made of up to R runs of bytes, in increasing
+    address order and not overlapping (one row of a matrix each, say); run j
+    covers units ``first[:, j] .. last[:, j]``.  Only the first
+    ``nactive[row]`` runs take part.  Two neighbouring runs can share at most
+    their boundary unit, so the count is the sum of the run lengths less the
+    shared boundaries.
+    """
+    first = np.asarray(first, np.int64)
+    last = np.asarray(last, np.int64)
+    r = first.shape[1]
+    j = np.arange(r)
+    on = j[None, :] < np.asarray(nactive)[:, None]
+    total = np.where(on, last - first + 1, 0).sum(axis=1)
+    if r > 1:
+        both = on[:, 1:]  # run j+1 active implies run j active (prefix)
+        shared = both & (last[:, :-1] == first[:, 1:])
+        total = total - shared.sum(axis=1)
+    return total
+
+
+def affine_units(first_addr: np.ndarray, count: np.ndarray, stride: int, width: int,
+                 granularity: int) -> np.ndarray:
+    """Distinct units of instructions whose active lanes form an arithmetic sequence.
+
+    Instruction ``i`` has ``count[i]`` active lanes (0..32) at byte addresses
+    ``first_addr[i] + stride * j``; each touches ``width`` bytes.  The answer
+    depends on the start only through ``first_addr mod granularity``, so each
+    distinct (start mod granularity, count) class is worked out once, lane by
+    lane, and looked up: a launch of millions of warps costs a few array
+    passes.
+    """
+    first_addr = np.asarray(first_addr, np.int64)
+    count = np.asarray(count, np.int64)
+    if stride != 0 and stride < width:
+        raise ValueError("affine_units: lanes must not overlap (stride >= width, or 0)")
+    if first_addr.size == 0:
+        return np.zeros(0, np.int64)
+    g = granularity
+    key = (first_addr % g) * 33 + count
+    uniq, inv = np.unique(key, return_inverse=True)
+    m = (uniq // 33)[:, None]
+    c = uniq % 33
+    if stride == 0:  # every lane on the same bytes: one lane's worth
+        c = np.minimum(c, 1)
+    lanes = np.arange(32)[None, :]
+    start = m + stride * lanes
+    f, l = start // g, (start + width - 1) // g
+    units = runs_units(f, l, c)
+    return units[inv.reshape(first_addr.shape)]

@@ -1,0 +1,590 @@
+"""gpumem.model on the CPU: hand-worked warps, the published figures, the H100
+counter values, a thread-by-thread reference simulator, banks and occupancy."""
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+from gpumem import model
+from gpumem.model import bank_conflicts, coalesce, coalesce_warps, occupancy, predict
+
+WARP = 32
+
+
+# ---- hand-worked warps -------------------------------------------------------
+def floats(first, count=32, stride=1):
+    """Byte addresses of `count` lanes reading floats first, first+stride, ..."""
+    return [4 * (first + stride * t) for t in range(count)]
+
+
+def test_fully_coalesced_warp_is_one_request_four_sectors_one_line():
+    r = coalesce(floats(0))
+    assert (r.requests, r.transactions, r.bytes_requested) == (1, 4, 128)
+    assert r.sectors == 4 and r.efficiency == 100.0
+    line = coalesce(floats(0), granularity=128)
+    assert (line.transactions, line.efficiency) == (1, 100.0)
+
+
+def test_offset_by_one_float_touches_one_more_sector_and_a_second_line():
+    r = coalesce(floats(1))                 # bytes 4..131: sectors 0..4
+    assert (r.transactions, r.efficiency) == (5, 80.0)
+    line = coalesce(floats(1), granularity=128)
+    assert (line.transactions, line.efficiency) == (2, 50.0)
+
+
+def test_offset_11_as_in_the_book():
+    # 44..171: sectors 1..5 (5 sectors, 80%), lines 0..1 (2 lines, 50%)
+    assert coalesce(floats(11)).transactions == 5
+    assert coalesce(floats(11), granularity=128).efficiency == 50.0
+
+
+def test_all_lanes_on_one_word_is_a_broadcast_counted_per_lane():
+    r = coalesce([64] * 32)
+    assert (r.requests, r.transactions, r.bytes_requested) == (1, 1, 128)
+    # Nsight Compute counts every active lane's bytes: 128 bytes from one 32-byte sector
+    assert r.efficiency == 400.0
+    assert coalesce([64] * 32, granularity=128).efficiency == 100.0
+    # the same word read by one lane only: 4 of 32 bytes (12.5%, the book's figure)
+    assert coalesce([64]).efficiency == 12.5
+
+
+def test_stride_two_doubles_the_sectors():
+    r = coalesce(floats(0, stride=2))       # 256 bytes spanned, every other float
+    assert (r.transactions, r.efficiency) == (8, 50.0)
+    assert coalesce(floats(0, stride=2), granularity=128).transactions == 2
+
+
+def test_scattered_lanes_cost_one_sector_each_and_inactive_lanes_cost_nothing():
+    assert coalesce(floats(0, stride=8)).transactions == 32      # 12.5%
+    assert coalesce(floats(0, stride=32), granularity=128).transactions == 32
+    assert coalesce([]).requests == 0 and coalesce([]).transactions == 0
+    half = coalesce(floats(0, count=16))
+    assert (half.requests, half.transactions, half.efficiency) == (1, 2, 100.0)
+
+
+def test_wide_accesses():
+    r = coalesce([16 * t for t in range(32)], width=16)          # a warp of float4
+    assert (r.requests, r.transactions, r.bytes_requested, r.efficiency) == (1, 16, 512, 100.0)
+    r = coalesce([8 * t + 4 for t in range(32)], width=8)        # misaligned 8-byte accesses
+    assert r.transactions == 9
+
+
+def test_coalesce_warps_equals_coalesce_row_by_row():
+    rng = np.random.default_rng(1)
+    addr = rng.integers(0, 4096, size=(200, 32)) * 4
+    act = rng.random((200, 32)) < 0.7
+    act[5] = False
+    many = coalesce_warps(addr, 4, 32, act)
+    for w in range(200):
+        one = coalesce(addr[w][act[w]])
+        assert (many.requests[w], many.transactions[w], many.bytes_requested[w]) == \
+            (one.requests, one.transactions, one.bytes_requested)
+    tot = many.total()
+    assert tot.requests == 199
+
+
+def test_coalesce_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="granularity"):
+        coalesce(floats(0), granularity=64)
+    with pytest.raises(ValueError, match="width"):
+        coalesce(floats(0), width=3)
+    with pytest.raises(ValueError, match="32"):
+        coalesce(list(range(33)))
+
+
+# ---- a thread-by-thread reference: the kernels' sources, literally -----------
+BASES = (0, 1 << 30, 2 << 30, 3 << 30)     # every buffer its own 256-aligned cudaMalloc
+
+
+def _threads_1d(grid, block, per_block=None):
+    """Global thread index i (per_block: the block stride of i) and validity, shape (warps, 32)."""
+    per_block = block if per_block is None else per_block
+    wpb = -(-block // WARP)
+    tid = np.arange(wpb * WARP).reshape(wpb, WARP)
+    b = np.arange(grid)[:, None, None]
+    i = (b * per_block + tid[None]).reshape(-1, WARP)
+    valid = np.broadcast_to(tid < block, (grid, wpb, WARP)).reshape(-1, WARP)
+    return i, valid, tid
+
+
+def simulate(family, variant, granularity=32, **p):
+    """Every warp-wide instruction of the launch, built thread by thread from the
+    kernel source, counted by coalesce_warps.  Slow; for small launches."""
+    streams = []   # (op, addresses (W, 32), active (W, 32), width)
+    A, B, C = BASES[:3]
+    if family in ("read_offset", "write_offset", "vec_add"):
+        n, block = p["n"], p.get("block", 512)
+        off = p.get("offset", 0)
+        u = 4 if variant == "unroll4" else 1
+        i, valid, _ = _threads_1d(-(-n // (u * block)), block, u * block)
+        for j in range(u):
+            ij = i + j * block
+            k = ij + off
+            act = valid & (k < n)
+            ld, st = (k, ij) if family == "read_offset" else (ij, k)
+            streams += [("ld", A + 4 * ld, act, 4), ("ld", B + 4 * ld, act, 4),
+                        ("st", C + 4 * st, act, 4)]
+    elif family == "strided_read":
+        n, s, block = p["n"], p["stride"], p.get("block", 512)
+        m = -(-n // s)
+        i, valid, _ = _threads_1d(-(-m // block), block)
+        act = valid & (i < m)
+        streams += [("ld", A + 4 * i * s, act, 4), ("st", C + 4 * i, act, 4)]
+    elif family == "struct_update":
+        n, block = p["n"], p.get("block", 512)
+        i, valid, _ = _threads_1d(-(-n // block), block)
+        act = valid & (i < n)
+        if variant == "aos":
+            for f in (0, 4):
+                streams += [("ld", A + 8 * i + f, act, 4), ("st", C + 8 * i + f, act, 4)]
+        else:
+            for row in (0, n):
+                streams += [("ld", A + 4 * (row + i), act, 4), ("st", C + 4 * (row + i), act, 4)]
+    elif family == "distance":
+        n, block = p["n"], p.get("block", 512)
+        i, valid, _ = _threads_1d(-(-n // block), block)
+        act = valid & (i < n)
+        if variant == "aos":
+            streams += [("ld", A + 12 * i + f, act, 4) for f in (0, 4, 8)]
+        else:
+            streams += [("ld", A + 4 * (row + i), act, 4) for row in (0, n, 2 * n)]
+        streams.append(("st", C + 4 * i, act, 4))
+    elif family == "copy":
+        n, block = p["n"], p.get("block", 256)
+        if variant == "float":
+            i, valid, _ = _threads_1d(-(-n // block), block)
+            act = valid & (i < n)
+            streams += [("ld", A + 4 * i, act, 4), ("st", C + 4 * i, act, 4)]
+        else:
+            n4, r = n // 4, n % 4
+            i, valid, _ = _threads_1d(-(-(n4 + r) // block), block)
+            v4 = valid & (i < n4)
+            vs = valid & (i >= n4) & (i < n4 + r)
+            e = 4 * n4 + (i - n4)
+            streams += [("ld", A + 16 * i, v4, 16), ("st", C + 16 * i, v4, 16),
+                        ("ld", A + 4 * e, vs, 4), ("st", C + 4 * e, vs, 4)]
+    elif family == "matmul":
+        M, N, K, t = p["m"], p["n"], p["k"], p.get("tile", 16)
+        gx, gy = -(-N // t), -(-M // t)
+        lin = np.arange(t * t).reshape(-1, WARP)            # warps of one block
+        tx, ty = lin % t, lin // t
+        bx = np.arange(gx)[:, None, None, None]
+        by = np.arange(gy)[None, :, None, None]
+        row = (by * t + ty[None, None]).astype(np.int64)    # (1, gy, wpb, 32)
+        col = (bx * t + tx[None, None]).astype(np.int64)    # (gx, 1, wpb, 32)
+        row, col = np.broadcast_arrays(row, col)
+        row, col = row.reshape(-1, WARP), col.reshape(-1, WARP)
+        tx = np.broadcast_to(tx, (gx, gy) + tx.shape).reshape(-1, WARP)
+        ty = np.broadcast_to(ty, (gx, gy) + ty.shape).reshape(-1, WARP)
+        inside = (row < M) & (col < N)
+        if variant == "naive":
+            for kk in range(K):
+                streams += [("ld", A + 4 * (row * K + kk), inside, 4),
+                            ("ld", B + 4 * (kk * N + col), inside, 4)]
+        else:
+            for k0 in range(0, K, t):
+                streams += [("ld", A + 4 * (row * K + k0 + tx), (row < M) & (k0 + tx < K), 4),
+                            ("ld", B + 4 * ((k0 + ty) * N + col), (k0 + ty < K) & (col < N), 4)]
+        streams.append(("st", C + 4 * (row * N + col), inside, 4))
+    else:
+        raise AssertionError(family)
+    tot = {"ld": [0, 0, 0], "st": [0, 0, 0]}
+    for op, addr, act, width in streams:
+        g = granularity if op == "ld" else 32
+        res = coalesce_warps(np.where(act, addr, 0), width, g, act).total()
+        for x, v in enumerate((res.requests, res.transactions, res.bytes_requested)):
+            tot[op][x] += v
+    return tot
+
+
+def assert_same(family, variant, granularity=32, **p):
+    got = predict(family, variant, granularity=granularity, **p)
+    ref = simulate(family, variant, granularity, **p)
+    for op, pre in (("ld", "gld"), ("st", "gst")):
+        r, t, b = ref[op]
+        assert (got[f"{pre}_requests"], got[f"{pre}_transactions"], got[f"{pre}_bytes_requested"]) \
+            == (r, t, b), (family, variant, p, op)
+
+
+@pytest.mark.parametrize("variant", ["unroll1", "unroll4"])
+@pytest.mark.parametrize("family", ["read_offset", "write_offset"])
+def test_offset_kernels_equal_the_thread_by_thread_reference(family, variant):
+    for n, off, block in itertools.product((1, 31, 1000, 4099), (0, 1, 2, 7, 11, 32, 33, 127),
+                                           (32, 100, 256, 1024)):
+        if off <= n:
+            assert_same(family, variant, n=n, offset=off, block=block)
+    assert_same(family, variant, granularity=128, n=5000, offset=11, block=96)
+
+
+def test_one_dimensional_kernels_equal_the_thread_by_thread_reference():
+    for n, block in itertools.product((1, 5, 33, 1000, 4103), (1, 32, 100, 512)):
+        assert_same("vec_add", "default", n=n, block=block)
+        for v in ("aos", "soa"):
+            assert_same("struct_update", v, n=n, block=block)
+            assert_same("distance", v, n=n, block=block)
+        for v in ("float", "float4"):
+            assert_same("copy", v, n=n, block=block)
+        for s in (1, 2, 3, 4, 8, 16, 32, 64):
+            assert_same("strided_read", "default", n=n, stride=s, block=block)
+    for g in (32, 128):
+        assert_same("distance", "aos", granularity=g, n=777, block=64)
+        assert_same("strided_read", "default", granularity=g, n=3001, stride=3, block=64)
+
+
+@pytest.mark.parametrize("variant", ["naive", "tiled"])
+@pytest.mark.parametrize("tile", [8, 16, 32])
+def test_matmul_equals_the_thread_by_thread_reference(variant, tile):
+    for m, n, k in ((1, 1, 1), (33, 17, 5), (17, 70, 40), (64, 64, 64), (40, 9, 3), (5, 33, 9)):
+        assert_same("matmul", variant, m=m, n=n, k=k, tile=tile)
+    assert_same("matmul", variant, granularity=128, m=20, n=50, k=11, tile=tile)
+
+
+# ---- the published figures ("Professional CUDA C Programming", Fermi M2070) --
+def test_book_misaligned_read_offset_11():
+    args = dict(n=1 << 20, offset=11, block=512)
+    fermi_l1 = predict("read_offset", "unroll1", granularity=128, **args)
+    assert fermi_l1["gld_efficiency"] == pytest.approx(50.0, abs=0.3)   # book: 49.81%
+    assert fermi_l1["gld_transactions"] == pytest.approx(2 * 65536, rel=1e-4)  # book: 131039
+    uncached = predict("read_offset", "unroll1", **args)
+    assert uncached["gld_efficiency"] == pytest.approx(80.0, abs=0.01)   # book: 80.00% (-dlcm=cg)
+    for off in (0, 128):
+        assert predict("read_offset", "unroll1", granularity=128, n=1 << 20, offset=off,
+                       block=512)["gld_efficiency"] == 100.0
+
+
+def test_book_misaligned_write_offset_11():
+    r = predict("write_offset", "unroll1", n=1 << 20, offset=11, block=512)
+    assert r["gst_efficiency"] == pytest.approx(80.0, abs=0.01)
+    assert r["gld_efficiency"] == pytest.approx(100.0, abs=0.01)     # the tail warp: 99.9997
+    # stores bypass L1 on Fermi: 32-byte segments whatever the load granularity
+    assert predict("write_offset", "unroll1", granularity=128, n=1 << 20, offset=11,
+                   block=512)["gst_efficiency"] == pytest.approx(80.0, abs=0.01)
+
+
+def test_book_aos_half_efficiency_soa_full():
+    aos = predict("struct_update", "aos", n=1 << 20, block=128)
+    soa = predict("struct_update", "soa", n=1 << 20, block=128)
+    assert aos["gld_efficiency"] == aos["gst_efficiency"] == 50.0
+    assert soa["gld_efficiency"] == soa["gst_efficiency"] == 100.0
+    assert predict("struct_update", "aos", granularity=128, n=1 << 20,
+                   block=128)["gld_efficiency"] == 50.0
+
+
+# ---- the H100 counters of shared/notes/cupti.md --------------------------------
+def test_h100_read_offset_counters_exactly():
+    off0 = predict("read_offset", "unroll1", n=1 << 24, offset=0, block=512)
+    off11 = predict("read_offset", "unroll1", n=1 << 24, offset=11, block=512)
+    assert off0["gld_requests"] == off11["gld_requests"] == 1_048_576
+    assert off0["gld_transactions"] == 4_194_304
+    assert off11["gld_transactions"] == 5_242_876
+    assert round(off11["gld_efficiency"], 2) == 80.00
+    assert round(predict("write_offset", "unroll1", n=1 << 24, offset=11,
+                         block=512)["gst_efficiency"], 2) == 80.00
+    assert predict("struct_update", "aos", n=1 << 24, block=512)["gld_efficiency"] == 50.0
+
+
+def test_predicting_a_16m_thread_launch_takes_well_under_a_second():
+    predict("read_offset", "unroll1", n=1 << 20, offset=3)        # warm-up
+    for variant in ("unroll1", "unroll4"):
+        t0 = time.perf_counter()
+        predict("read_offset", variant, n=1 << 24, offset=11, block=512)
+        assert time.perf_counter() - t0 < 1.0
+
+
+# ---- families, variants, parameters -------------------------------------------
+def test_predict_names_what_is_allowed():
+    with pytest.raises(ValueError, match="family='nope'.*'read_offset'"):
+        predict("nope", "x", n=1)
+    with pytest.raises(ValueError, match="variant='unroll2'.*'unroll1', 'unroll4'"):
+        predict("read_offset", "unroll2", n=1)
+    with pytest.raises(ValueError, match="'stride' is unknown.*n, offset, block, cache"):
+        predict("read_offset", "unroll1", n=1, stride=2)
+    with pytest.raises(ValueError, match="block=0"):
+        predict("copy", "float", n=10, block=0)
+    with pytest.raises(ValueError, match="tile=12.*8, 16, 32"):
+        predict("matmul", "tiled", m=4, n=4, k=4, tile=12)
+    with pytest.raises(ValueError, match="cache='L3'"):
+        predict("read_offset", "unroll1", n=4, cache="L3")
+    with pytest.raises(ValueError, match="needs parameter 'n'"):
+        predict("vec_add", "default")
+    with pytest.raises(ValueError, match="granularity"):
+        predict("vec_add", "default", n=4, granularity=64)
+    with pytest.raises(TypeError, match="n must be an int"):
+        predict("vec_add", "default", n=4.0)
+
+
+def test_every_key_and_the_cache_paths_agree():
+    ref = predict("read_offset", "unroll4", n=100_003, offset=5, block=256)
+    assert tuple(ref) == model.METRICS
+    for c in ("ca", "cg", "ldg", "cs"):
+        assert predict("read_offset", "unroll4", n=100_003, offset=5, block=256, cache=c) == ref
+    assert set(model.families()) == {"vec_add", "matmul", "read_offset", "write_offset",
+                                     "strided_read", "struct_update", "distance", "copy"}
+
+
+def test_predict_takes_a_launch_record():
+    from collections import namedtuple
+
+    rec = namedtuple("Rec", "kernel variant params")("read_offset", "unroll1",
+                                                       {"n": 1000, "offset": 3, "block": 256,
+                                                        "cache": "cg"})
+    assert model.predict_record(rec) == predict("read_offset", "unroll1", n=1000, offset=3,
+                                                block=256)
+
+
+def test_model_variant_names_are_gpumem_variant_names():
+    import gpumem
+
+    have = {}
+    for v in gpumem.variants():
+        have.setdefault(v.family, set()).add(v.name)
+    for family, variants in model.families().items():
+        if family in have:          # access families model the kernels ahead of their landing
+            assert set(variants) == have[family], family
+    assert {"vec_add", "matmul"} <= set(have)
+
+
+def test_launch_config_matches_the_launchers():
+    assert model.launch_config("read_offset", "unroll4", n=1000, block=100) == \
+        {"grid": (3, 1, 1), "block": (100, 1, 1)}
+    assert model.launch_config("strided_read", "default", n=1000, stride=3, block=32)["grid"] == \
+        (11, 1, 1)
+    assert model.launch_config("copy", "float4", n=1003, block=256)["grid"] == (1, 1, 1)
+    assert model.launch_config("matmul", "tiled", m=33, n=70, k=5, tile=16) == \
+        {"grid": (5, 3, 1), "block": (16, 16, 1)}
+
+
+def test_strided_read_cliff_and_float4_copy():
+    eff = [predict("strided_read", "default", n=1 << 20, stride=s)["gld_efficiency"]
+           for s in (1, 2, 4, 8, 16)]
+    assert eff == [100.0, 50.0, 25.0, 12.5, 12.5]
+    c4 = predict("copy", "float4", n=1 << 20, block=256)
+    assert (c4["gld_requests"], c4["gld_transactions_per_request"]) == ((1 << 18) / 32, 16.0)
+    assert c4["gld_efficiency"] == 100.0
+    d = predict("distance", "aos", n=1 << 20)
+    assert d["gld_transactions_per_request"] == 12.0       # 384 bytes per warp for 128 used
+    # SoA in one buffer: y starts 4n bytes in, off the sector grid when n % 8 != 0
+    odd = predict("struct_update", "soa", n=1_000_003)
+    assert odd["gld_efficiency"] == pytest.approx(100 * 8 / 9, abs=0.01)    # x: 4 sectors, y: 5
+    assert predict("struct_update", "soa", n=1 << 20)["gld_efficiency"] == 100.0
+
+
+def test_matmul_traffic_and_cgma():
+    naive = model.matmul_traffic(1024, 1024, 1024, "naive", 16)
+    assert naive["cgma"] == 1.0
+    assert naive["load_bytes"] == 8 * 1024 ** 3
+    for t in (8, 16, 32):
+        tiled = model.matmul_traffic(1024, 1024, 1024, "tiled", t)
+        assert tiled["cgma"] == t
+        assert tiled["load_bytes"] == naive["load_bytes"] / t
+    for variant, (m, n, k, t) in itertools.product(("naive", "tiled"),
+                                                   ((33, 17, 5, 8), (100, 37, 53, 16))):
+        tr = model.matmul_traffic(m, n, k, variant, t)
+        pr = predict("matmul", variant, m=m, n=n, k=k, tile=t)
+        assert tr["load_bytes"] == pr["gld_bytes_requested"]
+        assert tr["store_bytes"] == pr["gst_bytes_requested"] == 4 * m * n
+
+
+def test_matmul_naive_broadcasts_count_per_lane():
+    r = predict("matmul", "naive", m=256, n=256, k=256, tile=16)
+    # a warp = 2 rows x 16 columns: A gives 2 sectors (2 words, each read by 16 lanes),
+    # B gives 2 sectors (16 words, each read by 2 lanes): 128 requested bytes per 64 moved
+    assert r["gld_transactions_per_request"] == 2.0
+    assert r["gld_efficiency"] == 200.0
+    assert predict("matmul", "tiled", m=256, n=256, k=256, tile=16)["gld_efficiency"] == 100.0
+
+
+# ---- shared-memory banks --------------------------------------------------------
+def test_bank_conflicts():
+    assert bank_conflicts([4 * t for t in range(32)]).wavefronts == 1
+    s2 = bank_conflicts([8 * t for t in range(32)])
+    assert (s2.wavefronts, s2.conflicts, s2.ways) == (2, 1, 2)
+    col = bank_conflicts([4 * 32 * t for t in range(32)])       # column of float tile[32][32]
+    assert (col.wavefronts, col.conflicts) == (32, 31)
+    padded = bank_conflicts([4 * 33 * t for t in range(32)])    # tile[32][33]
+    assert (padded.wavefronts, padded.conflicts) == (1, 0)
+    bc = bank_conflicts([128] * 32)                             # broadcast
+    assert (bc.wavefronts, bc.conflicts) == (1, 0)
+    assert bank_conflicts([0, 128, 0, 128]).ways == 2           # two words of bank 0
+    assert bank_conflicts([4 * 3 * t for t in range(32)]).conflicts == 0   # odd stride
+    assert bank_conflicts([16 * t for t in range(32)], width=16).conflicts == 0
+    assert bank_conflicts([8 * t for t in range(32)], width=8).wavefronts == 2
+    with pytest.raises(ValueError, match="width"):
+        bank_conflicts([0], width=2)
+
+
+def test_bank_conflicts_warps_equals_one_warp_at_a_time():
+    rng = np.random.default_rng(7)
+    addr = 4 * rng.integers(0, 256, size=(300, 32))
+    addr[1] = 4 * 32 * np.arange(32)
+    act = rng.random((300, 32)) < 0.8
+    act[2] = False
+    wf, cf = model.bank_conflicts_warps(addr, act)
+    for w in range(300):
+        one = bank_conflicts(addr[w][act[w]])
+        assert (wf[w], cf[w]) == (one.wavefronts, one.conflicts)
+    assert wf[2] == 0
+    assert model.bank_conflicts_warps(4 * 32 * np.arange(32))[0][0] == 32
+
+
+def test_matmul_tile_reads_are_conflict_free():
+    t = 16  # As[ty][k]: a warp = 2 rows -> 2 words (broadcasts); Bs[k][tx]: 16 consecutive words
+    lanes = np.arange(32)
+    tx, ty = lanes % t, lanes // t
+    k = 5
+    assert bank_conflicts(4 * (ty * t + k)).conflicts == 0
+    assert bank_conflicts(4 * (t * t + k * t + tx)).conflicts == 0
+
+
+# ---- occupancy -----------------------------------------------------------------
+def test_g80_register_arithmetic_of_seed_000():
+    # "8K registers / 768 threads = 10 registers per thread" for a full SM
+    assert 8192 // 768 == 10
+    full = occupancy("1.0", 256, 10, 0)
+    assert (full.blocks_per_sm, full.active_threads, full.occupancy) == (3, 768, 1.0)
+    # "with 11 registers ... 256-thread blocks": a block needs 2816 of the 8192
+    # registers, only 2 blocks fit -- 512 threads.  The text's "1/3" is the loss
+    # (768 -> 512, one third fewer), not what is left (two thirds).
+    eleven = occupancy("1.0", 256, 11, 0)
+    assert eleven.regs_per_block == 2816
+    assert (eleven.blocks_per_sm, eleven.active_threads, eleven.limiter) == (2, 512, "registers")
+    assert eleven.occupancy == pytest.approx(2 / 3)
+
+
+def test_g80_shared_memory_arithmetic_of_seed_000_and_the_limits_it_ignores():
+    # "tile 16: 2 KiB per block, 16 KiB / 2 KiB = 8 blocks, the block limit too"
+    t16 = occupancy("1.0", 16 * 16, 10, 2 * 16 * 16 * 4)
+    assert t16.limits["shared_memory"] == 8 and t16.limits["blocks"] == 8
+    # ... but 8 blocks of 256 threads would be 2048 threads on a 768-thread SM:
+    # the threads-per-SM limit the text ignores allows 3 blocks.
+    assert (t16.blocks_per_sm, t16.limiter, t16.active_threads) == (3, "threads", 768)
+    # "tile 32: 8 KiB per block, only 2 blocks" -- but a 32 x 32 block is 1024
+    # threads, over G80's 512 threads per block: it cannot launch at all.
+    t32 = occupancy("1.0", 32 * 32, 10, 2 * 32 * 32 * 4)
+    assert t32.limiter == "invalid" and "512" in t32.reason and t32.blocks_per_sm == 0
+    assert 16 * 1024 // (2 * 32 * 32 * 4) == 2          # the text's shared-memory division
+
+
+def test_h100_occupancy():
+    r = occupancy("9.0", 256, 32, 0)
+    assert (r.blocks_per_sm, r.active_warps, r.occupancy) == (8, 64, 1.0)
+    assert r.limiter == "threads" and "registers" in r.limiters
+    big = occupancy("9.0", 1024, 64, 0)
+    assert (big.blocks_per_sm, big.occupancy, big.limiter) == (1, 0.5, "registers")
+    over = occupancy("9.0", 1024, 65, 0)                 # 2304 regs/warp x 32 > 65536
+    assert over.limiter == "invalid" and "registers" in over.reason
+    small = occupancy("9.0", 32, 16, 0)
+    assert (small.blocks_per_sm, small.limiter, small.occupancy) == (32, "blocks", 0.5)
+    # the tiled matmul, tile 32: 8 KiB static + 1 KiB reserved per block
+    tm = occupancy("9.0", 1024, 32, 8192)
+    assert tm.smem_per_block_allocated == 9216 and tm.limits["shared_memory"] == 25
+    smem = occupancy("9.0", 128, 32, 48 * 1024)          # 49 KiB charged: 4 blocks of 228 KiB
+    assert (smem.blocks_per_sm, smem.limiter) == (4, "shared_memory")
+    assert occupancy("9.0", 128, 32, 100 * 1024).limiter == "invalid"
+    assert occupancy("9.0", 128, 32, 100 * 1024, optin=True).blocks_per_sm == 2
+    odd = occupancy("9.0", 100, 40, 0)                   # 4 warps of 1280 regs each
+    assert odd.active_threads == 100 * odd.blocks_per_sm
+    assert odd.limits["registers"] == (65536 // 1280) // 4 * 4 // 4
+
+
+def test_occupancy_across_architectures():
+    for cc in model.ARCHS:
+        r = occupancy(cc, 128, 16, 1024)
+        assert 0 < r.occupancy <= 1 and r.limiter in ("threads", "blocks", "registers",
+                                                      "shared_memory"), cc
+    assert occupancy("7.5", 1024, 32, 0).occupancy == 1.0           # Turing: 1024 threads/SM
+    assert occupancy("8.6", 512, 32, 0).blocks_per_sm == 3          # 1536 threads/SM
+    assert occupancy("2.0", 256, 63, 0).limits["registers"] == 2    # 2048 regs/warp on Fermi
+    assert occupancy((9, 0), threads=256, regs=32, smem=0) == occupancy("9.0", 256, 32, 0)
+    with pytest.raises(ValueError, match="cc='4.0' is unknown.*'1.0'.*'12.0'"):
+        occupancy("4.0", 128)
+    r = occupancy("9.0", 128, 0, 0)
+    assert r["blocks_per_sm"] == 16 and r.as_dict()["limiter"] == "threads"
+
+
+# ---- occupancy against cuda_occupancy.h, the toolkit's own calculator ------------
+OCC_CPP = r'''
+#include <cstdio>
+#include "cuda_occupancy.h"
+int main()
+{
+    int maj, min, tpb, tsm, rpb, rsm, blk, regs, optin;
+    long long spb, ssm, sopt, rsv, smem;
+    while (scanf("%d %d %d %d %d %d %lld %lld %lld %lld %d %d %lld %d", &maj, &min, &tpb, &tsm,
+                 &rpb, &rsm, &spb, &ssm, &sopt, &rsv, &blk, &regs, &smem, &optin) == 14) {
+        cudaOccDeviceProp p;
+        p.computeMajor = maj; p.computeMinor = min; p.maxThreadsPerBlock = tpb;
+        p.maxThreadsPerMultiprocessor = tsm; p.regsPerBlock = rpb; p.regsPerMultiprocessor = rsm;
+        p.warpSize = 32; p.sharedMemPerBlock = spb; p.sharedMemPerMultiprocessor = ssm;
+        p.numSms = 1; p.sharedMemPerBlockOptin = sopt; p.reservedSharedMemPerBlock = rsv;
+        cudaOccFuncAttributes a;
+        a.maxThreadsPerBlock = tpb; a.numRegs = regs; a.sharedSizeBytes = 0;
+        a.shmemLimitConfig = optin ? FUNC_SHMEM_LIMIT_OPTIN : FUNC_SHMEM_LIMIT_DEFAULT;
+        a.maxDynamicSharedSizeBytes = optin ? sopt : spb;
+        a.numBlockBarriers = 1;
+        cudaOccDeviceState s;
+        cudaOccResult r;
+        cudaOccError e = cudaOccMaxActiveBlocksPerMultiprocessor(&r, &p, &a, &s, blk, smem);
+        printf("%d\n", e == CUDA_OCC_SUCCESS ? r.activeBlocksPerMultiprocessor : -1);
+    }
+    return 0;
+}
+'''
+
+
+def _occupancy_header_tool(tmp_path):
+    import os
+    import shutil
+    import subprocess
+
+    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    inc = None
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.path.isfile(os.path.join(root, "include", "cuda_occupancy.h")):
+            inc = os.path.join(root, "include")
+            break
+    if cxx is None or inc is None:
+        pytest.skip("needs a C++ compiler and the CUDA toolkit's cuda_occupancy.h")
+    src = tmp_path / "occ.cpp"
+    src.write_text(OCC_CPP)
+    exe = tmp_path / "occ"
+    subprocess.run([cxx, "-O1", "-I", inc, str(src), "-o", str(exe)], check=True,
+                   capture_output=True)
+    return exe
+
+
+def test_occupancy_equals_cuda_occupancy_h_for_every_modern_architecture(tmp_path):
+    """cuda_occupancy.h (CUDA 13) is the calculator the runtime's
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor agrees with; it covers 3.x
+    and later.  Fed each architecture's limits, it must give model.occupancy's
+    blocks per SM for every block size, register count and shared-memory size."""
+    import subprocess
+
+    exe = _occupancy_header_tool(tmp_path)
+    lines, want = [], []
+    for cc, a in model.ARCHS.items():
+        major, minor = map(int, cc.split("."))
+        if major < 3:
+            continue
+        for block, regs, smem, optin in itertools.product(
+                (1, 32, 33, 64, 96, 100, 128, 160, 192, 256, 288, 384, 512, 640, 768, 1000, 1024),
+                (0, 8, 16, 24, 31, 32, 33, 40, 48, 56, 63, 64, 72, 80, 96, 128, 168, 200, 255),
+                (0, 1, 1000, 4096, 9000, 16384, 20000, 32768, 40000, 49152, 60000, 100000),
+                (0, 1)):
+            if optin and smem <= 49152:
+                continue
+            if regs > a.max_regs_per_thread:   # 3.0 (GK104) allows 63; the header says 255
+                continue
+            lines.append(f"{major} {minor} {a.threads_per_block} {a.threads_per_sm} "
+                         f"{a.regs_per_block} {a.regs_per_sm} {a.smem_per_block} {a.smem_per_sm} "
+                         f"{a.smem_per_block_optin} {a.smem_reserved} "
+                         f"{block} {regs} {smem} {optin}")
+            want.append(occupancy(cc, block, regs, smem, optin=bool(optin)))
+    out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert len(out) == len(want)
+    bad = [f"{w.cc} block {w.threads_per_block} regs {w.regs_per_thread} smem "
+           f"{w.smem_per_block}: cuda_occupancy.h {o}, model {w.blocks_per_sm} ({w.limiter})"
+           for o, w in zip(out, want) if int(o) != w.blocks_per_sm]
+    assert not bad, f"{len(bad)} of {len(want)} differ:\n" + "\n".join(bad[:30])
