@@ -28,6 +28,7 @@ from ._core import (
     to_device,
 )
 from ._table import Table
+from .profile import ProfilerError, metrics, profile, profiler_available
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,7 @@ __all__ = [
     "CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArray", "LaunchRecord",
     "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device", "empty", "is_available",
     "last_record", "matmul", "memory_info", "record", "to_device", "variants", "vec_add",
+    "ProfilerError", "metrics", "profile", "profiler_available",
 ]
 
 ArrayLike = "np.ndarray | DeviceArray"
