@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h>
 #include <cupti_result.h>
@@ -36,6 +37,29 @@
 
 int gm_profiling = 0;
 static PyObject *gm_ProfilerError;
+
+/* Where the time of profiled launches goes (ms, summed over the block);
+ * gpumem._core._profile_state()["timing_ms"]. */
+enum { T_CONFIG, T_RESTORE, T_FLUSH, T_START, T_PUSH, T_LAUNCH, T_POP, T_STOP, T_DECODE,
+       T_EVALUATE, T_N };
+static const char *const gm_phase_names[T_N] = {"config", "restore", "flush", "start", "push",
+                                                "launch", "pop", "stop", "decode", "evaluate"};
+static double gm_phase_ms[T_N];
+static long long gm_passes_run;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+#define T_BEGIN() double gm_t_ = now_ms()
+#define T_MARK(ph)                                                             \
+    do {                                                                       \
+        double gm_t2_ = now_ms();                                              \
+        gm_phase_ms[ph] += gm_t2_ - gm_t_;                                     \
+        gm_t_ = gm_t2_;                                                        \
+    } while (0)
 
 /* ---- CUPTI entry points, resolved with dlsym -------------------------------- */
 #define GM_CUPTI_FUNCS(X)                                                          \
@@ -166,6 +190,9 @@ static struct {
     unsigned int flush_grid;
     long long launches;
     double last_passes_run;
+    int config_per_block;              /* 1: SetConfig once, ranges appended */
+    size_t max_ranges;                 /* ranges the counter data image holds */
+    size_t ranges_used;                /* ranges in it now (config_per_block) */
 } S;
 
 static const char *cupti_name(CUptiResult r)
@@ -517,11 +544,11 @@ static int flush_l2(void)
  * outputs: [(name, num_index, den_index or -1)], keys of each launch's dict. */
 static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"metric_names", "outputs", "replay", "dirs", NULL};
+    static char *kwlist[] = {"metric_names", "outputs", "replay", "dirs", "config", NULL};
     PyObject *names_obj, *outputs_obj, *dirs = NULL;
-    const char *replay = "user";
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|sO:_profile_begin", kwlist, &names_obj,
-                                     &outputs_obj, &replay, &dirs))
+    const char *replay = "user", *config = "launch";
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|sOs:_profile_begin", kwlist, &names_obj,
+                                     &outputs_obj, &replay, &dirs, &config))
         return NULL;
     if (gm_profiling || S.host || S.range) {
         return profiler_error("busy", NULL, 0,
@@ -566,6 +593,10 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
 
     memset(&S, 0, sizeof S);
     S.replay = replay_mode;
+    S.config_per_block = strcmp(config, "block") == 0;
+    S.max_ranges = S.config_per_block ? 64 : 1;
+    memset(gm_phase_ms, 0, sizeof gm_phase_ms);
+    gm_passes_run = 0;
     S.names = PyMem_Calloc((size_t)nn, sizeof(char *));
     S.cnames = PyMem_Calloc((size_t)nn, sizeof(char *));
     S.values = PyMem_Calloc((size_t)nn, sizeof(double));
@@ -690,8 +721,8 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
         ds.pRangeProfilerObject = S.range;
         ds.pMetricNames = S.cnames;
         ds.numMetrics = S.n_names;
-        ds.maxNumOfRanges = 1;      /* one launch = one range */
-        ds.maxNumRangeTreeNodes = 1;
+        ds.maxNumOfRanges = S.max_ranges; /* one launch = one range */
+        ds.maxNumRangeTreeNodes = (uint32_t)S.max_ranges;
         GM_CUPTI(cuptiRangeProfilerGetCounterDataSize, &ds);
         S.counter_data_size = ds.counterDataSize;
         S.counter_data = PyMem_Calloc(S.counter_data_size ? S.counter_data_size : 1, 1);
@@ -732,11 +763,21 @@ static PyObject *profile_end(PyObject *self, PyObject *unused)
 /* _profile_state(): what a session holds now (for tests). */
 static PyObject *profile_state(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:i,s:O,s:O,s:n,s:n,s:O,s:L}", "profiling", gm_profiling,
+    PyObject *t = PyDict_New();
+    for (int i = 0; t && i < T_N; i++) {
+        PyObject *v = PyFloat_FromDouble(gm_phase_ms[i]);
+        if (v == NULL || PyDict_SetItemString(t, gm_phase_names[i], v) < 0)
+            Py_CLEAR(t);
+        Py_XDECREF(v);
+    }
+    if (t == NULL)
+        return NULL;
+    return Py_BuildValue("{s:i,s:O,s:O,s:n,s:n,s:O,s:L,s:N,s:L}", "profiling", gm_profiling,
                          "range_profiler", S.range ? Py_True : Py_False, "host_object",
                          S.host ? Py_True : Py_False, "scratch_bytes", (Py_ssize_t)S.scratch_size,
                          "flush_bytes", (Py_ssize_t)S.flush_size, "library_loaded",
-                         gm_cupti_lib ? Py_True : Py_False, "launches", S.launches);
+                         gm_cupti_lib ? Py_True : Py_False, "launches", S.launches, "timing_ms",
+                         t, "passes_run", gm_passes_run);
 }
 
 /* _profile_load(dirs, loader_path=True) -> path of the loaded libcupti. */
@@ -836,7 +877,8 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
         snap = 1;
     }
 
-    {
+    T_BEGIN();
+    if (!S.config_per_block || S.launches == 0 || S.ranges_used >= S.max_ranges) {
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
             CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
         di.pRangeProfilerObject = S.range;
@@ -851,26 +893,31 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
         sc.pCounterDataImage = S.counter_data;
         sc.range = S.replay == CUPTI_UserReplay ? CUPTI_UserRange : CUPTI_AutoRange;
         sc.replayMode = S.replay;
-        sc.maxRangesPerPass = 1;
+        sc.maxRangesPerPass = S.max_ranges;
         sc.numNestingLevels = 1;
         sc.minNestingLevel = 1;
         sc.passIndex = 0;
         sc.targetNestingLevel = 1;
         GM_CUPTI(cuptiRangeProfilerSetConfig, &sc);
+        S.ranges_used = 0;
     }
+    T_MARK(T_CONFIG);
 
     size_t pass = 0;
     for (;;) {
         if (S.replay == CUPTI_UserReplay) {
             if (pass > 0 && snap && copy_inout(info, 0) < 0)
                 goto fail;
+            T_MARK(T_RESTORE);
             if (flush_l2() < 0 || sync_device("flushing L2 before a profiling pass") < 0)
                 goto fail;
+            T_MARK(T_FLUSH);
         }
         CUpti_RangeProfiler_Start_Params st = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
         st.pRangeProfilerObject = S.range;
         GM_CUPTI(cuptiRangeProfilerStart, &st);
         started = 1;
+        T_MARK(T_START);
         if (S.replay == CUPTI_UserReplay) {
             CUpti_RangeProfiler_PushRange_Params pr = {
                 CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
@@ -878,6 +925,7 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
             pr.pRangeName = range_name;
             GM_CUPTI(cuptiRangeProfilerPushRange, &pr);
             pushed = 1;
+            T_MARK(T_PUSH);
         }
         gm_dims dims = {{0, 0, 0}, {0, 0, 0}, 0};
         cudaError_t err = info->variant->launch(params, &dims, 0);
@@ -889,18 +937,22 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
         }
         if (sync_device("running a profiling pass") < 0)
             goto fail;
+        T_MARK(T_LAUNCH);
         if (pushed) {
             CUpti_RangeProfiler_PopRange_Params pp = {
                 CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
             pp.pRangeProfilerObject = S.range;
             pushed = 0;
             GM_CUPTI(cuptiRangeProfilerPopRange, &pp);
+            T_MARK(T_POP);
         }
         CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
         sp.pRangeProfilerObject = S.range;
         started = 0;
         GM_CUPTI(cuptiRangeProfilerStop, &sp);
+        T_MARK(T_STOP);
         pass++;
+        gm_passes_run++;
         if (sp.isAllPassSubmitted)
             break;
         if (pass > S.passes + 2) {
@@ -915,6 +967,7 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
         goto fail;
     snap = 0;
     S.last_passes_run = (double)pass;
+    T_MARK(T_RESTORE);
 
     {
         CUpti_RangeProfiler_DecodeData_Params dd = {
@@ -926,21 +979,25 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
         gi.pCounterDataImage = S.counter_data;
         gi.counterDataImageSize = S.counter_data_size;
         GM_CUPTI(cuptiRangeProfilerGetCounterDataInfo, &gi);
-        if (gi.numTotalRanges < 1 || dd.numOfRangeDropped > 0)
+        T_MARK(T_DECODE);
+        if (gi.numTotalRanges < S.ranges_used + 1 || dd.numOfRangeDropped > 0)
             return profiler_error(
                 "cupti", "cuptiRangeProfilerDecodeData", 0,
-                PyUnicode_FromFormat("CUPTI recorded %zu ranges (%zu dropped) for %s; expected 1",
-                                     gi.numTotalRanges, dd.numOfRangeDropped, range_name));
+                PyUnicode_FromFormat("CUPTI recorded %zu ranges (%zu dropped) for %s; expected %zu",
+                                     gi.numTotalRanges, dd.numOfRangeDropped, range_name,
+                                     S.ranges_used + 1));
+        S.ranges_used = gi.numTotalRanges;
         CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
             CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
         ev.pHostObject = S.host;
         ev.pCounterDataImage = S.counter_data;
         ev.counterDataImageSize = S.counter_data_size;
-        ev.rangeIndex = 0;
+        ev.rangeIndex = S.ranges_used - 1;
         ev.ppMetricNames = S.cnames;
         ev.numMetrics = S.n_names;
         ev.pMetricValues = S.values;
         GM_CUPTI(cuptiProfilerHostEvaluateToGpuValues, &ev);
+        T_MARK(T_EVALUATE);
     }
     S.launches++;
 

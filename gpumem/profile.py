@@ -226,13 +226,14 @@ class Profile:
         ``"user"`` (gpumem replays each launch) or ``"kernel"`` (CUPTI does).
     """
 
-    def __init__(self, metrics: Sequence[str], replay: str = "user"):
+    def __init__(self, metrics: Sequence[str], replay: str = "user", _config: str = "launch"):
         if replay not in ("user", "kernel"):
             raise ValueError(f"profile: replay={replay!r} is not allowed; use 'user' (gpumem "
                              "replays its launch, the fast default) or 'kernel' (CUPTI does)")
         self.metrics = _check_names(metrics)
         self._raw, self._outputs = _plan(self.metrics)
         self.replay = replay
+        self._config = _config
         self.records: list = []
         self.passes: int | None = None
         self.chip: str | None = None
@@ -242,7 +243,8 @@ class Profile:
     def __enter__(self) -> "Profile":
         if self._active:
             raise ProfilerError("this profile block is already active")
-        info = _core._profile_begin(self._raw, self._outputs, self.replay, _cupti_dirs())
+        info = _core._profile_begin(self._raw, self._outputs, self.replay, _cupti_dirs(),
+                                    self._config)
         self.passes, self.chip, self.library = info["passes"], info["chip"], info["library"]
         _core._sinks.append(self.records)
         self._active = True
