@@ -65,6 +65,11 @@ class BuildExt(build_ext):
         for ext in self.extensions:
             ext.include_dirs += [numpy.get_include(), os.path.join(self.cuda, "include"),
                                  os.path.join(HERE, "cuda")]
+            # CUPTI headers (profile.c loads libcupti at run time: no link), and
+            # csrc/cupti_c, whose empty `string` lets C include cupti_profiler_host.h.
+            cupti_inc = os.path.join(self.cuda, "extras", "CUPTI", "include")
+            ext.include_dirs += ([cupti_inc] if os.path.isdir(cupti_inc) else []) + [
+                os.path.join(HERE, "csrc", "cupti_c")]
             for libdir in ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib"),
                            os.path.join("targets", "sbsa-linux", "lib")):
                 path = os.path.join(self.cuda, libdir)

@@ -199,7 +199,11 @@ PyObject *gm_vec_add_py(PyObject *self, PyObject *args, PyObject *kwargs)
         gm_vec_add_params p = {(const float *)ops[0].dev->ptr, (const float *)ops[1].dev->ptr,
                                (float *)c->ptr, n, (int)block};
         params = Py_BuildValue("{s:L,s:L}", "n", n, "block", block);
-        gm_launch_info info = {v, params, 12.0 * (double)n, (double)n, NULL, 0};
+        /* out=a or out=b: an in-place update, which a profiling replay must undo. */
+        gm_buffer inout = {c->ptr, c->nbytes};
+        int in_place = c->ptr == ops[0].dev->ptr || c->ptr == ops[1].dev->ptr;
+        gm_launch_info info = {v, params, 12.0 * (double)n, (double)n, in_place ? &inout : NULL,
+                               in_place};
         if (params == NULL || gm_launch(&info, &p) < 0)
             goto fail;
     }

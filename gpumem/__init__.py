@@ -29,6 +29,7 @@ from ._core import (
 )
 from ._table import Table
 from .access import copy, distance, read_offset, strided_read, struct_update, write_offset
+from .profile import ProfilerError, metrics, profile, profiler_available
 
 __version__ = "0.1.0"
 
@@ -37,6 +38,7 @@ __all__ = [
     "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device", "empty", "is_available",
     "last_record", "matmul", "memory_info", "record", "to_device", "variants", "vec_add",
     "copy", "distance", "read_offset", "strided_read", "struct_update", "write_offset",
+    "ProfilerError", "metrics", "profile", "profiler_available",
 ]
 
 ArrayLike = "np.ndarray | DeviceArray"

@@ -1,0 +1,333 @@
+"""Hardware counters read inside the process, around gpumem's own launches.
+
+>>> with gpumem.profile(metrics=["gld_efficiency", "gld_transactions"]) as p:
+...     gpumem.vec_add(a, b)
+>>> p.records[0].metrics["gld_efficiency"]
+100.0
+>>> p.table()
+
+The counters come from CUPTI's Range Profiler (the library Nsight Compute
+uses), loaded at run time: gpumem imports and times kernels without it.
+Every launch inside the block is one range.  When the metrics need several
+passes, gpumem replays the launch itself (it knows its own launches): it
+snapshots the buffers the kernel both reads and writes, restores them before
+every pass and after the last, and flushes L2 before each pass as ``ncu``
+does by default -- then runs the ordinary timed launch, so results and
+timings are those of an unprofiled call.
+
+The familiar nvprof names (``gld_efficiency``, ``gld_transactions``, ...)
+are aliases of Nsight Compute metrics (:func:`metrics` lists them); raw
+Nsight Compute names such as ``dram__bytes_read.sum`` pass through.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from typing import Iterable, NamedTuple, Sequence
+
+import numpy as np
+
+from . import _core
+from ._core import ProfilerError
+from ._table import Table
+
+__all__ = ["ProfilerError", "MetricAlias", "Profile", "metrics", "profile", "profiler_available",
+           "raw_metrics"]
+
+
+class MetricAlias(NamedTuple):
+    """An nvprof-style name for one Nsight Compute metric, or a ratio of two."""
+
+    name: str
+    ncu: str            # the Nsight Compute metric (numerator when derived)
+    per: str | None     # divisor metric when derived (value = ncu / per), else None
+    unit: str
+    definition: str
+
+    @property
+    def formula(self) -> str:
+        return f"{self.ncu} / {self.per}" if self.per else self.ncu
+
+    @property
+    def raw(self) -> tuple[str, ...]:
+        """The Nsight Compute metrics this alias needs."""
+        return (self.ncu, self.per) if self.per else (self.ncu,)
+
+    def evaluate(self, raw: dict) -> float:
+        """The alias's value from raw metric values (e.g. parsed from ``ncu --csv``)."""
+        v = float(raw[self.ncu])
+        if self.per is None:
+            return v
+        d = float(raw[self.per])
+        return v / d if d else float("nan")
+
+
+_GLD_SECT = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+_GST_SECT = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+_GLD_REQ = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+_GST_REQ = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
+
+_ALIAS_LIST = [
+    MetricAlias("gld_efficiency", "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+                None, "%", "bytes the warps' global loads asked for / bytes of the 32-byte "
+                "sectors fetched for them (100% = fully coalesced)"),
+    MetricAlias("gst_efficiency", "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct",
+                None, "%", "bytes the warps' global stores wrote / bytes of the sectors they "
+                "touched"),
+    MetricAlias("gld_transactions", _GLD_SECT, None, "sectors",
+                "32-byte sectors global loads moved through L1 (nvprof counted transactions)"),
+    MetricAlias("gst_transactions", _GST_SECT, None, "sectors",
+                "32-byte sectors global stores moved through L1"),
+    MetricAlias("gld_requests", _GLD_REQ, None, "requests",
+                "global load instructions executed by warps (one request per warp-instruction)"),
+    MetricAlias("gst_requests", _GST_REQ, None, "requests",
+                "global store instructions executed by warps"),
+    MetricAlias("gld_transactions_per_request", _GLD_SECT, _GLD_REQ, "sectors/request",
+                "sectors per global load request: 4 when a warp reads 128 contiguous bytes"),
+    MetricAlias("gst_transactions_per_request", _GST_SECT, _GST_REQ, "sectors/request",
+                "sectors per global store request"),
+    MetricAlias("shared_load_transactions", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                None, "wavefronts", "shared-memory load wavefronts (one per conflict-free "
+                "warp access; bank conflicts add more)"),
+    MetricAlias("shared_store_transactions",
+                "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", None, "wavefronts",
+                "shared-memory store wavefronts"),
+    MetricAlias("shared_load_bank_conflict",
+                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", None, "conflicts",
+                "extra shared-memory load cycles caused by bank conflicts"),
+    MetricAlias("shared_store_bank_conflict",
+                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", None, "conflicts",
+                "extra shared-memory store cycles caused by bank conflicts"),
+    MetricAlias("local_load_transactions", "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", None,
+                "sectors", "sectors of local memory (register spills, local arrays) loaded"),
+    MetricAlias("local_store_transactions", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum", None,
+                "sectors", "sectors of local memory stored"),
+    MetricAlias("dram_read_bytes", "dram__bytes_read.sum", None, "bytes",
+                "bytes read from device memory (HBM/GDDR), L2 misses and prefetches"),
+    MetricAlias("dram_write_bytes", "dram__bytes_write.sum", None, "bytes",
+                "bytes written to device memory (L2 write-backs)"),
+    MetricAlias("l1_hit_rate", "l1tex__t_sector_hit_rate.pct", None, "%",
+                "sectors found in L1/texture cache / sectors requested from it (nvprof "
+                "global_hit_rate's nearest counter)"),
+    MetricAlias("l2_hit_rate", "lts__t_sector_hit_rate.pct", None, "%",
+                "sectors found in L2 / sectors requested from L2 (reads and writes)"),
+    MetricAlias("achieved_occupancy", "sm__warps_active.avg.pct_of_peak_sustained_active", None,
+                "%", "average active warps per SM cycle / the SM's maximum warps"),
+    MetricAlias("branch_efficiency", "smsp__sass_average_branch_targets_threads_uniform.pct",
+                None, "%", "branch instructions whose threads all went the same way / all "
+                "branches (the nearest counter to nvprof's branch_efficiency)"),
+    MetricAlias("gpu_time_ns", "gpu__time_duration.sum", None, "ns",
+                "kernel duration measured by the GPU during the profiling pass"),
+]
+
+ALIASES: dict[str, MetricAlias] = {a.name: a for a in _ALIAS_LIST}
+
+# unit__counter.rollup[.submetric]: the shape of every Nsight Compute metric name.
+_RAW = re.compile(r"^[a-z][a-z0-9_]*__[a-z0-9_]+(\.[a-z0-9_]+)+$")
+
+
+def metrics() -> Table:
+    """The metric aliases gpumem understands, with their Nsight Compute definitions.
+
+    Returns
+    -------
+    Table
+        Columns ``name``, ``nsight_compute`` (the metric, or ``a / b`` when
+        derived), ``unit`` and ``definition``.  Raw Nsight Compute names
+        (``unit__counter.rollup``) are accepted by :func:`profile` as well.
+    """
+    return Table([{"name": a.name, "nsight_compute": a.formula, "unit": a.unit,
+                   "definition": a.definition} for a in _ALIAS_LIST],
+                 title="gpumem metric aliases (nvprof name -> Nsight Compute)")
+
+
+def _check_names(names) -> list[str]:
+    if isinstance(names, str) or not isinstance(names, Iterable):
+        raise TypeError("profile: metrics must be a list of metric names, e.g. "
+                        f"metrics=['gld_efficiency'], not {type(names).__name__}")
+    out: list[str] = []
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"profile: every metric name must be a str, not {type(n).__name__}")
+        if n in ALIASES or _RAW.match(n):
+            if n not in out:
+                out.append(n)
+            continue
+        known = list(ALIASES) + sorted({r for a in _ALIAS_LIST for r in a.raw})
+        close = difflib.get_close_matches(n, known, n=5, cutoff=0.5)
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        raise ValueError(f"profile: unknown metric {n!r}{hint}; gpumem.metrics() lists the "
+                         "aliases; raw Nsight Compute names look like 'dram__bytes_read.sum'")
+    if not out:
+        raise ValueError("profile: metrics is empty; name at least one, e.g. ['gld_efficiency']")
+    return out
+
+
+def raw_metrics(names: Sequence[str]) -> list[str]:
+    """The Nsight Compute metrics behind ``names`` (aliases expanded, raw names kept)."""
+    raw: list[str] = []
+    for n in _check_names(names):
+        for r in (ALIASES[n].raw if n in ALIASES else (n,)):
+            if r not in raw:
+                raw.append(r)
+    return raw
+
+
+def _plan(names: list[str]) -> tuple[list[str], list[tuple[str, int, int]]]:
+    raw = raw_metrics(names)
+    outputs = []
+    for n in names:
+        a = ALIASES.get(n)
+        if a is None:
+            outputs.append((n, raw.index(n), -1))
+        else:
+            outputs.append((n, raw.index(a.ncu), raw.index(a.per) if a.per else -1))
+    return raw, outputs
+
+
+def _cupti_dirs() -> list[str]:
+    """Where libcupti may live: the toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda),
+    then the nvidia-cuda-cupti wheel; the loader's own path is tried last."""
+    dirs: list[str] = []
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    for root in roots:
+        if not root:
+            continue
+        for sub in ("extras/CUPTI/lib64", "lib64", "targets/x86_64-linux/lib",
+                    "targets/sbsa-linux/lib", "lib"):
+            d = os.path.join(root, sub)
+            if os.path.isdir(d) and d not in dirs:
+                dirs.append(d)
+    for entry in sys.path:
+        for sub in ("nvidia/cu13/lib", "nvidia/cuda_cupti/lib"):
+            d = os.path.join(entry or ".", sub)
+            if os.path.isdir(d) and d not in dirs:
+                dirs.append(d)
+    return dirs
+
+
+class Profile:
+    """The result of a ``with gpumem.profile(...)`` block.
+
+    Attributes
+    ----------
+    records : list of LaunchRecord
+        Every gpumem launch inside the block, in order; ``record.metrics``
+        maps each name asked for to its value.
+    metrics : list of str
+        The names asked for, in order (duplicates removed).
+    passes : int or None
+        Replay passes CUPTI needs per launch for this metric set.
+    chip : str or None
+        CUPTI's chip name, e.g. ``"GH100"``.
+    replay : str
+        ``"user"`` (gpumem replays each launch) or ``"kernel"`` (CUPTI does).
+    """
+
+    def __init__(self, metrics: Sequence[str], replay: str = "user"):
+        if replay not in ("user", "kernel"):
+            raise ValueError(f"profile: replay={replay!r} is not allowed; use 'user' (gpumem "
+                             "replays its launch, the fast default) or 'kernel' (CUPTI does)")
+        self.metrics = _check_names(metrics)
+        self._raw, self._outputs = _plan(self.metrics)
+        self.replay = replay
+        self.records: list = []
+        self.passes: int | None = None
+        self.chip: str | None = None
+        self.library: str | None = None
+        self._active = False
+
+    def __enter__(self) -> "Profile":
+        if self._active:
+            raise ProfilerError("this profile block is already active")
+        info = _core._profile_begin(self._raw, self._outputs, self.replay, _cupti_dirs())
+        self.passes, self.chip, self.library = info["passes"], info["chip"], info["library"]
+        _core._sinks.append(self.records)
+        self._active = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self._active = False
+        for i in range(len(_core._sinks) - 1, -1, -1):
+            if _core._sinks[i] is self.records:
+                del _core._sinks[i]
+                break
+        _core._profile_end()
+        return False
+
+    def table(self) -> Table:
+        """One row per launch: kernel, variant, params, ms and one column per metric."""
+        rows = []
+        for r in self.records:
+            row = {"kernel": r.kernel, "variant": r.variant,
+                   "params": ", ".join(f"{k}={v}" for k, v in r.params.items()), "ms": r.ms}
+            row.update({m: (r.metrics or {}).get(m) for m in self.metrics})
+            rows.append(row)
+        cols = ["kernel", "variant", "params", "ms"] + list(self.metrics)
+        return Table(rows, columns=cols, sources={c: "measured" for c in ["ms"] + self.metrics},
+                     title=f"profile ({self.chip or 'GPU'}, {self.passes} pass"
+                           f"{'es' if self.passes != 1 else ''} per launch)")
+
+    def __repr__(self) -> str:
+        return f"Profile({len(self.records)} launches, metrics={self.metrics})"
+
+
+def profile(metrics: Sequence[str], *, replay: str = "user") -> Profile:
+    """Read hardware counters for every gpumem launch inside a ``with`` block.
+
+    Parameters
+    ----------
+    metrics : list of str
+        Aliases (``gpumem.metrics()``: ``gld_efficiency``, ``gld_transactions``,
+        ``dram_read_bytes``, ...) or raw Nsight Compute names
+        (``dram__bytes_read.sum``).  Unknown names raise ValueError (with close
+        matches) here, before anything runs.
+    replay : {"user", "kernel"}
+        ``"user"`` (default): gpumem replays each launch once per pass,
+        restoring in-place buffers and flushing L2 before each pass.
+        ``"kernel"``: CUPTI's kernel replay, which saves and restores device
+        memory itself and does not flush L2.  Both cost about 12 ms per pass
+        on an H100 (CUPTI reprograms the counters for each pass), so a
+        2-metric, 2-pass set costs ~35 ms per launch and 1 pass ~12 ms.
+
+    Returns
+    -------
+    Profile
+        A context manager; after the block, ``p.records`` and ``p.table()``.
+
+    Raises
+    ------
+    ProfilerError
+        On entering the block, when counters cannot be read: CUPTI missing,
+        GPU unsupported, no permission (``.reason`` says which; the message
+        says how to fix it).
+    CudaUnavailableError
+        Without a usable GPU.
+    """
+    return Profile(metrics, replay=replay)
+
+
+_available: bool | None = None
+
+
+def profiler_available() -> bool:
+    """True when hardware counters can really be read here; never raises.
+
+    The first call profiles one tiny ``vec_add`` (so it adds one record to
+    any :func:`gpumem.record` block around it); the answer is cached.
+    """
+    global _available
+    if _available is None:
+        try:
+            if not _core.is_available():
+                return False
+            one = np.ones(64, dtype=np.float32)
+            with profile(["gld_requests"]) as p:
+                _core.vec_add(one, one)
+            v = p.records[0].metrics["gld_requests"] if p.records else 0.0
+            _available = bool(v == v and v > 0)
+        except Exception:
+            _available = False
+    return _available
