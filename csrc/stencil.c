@@ -120,14 +120,15 @@ static int parse_coef(PyObject *obj, float *w, int *radius, int *anti)
         int k = 1;
         while (k < R && (w[R + k] == w[R - k] || w[R + k] == -w[R - k]))
             k++;
-        char a[64], b[64];
+        char a[64], b[64], c[64];
         snprintf(a, sizeof a, "%.9g", (double)w[R + k]);
         snprintf(b, sizeof b, "%.9g", (double)w[R - k]);
+        snprintf(c, sizeof c, "%.9g", (double)w[R]);
         PyErr_Format(PyExc_ValueError,
                      "stencil_1d: coef is neither symmetric (coef[R+k] == coef[R-k]) nor "
                      "antisymmetric (coef[R+k] == -coef[R-k] and coef[R] == 0) with R=%d: "
-                     "coef[%d]=%s, coef[%d]=%s, coef[R]=%.9g",
-                     R, R + k, a, R - k, b, (double)w[R]);
+                     "coef[%d]=%s, coef[%d]=%s, coef[R]=%s",
+                     R, R + k, a, R - k, b, c);
         return -1;
     }
     *radius = R;

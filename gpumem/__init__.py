@@ -28,6 +28,7 @@ from ._core import (
     to_device,
 )
 from ._table import Table
+from .spaces import (block_size_sweep, compiler_report, constant_broadcast, divergence, kernel_attributes, lifetimes, occupancy, register_pressure, stencil_1d, thread_histogram)  # noqa: E501
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,8 @@ __all__ = [
     "CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArray", "LaunchRecord",
     "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device", "empty", "is_available",
     "last_record", "matmul", "memory_info", "record", "to_device", "variants", "vec_add",
+    "block_size_sweep", "compiler_report", "constant_broadcast", "divergence", "kernel_attributes",
+    "lifetimes", "occupancy", "register_pressure", "stencil_1d", "thread_histogram",
 ]
 
 ArrayLike = "np.ndarray | DeviceArray"
