@@ -363,8 +363,8 @@ def model_occupancy(cc: str, threads_per_block: int, regs_per_thread: int,
 def _occupancy(family, variant, block, smem, params, strict) -> Occupancy:
     from . import device
 
-    attrs = _attributes(family, variant, params, strict)
     d = _core.occupancy(family, variant, block, smem, dict(params or {}), strict)
+    attrs = _attributes(family, variant, params, strict)
     dev = device()
     warps = -(-block // dev.warp_size)
     max_warps = dev.max_threads_per_multiprocessor // dev.warp_size
