@@ -93,6 +93,12 @@ def test_compiler_report_sees_local_memory_and_caps():
             assert cap32["LDL"] > 0 and unc["LDL"] == 0
 
 
+def test_compiler_report_says_what_it_needs(monkeypatch):
+    monkeypatch.setattr(spaces, "_find_tool", lambda name: None)
+    with pytest.raises(FileNotFoundError, match="compiler_report needs cuobjdump"):
+        gm.compiler_report()
+
+
 # ---- validation before any device call (no GPU) -------------------------------------------
 @pytest.mark.parametrize("distinct", [0, 33, -1])
 def test_broadcast_bad_distinct(distinct):
