@@ -107,6 +107,11 @@ typedef struct {
     const char *bytes;    /* the bytes it must move, as a formula */
     const char *flops;    /* the FLOPs it does, as a formula */
     gm_launcher launch;
+    /* The __global__ function the launcher would run for these params (a
+     * gm_<family>_params; a zeroed struct must give the default build), for
+     * cudaFuncGetAttributes and the occupancy API: kernel_attributes() and
+     * occupancy() (spaces.c).  NULL where a family does not provide it yet. */
+    const void *(*kernel)(const void *params);
 } gm_variant;
 
 /* A device buffer a launch both reads and writes (an in-place update):
@@ -159,5 +164,24 @@ PyObject *gm_strided_read_py(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gm_struct_update_py(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gm_distance_py(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *gm_copy_py(PyObject *self, PyObject *args, PyObject *kwargs);
+/* ---- stencil (stencil.c) and memory spaces (spaces.c) ---------------------- */
+extern const gm_variant gm_stencil_variants[];
+extern const gm_variant gm_spaces_variants[]; /* broadcast, private_array, lifetime,
+                                                register_cap, divergence */
+PyObject *gm_stencil_1d_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_broadcast_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_private_array_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_lifetime_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_register_cap_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_divergence_py(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_kernel_attributes_py(PyObject *self, PyObject *args);
+PyObject *gm_occupancy_py(PyObject *self, PyObject *args);
+/* Helpers of stencil.c and spaces.c (spaces.c). */
+int gm_sp_int(PyObject *obj, const char *fn, const char *name, long long lo, long long hi,
+              long long *out);                      /* None keeps *out (the default) */
+int gm_sp_block(PyObject *obj, const char *fn, long long max, long long *out);
+int gm_sp_no_alias(PyObject *out, const char *fn, const gm_operand *op);
+gm_DeviceArray *gm_sp_make_out(PyObject *out, int ndim, const npy_intp *shape, int typenum);
+PyObject *gm_sp_finish(gm_DeviceArray *out, int return_device); /* consumes out */
 
 #endif /* GM_H */

@@ -19,24 +19,42 @@ static cudaError_t run_matmul_tiled(const void *p, gm_dims *d, cudaStream_t s)
     return gm_matmul_tiled((const gm_matmul_params *)p, d, s);
 }
 
+/* The kernels behind the variants (gm_variant.kernel). */
+static const void *kernel_vec_add(const void *p)
+{
+    (void)p;
+    return gm_vec_add_kernel();
+}
+static const void *kernel_matmul_naive(const void *p)
+{
+    (void)p;
+    return gm_matmul_naive_kernel();
+}
+static const void *kernel_matmul_tiled(const void *p)
+{
+    int tile = ((const gm_matmul_params *)p)->tile;
+    return gm_matmul_tiled_kernel(tile ? tile : 16);
+}
+
 #define MATMUL_BYTES "4*(M*K + K*N + M*N)"
 #define MATMUL_FLOPS "2*M*N*K"
 
 const gm_variant gm_core_variants[] = {
     {"vec_add", "default",
      "one element per thread: each warp reads and writes 128 contiguous bytes (fully coalesced)",
-     "12*n", "n", run_vec_add},
+     "12*n", "n", run_vec_add, kernel_vec_add},
     {"matmul", "naive",
      "each thread reads a row of A and a column of B from global memory: 2K loads for 2K FLOPs",
-     MATMUL_BYTES, MATMUL_FLOPS, run_matmul_naive},
+     MATMUL_BYTES, MATMUL_FLOPS, run_matmul_naive, kernel_matmul_naive},
     {"matmul", "tiled",
      "TILE x TILE tiles of A and B staged in shared memory: global loads fall by the tile width",
-     MATMUL_BYTES, MATMUL_FLOPS, run_matmul_tiled},
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+     MATMUL_BYTES, MATMUL_FLOPS, run_matmul_tiled, kernel_matmul_tiled},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 /* Every family's table; a new family adds its table here (see gm.h). */
-static const gm_variant *const gm_tables[] = {gm_core_variants, gm_access_variants, NULL};
+static const gm_variant *const gm_tables[] = {gm_core_variants, gm_access_variants,
+                                             gm_stencil_variants, gm_spaces_variants, NULL};
 
 /* Iterate over every variant of every table. */
 #define FOR_EACH_VARIANT(v)                                                    \

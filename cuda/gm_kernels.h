@@ -139,6 +139,107 @@ typedef struct {
 
 cudaError_t gm_copy_float(const gm_copy_params *p, gm_dims *dims, cudaStream_t stream);
 cudaError_t gm_copy_float4(const gm_copy_params *p, gm_dims *dims, cudaStream_t stream);
+/* ---- stencil: out[i] = sum_{k=-R..R} w[R+k] * x[i+k], x zero outside [0, n) -- */
+#define GM_STENCIL_MAX_RADIUS 16
+
+typedef struct {
+    const float *in;
+    float *out;
+    const float *coef; /* device c[0..R] (readonly / global variants; NULL for constant) */
+    long long n;
+    int radius;        /* 1..GM_STENCIL_MAX_RADIUS */
+    int block;         /* threads per block: a multiple of 32, 32..1024 */
+    int items;         /* outputs per thread: 1, 2, 4 or 8 */
+    int antisymmetric; /* 1: w[R-k] == -w[R+k] (and w[R] == 0); 0: w[R-k] == w[R+k] */
+} gm_stencil_params;
+
+/* Half the weights, c[k] = w[R+k] for k = 0..R, into __constant__ memory
+ * (cudaMemcpyToSymbol): called before the constant variant's launch, so the
+ * launch's event time holds the kernel alone.  It stays set until the next call. */
+cudaError_t gm_stencil_set_constant(const float *c, int count);
+cudaError_t gm_stencil_constant(const gm_stencil_params *p, gm_dims *dims, cudaStream_t stream);
+cudaError_t gm_stencil_readonly(const gm_stencil_params *p, gm_dims *dims, cudaStream_t stream);
+cudaError_t gm_stencil_global(const gm_stencil_params *p, gm_dims *dims, cudaStream_t stream);
+const void *gm_stencil_kernel(int memory, int items, int antisymmetric); /* memory 0/1/2 */
+
+/* ---- broadcast: each warp reads `distinct` different table words per load --- */
+#define GM_BROADCAST_TABLE 256 /* floats: 1 KiB, fits every constant and L1 cache */
+
+typedef struct {
+    const float *table; /* device copy of the table (readonly variant; NULL for constant) */
+    float *out;         /* one sum per thread */
+    long long n;        /* threads */
+    int distinct;       /* 1..32 distinct addresses per warp per load */
+    int iters;          /* loads per thread */
+    int block;          /* multiple of 32 */
+} gm_broadcast_params;
+
+cudaError_t gm_broadcast_set_constant(const float *table, int count);
+cudaError_t gm_broadcast_constant(const gm_broadcast_params *p, gm_dims *dims, cudaStream_t stream);
+cudaError_t gm_broadcast_readonly(const gm_broadcast_params *p, gm_dims *dims, cudaStream_t stream);
+const void *gm_broadcast_kernel(int readonly);
+
+/* ---- private_array: a per-thread 16-bin histogram, local memory vs registers - */
+#define GM_PRIVATE_BINS 16
+
+typedef struct {
+    const float *in;
+    int *out;          /* GM_PRIVATE_BINS x threads, bin-major */
+    long long n;
+    int threads;       /* histograms (one per thread) */
+    int block;
+} gm_private_array_params;
+
+cudaError_t gm_private_array_local(const gm_private_array_params *p, gm_dims *dims, cudaStream_t stream);
+cudaError_t gm_private_array_registers(const gm_private_array_params *p, gm_dims *dims, cudaStream_t stream);
+const void *gm_private_array_kernel(int registers);
+
+/* ---- lifetime: __device__ persists across launches, __shared__ does not ------ */
+typedef struct {
+    long long *out; /* 3 x blocks: shared count, device counter after the block, constant */
+    int blocks;
+    int block;
+} gm_lifetime_params;
+
+cudaError_t gm_lifetime_set_constant(int value);                  /* __constant__ int */
+cudaError_t gm_lifetime_set_counter(unsigned long long value);    /* __device__ counter */
+cudaError_t gm_lifetime_counter_address(void **ptr, size_t *nbytes);
+cudaError_t gm_lifetime(const gm_lifetime_params *p, gm_dims *dims, cudaStream_t stream);
+const void *gm_lifetime_kernel(void);
+
+/* ---- register_cap: one kernel built at several __launch_bounds__ caps -------- */
+#define GM_REGCAP_LIVE 64 /* floats each thread keeps live */
+#define GM_REGCAP_MAX_BLOCK 256
+
+typedef struct {
+    const float *in;   /* GM_REGCAP_LIVE x n */
+    float *out;        /* n */
+    long long n;
+    int rounds;
+    int block;         /* multiple of 32, 32..GM_REGCAP_MAX_BLOCK */
+    int min_blocks;    /* __launch_bounds__(256, min_blocks): 1, 2, 4, 6 or 8 */
+} gm_register_cap_params;
+
+cudaError_t gm_register_cap(const gm_register_cap_params *p, gm_dims *dims, cudaStream_t stream);
+const void *gm_register_cap_kernel(int min_blocks);
+
+/* ---- divergence: branch on threadIdx.x % 2 vs on the warp index ------------- */
+typedef struct {
+    const float *in;
+    float *out;
+    long long n;
+    int iters;
+    int block;
+} gm_divergence_params;
+
+cudaError_t gm_divergence_odd_even(const gm_divergence_params *p, gm_dims *dims, cudaStream_t stream);
+cudaError_t gm_divergence_warp(const gm_divergence_params *p, gm_dims *dims, cudaStream_t stream);
+const void *gm_divergence_kernel(int by_warp);
+
+/* ---- kernel function pointers of the core families (for cudaFuncGetAttributes) */
+const void *gm_vec_add_kernel(void);
+const void *gm_matmul_naive_kernel(void);
+const void *gm_matmul_tiled_kernel(int tile); /* NULL for a tile that is not built */
 
 #ifdef __cplusplus
 }

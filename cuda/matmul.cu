@@ -103,3 +103,19 @@ extern "C" cudaError_t gm_matmul_tiled(const gm_matmul_params *p, gm_dims *dims,
     default: return cudaErrorInvalidValue; /* validated in csrc; never reached */
     }
 }
+
+// The kernels behind the variants, for cudaFuncGetAttributes / the occupancy API.
+extern "C" const void *gm_matmul_naive_kernel(void)
+{
+    return (const void *)matmul_naive_kernel;
+}
+
+extern "C" const void *gm_matmul_tiled_kernel(int tile)
+{
+    switch (tile) {
+    case 8: return (const void *)matmul_tiled_kernel<8>;
+    case 16: return (const void *)matmul_tiled_kernel<16>;
+    case 32: return (const void *)matmul_tiled_kernel<32>;
+    default: return nullptr;
+    }
+}

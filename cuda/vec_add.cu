@@ -19,3 +19,9 @@ extern "C" cudaError_t gm_vec_add(const gm_vec_add_params *p, gm_dims *dims, cud
     vec_add_kernel<<<grid, block, 0, stream>>>(p->a, p->b, p->c, p->n);
     return cudaGetLastError();
 }
+
+// The kernel behind the variant, for cudaFuncGetAttributes / the occupancy API.
+extern "C" const void *gm_vec_add_kernel(void)
+{
+    return (const void *)vec_add_kernel;
+}

@@ -30,6 +30,7 @@ from ._core import (
 from ._table import Table
 from .access import copy, distance, read_offset, strided_read, struct_update, write_offset
 from .profile import ProfilerError, metrics, profile, profiler_available
+from .spaces import (block_size_sweep, compiler_report, constant_broadcast, divergence, kernel_attributes, lifetimes, occupancy, register_pressure, stencil_1d, thread_histogram)  # noqa: E501
 
 __version__ = "0.1.0"
 
@@ -39,6 +40,8 @@ __all__ = [
     "last_record", "matmul", "memory_info", "record", "to_device", "variants", "vec_add",
     "copy", "distance", "read_offset", "strided_read", "struct_update", "write_offset",
     "ProfilerError", "metrics", "profile", "profiler_available",
+    "block_size_sweep", "compiler_report", "constant_broadcast", "divergence", "kernel_attributes",
+    "lifetimes", "occupancy", "register_pressure", "stencil_1d", "thread_histogram",
 ]
 
 ArrayLike = "np.ndarray | DeviceArray"

@@ -69,9 +69,48 @@ def copy():
                 gm.copy(f32(n), variant=variant, block=block)
 
 
+
+def stencil():
+    sym = np.array([0.25, 0.5, 1.0, 0.5, 0.25], np.float32)
+    for memory in ("constant", "readonly", "global"):
+        for items in (1, 2, 4, 8):
+            for n in (1, 37, 1000):
+                gm.stencil_1d(f32(n), memory=memory, items=items, block=32)
+        gm.stencil_1d(f32(3001), sym, memory=memory, block=96, items=4)
+        gm.stencil_1d(f32(5), np.ones(33, np.float32), memory=memory, block=1024, items=1)
+
+
+def broadcast():
+    for memory in ("constant", "readonly"):
+        for distinct in (1, 3, 32):
+            gm.constant_broadcast(distinct, memory=memory, n=1000, iters=5, block=96)
+
+
+def private_array():
+    for variant in ("local", "registers"):
+        gm.thread_histogram(f32(1000), variant=variant, threads=77, block=32)
+
+
+def lifetime():
+    gm.lifetimes(2, blocks=3, block=64)
+
+
+def register_cap():
+    for v in gm.variants("register_cap"):
+        gm.register_pressure(f32(64, 300), variant=v.name, rounds=2, block=96)
+
+
+def divergence():
+    for variant in ("odd_even", "warp"):
+        gm.divergence(f32(1000), variant=variant, iters=3, block=96)
+
+
 CALLS = {"vec_add": vec_add, "matmul": matmul, "read_offset": read_offset,
          "write_offset": write_offset, "strided_read": strided_read,
-         "struct_update": struct_update, "distance": distance, "copy": copy}
+         "struct_update": struct_update, "distance": distance, "copy": copy,
+         "stencil": stencil, "broadcast": broadcast,
+         "private_array": private_array, "lifetime": lifetime, "register_cap": register_cap,
+         "divergence": divergence}
 
 
 def main() -> int:

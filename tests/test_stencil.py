@@ -1,0 +1,215 @@
+"""stencil_1d: validation without a GPU; against NumPy on awkward n with
+poisoned outputs on a GPU."""
+import numpy as np
+import pytest
+
+import gpumem as gm
+from gpumem.spaces import STENCIL_8TH_ORDER, stencil_1d_reference
+
+X = np.ones(10, np.float32)
+
+
+# ---- the reference and the table (no GPU) ---------------------------------------
+def test_default_coefficients_are_the_books_antisymmetric_radius_4():
+    a = np.array([0.8, -0.2, 0.03809, -0.00357], np.float32)
+    np.testing.assert_array_equal(STENCIL_8TH_ORDER[5:], a)
+    np.testing.assert_array_equal(STENCIL_8TH_ORDER[:4], -a[::-1])
+    assert STENCIL_8TH_ORDER[4] == 0
+
+
+def test_reference_is_the_books_formula_with_zero_padding(rng):
+    x = rng.standard_normal(50).astype(np.float32)
+    a = STENCIL_8TH_ORDER[5:].astype(np.float64)
+    xp = np.concatenate([np.zeros(4), x.astype(np.float64), np.zeros(4)])
+    book = np.array([sum(a[k - 1] * (xp[i + 4 + k] - xp[i + 4 - k]) for k in range(1, 5))
+                     for i in range(50)])
+    np.testing.assert_allclose(stencil_1d_reference(x), book, rtol=1e-12, atol=1e-12)
+    # symmetric weights: the centre counts, the edges see zeros
+    ref = stencil_1d_reference(np.ones(3, np.float32), [1.0, 2.0, 1.0])
+    np.testing.assert_array_equal(ref, [3.0, 4.0, 3.0])
+
+
+def test_variants_table():
+    vs = {v.name: v for v in gm.variants("stencil")}
+    assert set(vs) == {"constant", "readonly", "global"}
+    assert all(v.bytes == "8*n" for v in vs.values())
+    assert "__constant__" in vs["constant"].idea and "__ldg" in vs["readonly"].idea
+
+
+# ---- validation before any device call (no GPU) ------------------------------------
+@pytest.mark.parametrize("memory", ["shared", "texture", ""])
+def test_bad_memory(memory):
+    with pytest.raises(ValueError, match=rf"memory='{memory}' is unknown; allowed: 'constant', "
+                                         r"'readonly', 'global'"):
+        gm.stencil_1d(X, memory=memory)
+
+
+def test_memory_must_be_str():
+    with pytest.raises(TypeError, match="memory must be a str"):
+        gm.stencil_1d(X, memory=1)
+
+
+@pytest.mark.parametrize("coef", [[1.0], [1.0, 1.0], [0.0] * 35, np.ones((3, 3)), []],
+                         ids=["len1", "even", "radius17", "2d", "empty"])
+def test_bad_coef_length(coef):
+    with pytest.raises(ValueError, match=r"coef has shape .*odd length 2\*R \+ 1 for a radius R "
+                                         r"of 1\.\.16"):
+        gm.stencil_1d(X, coef)
+
+
+@pytest.mark.parametrize("coef", [[1.0, 2.0, 3.0], [1.0, 0.5, 0.0, 0.5, 2.0],
+                                  [-1.0, 1.0, 1.0]],
+                         ids=["asym-ends", "outer-pair", "antisym-with-centre"])
+def test_coef_neither_symmetric_nor_antisymmetric(coef):
+    with pytest.raises(ValueError, match="neither symmetric .* nor antisymmetric"):
+        gm.stencil_1d(X, coef)
+
+
+@pytest.mark.parametrize("coef", [[1.0, np.nan, 1.0], [np.inf, 0.0, -np.inf], [1e39, 0, 1e39]])
+def test_coef_must_be_finite_float32(coef):
+    with pytest.raises(ValueError, match=r"coef\[\d\] is not a finite float32 value"):
+        gm.stencil_1d(X, coef)
+
+
+@pytest.mark.parametrize("coef", [["a", "b", "c"], np.array([1j, 0, 1j])], ids=["str", "complex"])
+def test_coef_must_be_real(coef):
+    with pytest.raises(TypeError, match="coef must hold real numbers"):
+        gm.stencil_1d(X, coef)
+
+
+@pytest.mark.parametrize("block", [0, 16, 48, 1056, 2048, -32])
+def test_bad_block(block):
+    with pytest.raises(ValueError, match=rf"block={block} is not allowed; block must be a "
+                                         r"multiple of 32 .* from 32 to 1024"):
+        gm.stencil_1d(X, block=block)
+
+
+@pytest.mark.parametrize("bad", [256.0, "256", True])
+def test_block_must_be_int(bad):
+    with pytest.raises(TypeError, match="block must be an int"):
+        gm.stencil_1d(X, block=bad)
+
+
+@pytest.mark.parametrize("items", [0, 3, 16])
+def test_bad_items(items):
+    with pytest.raises(ValueError, match=rf"items={items} is not allowed; .* 1, 2, 4, 8"):
+        gm.stencil_1d(X, items=items)
+
+
+def test_x_must_be_float32_1d_array():
+    with pytest.raises(TypeError, match="dtype"):
+        gm.stencil_1d(np.ones(10))
+    with pytest.raises(TypeError, match="numpy.ndarray or gpumem.DeviceArray"):
+        gm.stencil_1d([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"x must be 1-D, not 2-D with shape \(2, 5\)"):
+        gm.stencil_1d(np.ones((2, 5), np.float32))
+
+
+def test_out_must_be_device_array():
+    with pytest.raises(TypeError, match="out must be a gpumem.DeviceArray"):
+        gm.stencil_1d(X, out=np.empty(10, np.float32))
+
+
+# ---- on the GPU ----------------------------------------------------------------------
+AWKWARD_N = [1, 3, 31, 33, 255, 1025, 4097, 100_003]
+MEMORIES = ["constant", "readonly", "global"]
+
+
+def _poisoned(n):
+    return gm.to_device(np.full(n, np.nan, np.float32))
+
+
+def _check(got, x, coef):
+    ref = stencil_1d_reference(x, coef)
+    w = STENCIL_8TH_ORDER if coef is None else np.asarray(coef, np.float32)
+    assert not np.isnan(got).any(), "an output element was never written"
+    scale = float(np.abs(w).sum() * max(np.abs(x).max(), 1e-30))
+    np.testing.assert_allclose(got, ref, rtol=0, atol=2e-6 * scale)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", AWKWARD_N)
+@pytest.mark.parametrize("items", [1, 2, 4, 8])
+@pytest.mark.parametrize("memory", MEMORIES)
+def test_default_stencil_matches_numpy(rng, memory, items, n, no_leak):
+    x = rng.standard_normal(n).astype(np.float32)
+    out = _poisoned(n)
+    got = gm.stencil_1d(gm.to_device(x), memory=memory, items=items, out=out)
+    assert got is out
+    _check(out.get(), x, None)
+
+
+def _random_coef(rng, radius, antisymmetric):
+    half = rng.standard_normal(radius).astype(np.float32)
+    centre = np.float32(0.0) if antisymmetric else rng.standard_normal(1).astype(np.float32)[0]
+    left = -half[::-1] if antisymmetric else half[::-1]
+    return np.concatenate([left, [centre], half]).astype(np.float32)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("radius", [1, 2, 7, 16])
+@pytest.mark.parametrize("antisymmetric", [False, True], ids=["sym", "antisym"])
+@pytest.mark.parametrize("memory", MEMORIES)
+@pytest.mark.parametrize("block,n", [(32, 37), (96, 1000), (1024, 5000)])
+def test_any_radius_and_symmetry(rng, radius, antisymmetric, memory, block, n, no_leak):
+    x = rng.standard_normal(n).astype(np.float32)
+    coef = _random_coef(rng, radius, antisymmetric)
+    out = _poisoned(n)
+    gm.stencil_1d(x if n % 2 else gm.to_device(x), coef, memory=memory, block=block, items=2,
+                  out=out)
+    _check(out.get(), x, coef)
+    rec = gm.last_record()
+    assert rec.kernel == "stencil" and rec.variant == memory
+    assert rec.params["radius"] == radius and rec.params["antisymmetric"] == int(antisymmetric)
+    assert rec.bytes == 8 * n and rec.block == (block, 1, 1)
+    assert rec.smem == (block * 2 + 2 * radius) * 4
+
+
+@pytest.mark.gpu
+def test_radius_larger_than_n(rng):
+    x = rng.standard_normal(5).astype(np.float32)
+    coef = _random_coef(rng, 16, False)
+    for memory in MEMORIES:
+        _check(gm.stencil_1d(x, coef, memory=memory), x, coef)
+
+
+@pytest.mark.gpu
+def test_constant_coefficients_follow_each_call(rng):
+    """The constant variant copies its coefficients to the symbol on every call."""
+    x = rng.standard_normal(3000).astype(np.float32)
+    a, b = _random_coef(rng, 3, False), _random_coef(rng, 5, True)
+    for coef in (a, b, a, None, b):
+        _check(gm.stencil_1d(x, coef, memory="constant"), x, coef)
+
+
+@pytest.mark.gpu
+def test_ndarray_in_ndarray_out_and_empty(rng):
+    x = rng.standard_normal(777).astype(np.float32)
+    got = gm.stencil_1d(x)
+    assert isinstance(got, np.ndarray) and got.dtype == np.float32 and got.shape == (777,)
+    _check(got, x, None)
+    assert isinstance(gm.stencil_1d(gm.to_device(x)), gm.DeviceArray)
+    empty = gm.stencil_1d(np.zeros(0, np.float32))
+    assert isinstance(empty, np.ndarray) and empty.shape == (0,)
+
+
+@pytest.mark.gpu
+def test_out_must_not_alias_x_and_must_match():
+    d = gm.to_device(np.ones(64, np.float32))
+    with pytest.raises(ValueError, match="out must not share memory with an input"):
+        gm.stencil_1d(d, out=d)
+    with pytest.raises(ValueError, match=r"out has shape \(63,\); the result has shape \(64,\)"):
+        gm.stencil_1d(d, out=gm.empty((63,), np.float32))
+    with pytest.raises(TypeError, match="coef must be a host sequence"):
+        gm.stencil_1d(d, gm.to_device(STENCIL_8TH_ORDER))
+
+
+@pytest.mark.gpu
+def test_stencil_kernel_attributes():
+    for memory in MEMORIES:
+        for items in (1, 8):
+            a = gm.kernel_attributes("stencil", memory, items=items)
+            assert 0 < a.registers_per_thread <= 64
+            assert a.local_bytes_per_thread == 0
+            assert a.max_threads_per_block == 1024
+    assert gm.kernel_attributes("stencil", "constant").constant_bytes >= 17 * 4
