@@ -527,8 +527,13 @@ _KERNEL_FAMILY = {
 
 
 def _variant_of(family: str | None, pretty: str) -> str | None:
-    args = re.findall(r"<(.*)>", pretty.split("(")[0])
-    a = [x.strip() for x in args[0].split(",")] if args else []
+    args = re.findall(r"<(.*)>\s*\(", pretty)
+    # cu++filt writes template arguments with their type, "(int)8", "(bool)1"
+    a = [re.sub(r"^\((?:unsigned |signed )?\w+\)", "", x.strip()) for x in args[0].split(",")] \
+        if args else []
+    a = ["true" if x == "1" and family in ("broadcast", "private_array", "divergence") else
+         "false" if x == "0" and family in ("broadcast", "private_array", "divergence") else x
+         for x in a]
     if family == "stencil" and a:
         return ["constant", "readonly", "global"][int(a[0])] + f" (items={a[2]})"
     if family == "broadcast" and a:
@@ -545,13 +550,44 @@ def _variant_of(family: str | None, pretty: str) -> str | None:
     return "default" if family else None
 
 
+_TEMPLATE_ARG = re.compile(r"L([bijlmxy])(n?)(\d+)E")
+
+
+def _demangle_simple(name: str) -> str:
+    """The few Itanium-ABI forms gpumem's kernels use -- ``_Z<len><name>`` with
+    an optional list of integer/bool template arguments (``ILi8ELb1EE``) -- for
+    machines with neither ``cu++filt`` nor ``c++filt``.  Anything else is returned
+    unchanged."""
+    m = re.match(r"_Z(\d+)", name)
+    if not m:
+        return name
+    k = m.end()
+    base = name[k:k + int(m.group(1))]
+    rest = name[k + int(m.group(1)):]
+    args = []
+    if rest.startswith("I"):
+        rest = rest[1:]
+        while True:
+            t = _TEMPLATE_ARG.match(rest)
+            if not t:
+                break
+            kind, neg, num = t.groups()
+            args.append(("true" if num == "1" else "false") if kind == "b" else neg and "-" + num or num)
+            rest = rest[t.end():]
+        if not rest.startswith("E"):
+            return name
+    return "void " + base + (f"<{', '.join(args)}>" if args else "") + "(...)"
+
+
 def _demangle(names: list[str]) -> dict[str, str]:
-    tool = shutil.which("cu++filt") or shutil.which("c++filt")
-    if not tool or not names:
-        return {n: n for n in names}
-    out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True).stdout
-    pretty = out.splitlines()
-    return dict(zip(names, pretty)) if len(pretty) == len(names) else {n: n for n in names}
+    tool = _find_tool("cu++filt") or shutil.which("c++filt")
+    if tool and names:
+        out = subprocess.run([tool], input="\n".join(names), capture_output=True,
+                             text=True).stdout
+        pretty = out.splitlines()
+        if len(pretty) == len(names):
+            return dict(zip(names, pretty))
+    return {n: _demangle_simple(n) for n in names}
 
 
 def compiler_report(family: str | None = None, *, sass: bool = True) -> Table:
@@ -610,8 +646,8 @@ def compiler_report(family: str | None = None, *, sass: bool = True) -> Table:
         fam = _KERNEL_FAMILY.get(base)
         if family is not None and fam != family:
             continue
-        kernel = p.split("(")[0]
-        kernel = kernel[5:] if kernel.startswith("void ") else kernel
+        targs = re.findall(r"<(.*)>\s*\(", p)
+        kernel = base + (f"<{targs[0]}>" if targs else "")
         row = {"kernel": kernel, "family": fam, "variant": _variant_of(fam, p), "arch": a,
                "registers": f.get("REG"),
                "stack bytes": f.get("STACK"), "shared bytes": f.get("SHARED")}

@@ -16,10 +16,11 @@ What these tests check about the hardware (the model's assumptions):
    per instruction; the load path (default, ``.ca``, ``.cg``, ``__ldg``,
    ``.cs``) does not change them.
 3. ``smsp__sass_average_data_bytes_per_sector_mem_global_op_{ld,st}.pct`` is
-   requested bytes / (sectors * 32) * 100 where requested bytes count every
-   active lane (4 bytes per lane for a float, 16 for a float4), duplicates
-   included: the naive matmul's broadcast loads of A (16 lanes on one word)
-   and B (2 rows of lanes on the same words) report 200% with tile 16.
+   requested bytes / (sectors * 32) * 100 where requested bytes are the
+   distinct bytes of the active lanes (4 per distinct float address, 16 per
+   float4): a word several lanes read counts once.  Measured here: the naive
+   matmul at 64^3 reads 30.00% with tile 8 and 56.25% with tile 16 -- counting
+   every lane would give 160% and 200%.
 4. Buffers start 256-byte aligned (cudaMalloc); SoA rows in one buffer start
    ``4*n`` bytes apart (``struct_update``/``distance``).
 """

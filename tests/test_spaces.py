@@ -356,3 +356,32 @@ def test_sweeps_are_consistent():
     assert d["variant"] == ["warp", "odd_even"] and d["x warp"][0] == 1.0
     lv = spaces.local_vs_registers(1 << 14, threads=1 << 10, repeat=3)
     assert lv["local bytes/thread"][0] >= 64 and lv["local bytes/thread"][1] == 0
+
+
+@pytest.mark.parametrize("mangled, pretty", [
+    ("_Z19register_cap_kernelILi8EEvPKfPfxi", "void register_cap_kernel<8>(...)"),
+    ("_Z20private_array_kernelILb1EEvPKfPixi", "void private_array_kernel<true>(...)"),
+    ("_Z17stencil_1d_kernelILi0ELi4ELi2EEvPKfPfS1_xi", "void stencil_1d_kernel<0, 4, 2>(...)"),
+    ("_Z14vec_add_kernelPKfS0_Pfx", "void vec_add_kernel(...)"),
+    ("_ZN3foo3barEv", "_ZN3foo3barEv"),
+])
+def test_compiler_report_names_kernels_without_a_demangler(mangled, pretty, monkeypatch):
+    # The GPU machine may have neither cu++filt nor c++filt: the fallback must
+    # still give each kernel its family and variant.
+    assert spaces._demangle_simple(mangled) == pretty
+    monkeypatch.setattr(spaces, "_find_tool", lambda name: None)
+    monkeypatch.setattr(spaces.shutil, "which", lambda name: None)
+    assert spaces._demangle([mangled]) == {mangled: pretty}
+    if pretty.startswith("void register_cap"):
+        assert spaces._variant_of("register_cap", pretty) == "cap32"
+
+
+def test_compiler_report_reads_cu_filt_template_arguments():
+    # cu++filt (the CUDA toolkit's demangler) writes "(int)8" and "(bool)1"
+    v = spaces._variant_of
+    assert v("register_cap", "void register_cap_kernel<(int)8>(const float *, float *)") == "cap32"
+    assert v("private_array", "void private_array_kernel<(bool)1>(const float *)") == "registers"
+    assert v("private_array", "void private_array_kernel<false>(const float *)") == "local"
+    assert v("stencil", "void stencil_1d_kernel<(int)1, (int)4, (int)2>(...)") == \
+        "readonly (items=2)"
+    assert v("matmul", "void matmul_tiled_kernel<(int)16>(...)") == "tiled (tile=16)"

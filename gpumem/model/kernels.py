@@ -64,7 +64,8 @@ class _Tally:
             return
         fa = np.broadcast_to(np.asarray(first_addr, np.int64), count.shape)[on]
         units = affine_units(fa, c, stride, width, self.g[op])
-        self.add(op, c.size, units.sum(dtype=np.int64), width * c.sum(dtype=np.int64), weight)
+        lanes = c if stride else np.minimum(c, 1)        # same bytes for every lane: once
+        self.add(op, c.size, units.sum(dtype=np.int64), width * lanes.sum(dtype=np.int64), weight)
 
     def runs(self, op: str, first_byte, last_byte, nruns, lanes, weight: int = 1) -> None:
         """Instructions made of sorted, non-overlapping byte runs (one per matrix row).
@@ -276,7 +277,6 @@ def _naive_loads(tally, m, n, k, t, rpw, row0, nrow, col0, ncol):
     live = nrow > 0
     nwarps = int(live.sum())                 # warps with an active row, in one block column
     gx = len(col0)
-    total_lanes = int(nrow.sum()) * int(ncol.sum())     # active threads: M * N
     # A: each active row of the warp reads one word (a broadcast across its
     # columns); rows are 4K bytes apart, so from 4K >= granule on they never
     # share a sector (line).  Smaller K: count row by row.
@@ -288,13 +288,14 @@ def _naive_loads(tally, m, n, k, t, rpw, row0, nrow, col0, ncol):
         unit = 4 * (rows * k + kk[None, :, None]) // g                        # (P, K, rpw)
         nr = np.broadcast_to(nrow[live][:, None], unit.shape[:2])
         tx_a = int(runs_units(unit.reshape(-1, rpw), unit.reshape(-1, rpw), nr.ravel()).sum()) * gx
-    tally.add("ld", nwarps * k * gx, tx_a, 4 * k * total_lanes)
+    # requested bytes are distinct per instruction: one word per active row
+    tally.add("ld", nwarps * k * gx, tx_a, 4 * k * int(nrow.sum()) * gx)
     # B: every active row of the warp reads the same columns of row kk (a broadcast)
     kk = np.arange(k, dtype=np.int64)[:, None]
     fb = 4 * (kk * n + col0[None, :])
     lb = fb + 4 * ncol[None, :] - 1
     tx_b = int((lb // g - fb // g + 1).sum())
-    tally.add("ld", nwarps * k * gx, nwarps * tx_b, 4 * k * total_lanes)
+    tally.add("ld", nwarps * k * gx, nwarps * tx_b, 4 * k * nwarps * int(ncol.sum()))
 
 
 def _tiled_loads(tally, m, n, k, t, rpw, wpb, gx, gy, row0, nrow, col0, ncol):
@@ -434,8 +435,9 @@ def predict(family: str, variant: str, *, granularity: int = 32, **params: Any) 
         ``gld_transactions_per_request``, the same four for ``gst``, and
         ``gld_bytes_requested``, ``gst_bytes_requested``.  Requests are warp
         instructions with at least one active lane; transactions are distinct
-        sectors (lines) per instruction, summed; requested bytes count every
-        active lane (broadcasts included, as Nsight Compute does).
+        sectors (lines) per instruction, summed; requested bytes are the
+        distinct bytes of each instruction's active lanes (a word read by
+        several lanes counts once, as the hardware counts it).
 
     Raises
     ------
