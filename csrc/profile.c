@@ -14,6 +14,11 @@
  *           launch's in-place buffers (info->inout) between passes and after
  *           the last, and flushing L2 before each pass as `ncu` does by
  *           default; then decode and evaluate the metrics.
+ *           A one-pass metric set is read in batches instead: one Start for
+ *           up to GM_BATCH_RANGES launches, each a user range (the L2 flush
+ *           runs between ranges, not counted); the metric dicts handed out
+ *           are filled at decode time -- batch full, _profile_sync() (which
+ *           Profile.records and gpumem.last_record() call), block end.
  *   end     disable the range profiler, deinitialize the host object, free
  *           the images and scratch buffers: no state is left behind.
  * Kernel replay (CUPTI saves and restores device memory itself) is kept as
@@ -198,7 +203,18 @@ static struct {
     unsigned int flush_grid;
     long long launches;
     double last_passes_run;
+    /* Batched ranges (user replay, one pass): one Start for up to max_ranges
+     * launches, a user range around each; the metric dicts handed out are
+     * filled when the batch is decoded (full, _profile_sync, block end). */
+    int batched;
+    size_t max_ranges;
+    int session_open;
+    PyObject *pending;                 /* list of the dicts waiting for values */
 } S;
+
+/* Ranges per batch: each Start costs 8-12 ms (CUPTI programs the counters),
+ * a range in an open session well under 1 ms. */
+#define GM_BATCH_RANGES 128
 
 static const char *cupti_name(CUptiResult r)
 {
@@ -411,8 +427,22 @@ static int driver_error(CUresult r, const char *call)
 }
 
 /* ---- session set-up and tear-down ------------------------------------------ */
+static void fill_pending_nan(void);
+
 static void teardown(void)
 {
+    if (S.session_open && S.range) {
+        CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+        sp.pRangeProfilerObject = S.range;
+        p_cuptiRangeProfilerStop(&sp);
+    }
+    S.session_open = 0;
+    if (S.pending) {
+        fill_pending_nan();
+        Py_CLEAR(S.pending);
+    }
+    S.batched = 0;
+    S.max_ranges = 0;
     if (S.host) {
         CUpti_Profiler_Host_Deinitialize_Params p = {
             CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
@@ -724,8 +754,10 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
         ds.pRangeProfilerObject = S.range;
         ds.pMetricNames = S.cnames;
         ds.numMetrics = S.n_names;
-        ds.maxNumOfRanges = 1; /* one launch = one range */
-        ds.maxNumRangeTreeNodes = 1;
+        S.batched = S.replay == CUPTI_UserReplay && S.passes == 1;
+        S.max_ranges = S.batched ? GM_BATCH_RANGES : 1; /* one launch = one range */
+        ds.maxNumOfRanges = S.max_ranges;
+        ds.maxNumRangeTreeNodes = S.max_ranges;
         GM_CUPTI(cuptiRangeProfilerGetCounterDataSize, &ds);
         S.counter_data_size = ds.counterDataSize;
         S.counter_data = PyMem_Calloc(S.counter_data_size ? S.counter_data_size : 1, 1);
@@ -736,12 +768,15 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
     }
     if (S.replay == CUPTI_UserReplay && setup_flush() < 0)
         goto fail;
+    if (S.batched && (S.pending = PyList_New(0)) == NULL)
+        goto fail;
     Py_DECREF(names);
     Py_DECREF(outs);
     gm_profiling = 1;
-    return Py_BuildValue("{s:s,s:n,s:s,s:s,s:n}", "chip", S.chip, "passes", (Py_ssize_t)S.passes,
-                         "replay", replay, "library", gm_cupti_path, "flush_bytes",
-                         (Py_ssize_t)S.flush_size);
+    return Py_BuildValue("{s:s,s:n,s:s,s:s,s:n,s:n}", "chip", S.chip, "passes",
+                         (Py_ssize_t)S.passes, "replay", replay, "library", gm_cupti_path,
+                         "flush_bytes", (Py_ssize_t)S.flush_size, "ranges_per_start",
+                         (Py_ssize_t)S.max_ranges);
 fail:
     Py_DECREF(names);
     Py_DECREF(outs);
@@ -775,12 +810,13 @@ static PyObject *profile_state(PyObject *self, PyObject *unused)
     }
     if (t == NULL)
         return NULL;
-    return Py_BuildValue("{s:i,s:O,s:O,s:n,s:n,s:O,s:L,s:N,s:L}", "profiling", gm_profiling,
+    return Py_BuildValue("{s:i,s:O,s:O,s:n,s:n,s:O,s:L,s:N,s:L,s:i,s:n}", "profiling", gm_profiling,
                          "range_profiler", S.range ? Py_True : Py_False, "host_object",
                          S.host ? Py_True : Py_False, "scratch_bytes", (Py_ssize_t)S.scratch_size,
                          "flush_bytes", (Py_ssize_t)S.flush_size, "library_loaded",
                          gm_cupti_lib ? Py_True : Py_False, "launches", S.launches, "timing_ms",
-                         t, "passes_run", gm_passes_run);
+                         t, "passes_run", gm_passes_run, "batch_open", S.session_open,
+                         "pending", S.pending ? PyList_GET_SIZE(S.pending) : (Py_ssize_t)0);
 }
 
 /* _profile_load(dirs, loader_path=True) -> path of the loaded libcupti. */
@@ -852,6 +888,248 @@ fail:
     return -1;
 }
 
+/* Put the evaluated S.values of one range into dict d (derived ratios too). */
+static int fill_values(PyObject *d)
+{
+    for (size_t i = 0; i < S.n_outputs; i++) {
+        double v = S.values[S.outputs[i].num];
+        if (S.outputs[i].den >= 0) {
+            double den = S.values[S.outputs[i].den];
+            v = den != 0.0 ? v / den : Py_NAN;
+        }
+        PyObject *f = PyFloat_FromDouble(v);
+        if (f == NULL || PyDict_SetItemString(d, S.outputs[i].name, f) < 0) {
+            Py_XDECREF(f);
+            return -1;
+        }
+        Py_DECREF(f);
+    }
+    return 0;
+}
+
+/* A batch that cannot be decoded: its launches get NaN, never a stale value. */
+static void fill_pending_nan(void)
+{
+    if (S.pending == NULL)
+        return;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(S.pending); k++) {
+        PyObject *d = PyList_GET_ITEM(S.pending, k);
+        for (size_t i = 0; i < S.n_outputs; i++) {
+            PyObject *f = PyFloat_FromDouble(Py_NAN);
+            if (f == NULL || PyDict_SetItemString(d, S.outputs[i].name, f) < 0)
+                PyErr_Clear();
+            Py_XDECREF(f);
+        }
+    }
+    PyList_SetSlice(S.pending, 0, PyList_GET_SIZE(S.pending), NULL);
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+}
+
+/* Close the open batch: stop, decode, evaluate every range into its dict.
+ * 0, or -1 with an exception (the batch's dicts then hold NaN). */
+static int batch_finish(void)
+{
+    if (!S.batched || !S.session_open)
+        return 0;
+    T_BEGIN();
+    CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+    sp.pRangeProfilerObject = S.range;
+    S.session_open = 0;
+    GM_CUPTI(cuptiRangeProfilerStop, &sp);
+    T_MARK(T_STOP);
+    gm_passes_run++;
+    if (!sp.isAllPassSubmitted) {
+        profiler_error("cupti", "cuptiRangeProfilerStop", 0,
+                       PyUnicode_FromString("CUPTI wants another pass for a one-pass metric set"));
+        goto fail;
+    }
+    {
+        CUpti_RangeProfiler_DecodeData_Params dd = {
+            CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+        dd.pRangeProfilerObject = S.range;
+        GM_CUPTI(cuptiRangeProfilerDecodeData, &dd);
+        CUpti_RangeProfiler_GetCounterDataInfo_Params gi = {
+            CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+        gi.pCounterDataImage = S.counter_data;
+        gi.counterDataImageSize = S.counter_data_size;
+        GM_CUPTI(cuptiRangeProfilerGetCounterDataInfo, &gi);
+        T_MARK(T_DECODE);
+        Py_ssize_t want = PyList_GET_SIZE(S.pending);
+        if ((Py_ssize_t)gi.numTotalRanges != want || dd.numOfRangeDropped > 0) {
+            profiler_error("cupti", "cuptiRangeProfilerDecodeData", 0,
+                           PyUnicode_FromFormat("CUPTI recorded %zu ranges (%zu dropped) for "
+                                                "a batch of %zd launches",
+                                                gi.numTotalRanges, dd.numOfRangeDropped, want));
+            goto fail;
+        }
+        for (Py_ssize_t k = 0; k < want; k++) {
+            CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
+                CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+            ev.pHostObject = S.host;
+            ev.pCounterDataImage = S.counter_data;
+            ev.counterDataImageSize = S.counter_data_size;
+            ev.rangeIndex = (size_t)k;
+            ev.ppMetricNames = S.cnames;
+            ev.numMetrics = S.n_names;
+            ev.pMetricValues = S.values;
+            GM_CUPTI(cuptiProfilerHostEvaluateToGpuValues, &ev);
+            if (fill_values(PyList_GET_ITEM(S.pending, k)) < 0)
+                goto fail;
+        }
+        T_MARK(T_EVALUATE);
+    }
+    PyList_SetSlice(S.pending, 0, PyList_GET_SIZE(S.pending), NULL);
+    return 0;
+fail:
+    fill_pending_nan();
+    return -1;
+}
+
+/* One launch of a one-pass metric set: a user range in the open batch. */
+static PyObject *profile_launch_batched(const gm_launch_info *info, const void *params,
+                                       const char *range_name)
+{
+    int pushed = 0, snap = 0;
+    size_t need = 0;
+    for (int i = 0; i < info->n_inout; i++)
+        need += info->inout[i].nbytes;
+    if (need > S.scratch_size) {
+        gm_device_free(S.scratch, S.scratch_size);
+        S.scratch = NULL;
+        S.scratch_size = 0;
+        if (gm_device_alloc(need, &S.scratch) < 0)
+            return NULL;
+        S.scratch_size = need;
+    }
+    T_BEGIN();
+    if (!S.session_open) {
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
+            CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+        di.pRangeProfilerObject = S.range;
+        di.counterDataSize = S.counter_data_size;
+        di.pCounterData = S.counter_data;
+        GM_CUPTI(cuptiRangeProfilerCounterDataImageInitialize, &di);
+        CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+        sc.pRangeProfilerObject = S.range;
+        sc.configSize = S.config_size;
+        sc.pConfig = S.config;
+        sc.counterDataImageSize = S.counter_data_size;
+        sc.pCounterDataImage = S.counter_data;
+        sc.range = CUPTI_UserRange;
+        sc.replayMode = CUPTI_UserReplay;
+        sc.maxRangesPerPass = S.max_ranges;
+        sc.numNestingLevels = 1;
+        sc.minNestingLevel = 1;
+        sc.passIndex = 0;
+        sc.targetNestingLevel = 1;
+        GM_CUPTI(cuptiRangeProfilerSetConfig, &sc);
+        T_MARK(T_CONFIG);
+        CUpti_RangeProfiler_Start_Params st = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+        st.pRangeProfilerObject = S.range;
+        GM_CUPTI(cuptiRangeProfilerStart, &st);
+        S.session_open = 1;
+        T_MARK(T_START);
+    }
+    /* The timed launch after this one must see the buffers as the caller left them. */
+    if (need) {
+        if (copy_inout(info, 1) < 0)
+            goto fail;
+        snap = 1;
+    }
+    T_MARK(T_RESTORE);
+    /* Outside any range: not counted. */
+    if (flush_l2() < 0 || sync_device("flushing L2 before a profiled launch") < 0)
+        goto fail;
+    T_MARK(T_FLUSH);
+    {
+        CUpti_RangeProfiler_PushRange_Params pr = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
+        pr.pRangeProfilerObject = S.range;
+        pr.pRangeName = range_name;
+        GM_CUPTI(cuptiRangeProfilerPushRange, &pr);
+        pushed = 1;
+        T_MARK(T_PUSH);
+    }
+    {
+        gm_dims dims = {{0, 0, 0}, {0, 0, 0}, 0};
+        cudaError_t err = info->variant->launch(params, &dims, 0);
+        if (err != cudaSuccess) {
+            char what[160];
+            snprintf(what, sizeof what, "launching %s (profiled)", range_name);
+            gm_set_cuda_error(err, what);
+            goto fail;
+        }
+        if (sync_device("running a profiled launch") < 0)
+            goto fail;
+        T_MARK(T_LAUNCH);
+    }
+    {
+        CUpti_RangeProfiler_PopRange_Params pp = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+        pp.pRangeProfilerObject = S.range;
+        pushed = 0;
+        GM_CUPTI(cuptiRangeProfilerPopRange, &pp);
+        T_MARK(T_POP);
+    }
+    if (snap && copy_inout(info, 0) < 0)
+        goto fail;
+    snap = 0;
+    T_MARK(T_RESTORE);
+    S.last_passes_run = 1.0;
+    S.launches++;
+    PyObject *d = PyDict_New();
+    if (d == NULL || PyList_Append(S.pending, d) < 0) {
+        Py_XDECREF(d);
+        return NULL;
+    }
+    if ((size_t)PyList_GET_SIZE(S.pending) >= S.max_ranges && batch_finish() < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+
+fail:
+    /* Close the batch (its earlier launches get NaN), restore the buffers,
+     * keep the first error. */
+    {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (pushed) {
+            CUpti_RangeProfiler_PopRange_Params pp = {
+                CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+            pp.pRangeProfilerObject = S.range;
+            p_cuptiRangeProfilerPopRange(&pp);
+        }
+        if (S.session_open) {
+            CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+            sp.pRangeProfilerObject = S.range;
+            p_cuptiRangeProfilerStop(&sp);
+            S.session_open = 0;
+        }
+        fill_pending_nan();
+        (void)cudaDeviceSynchronize();
+        if (snap && copy_inout(info, 0) < 0)
+            PyErr_Clear();
+        (void)cudaGetLastError();
+        PyErr_Restore(et, ev, tb);
+    }
+    return NULL;
+}
+
+/* _profile_sync(): decode the open batch now, so every record so far has its values. */
+static PyObject *profile_sync(PyObject *self, PyObject *unused)
+{
+    if (gm_profiling && batch_finish() < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+int gm_profile_sync(void)
+{
+    return gm_profiling ? batch_finish() : 0;
+}
+
 PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
 {
     int started = 0, pushed = 0, snap = 0;
@@ -860,6 +1138,8 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
         return profiler_error("cupti", NULL, 0,
                               PyUnicode_FromString("internal: no profiling session is active"));
     snprintf(range_name, sizeof range_name, "%s/%s", info->variant->family, info->variant->name);
+    if (S.batched)
+        return profile_launch_batched(info, params, range_name);
 
     /* Snapshot the buffers the launch reads and writes: every pass and the
      * timed launch after profiling must see them as the caller left them. */
@@ -1007,19 +1287,9 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
     PyObject *d = PyDict_New();
     if (d == NULL)
         return NULL;
-    for (size_t i = 0; i < S.n_outputs; i++) {
-        double v = S.values[S.outputs[i].num];
-        if (S.outputs[i].den >= 0) {
-            double den = S.values[S.outputs[i].den];
-            v = den != 0.0 ? v / den : Py_NAN;
-        }
-        PyObject *f = PyFloat_FromDouble(v);
-        if (f == NULL || PyDict_SetItemString(d, S.outputs[i].name, f) < 0) {
-            Py_XDECREF(f);
-            Py_DECREF(d);
-            return NULL;
-        }
-        Py_DECREF(f);
+    if (fill_values(d) < 0) {
+        Py_DECREF(d);
+        return NULL;
     }
     return d;
 
@@ -1054,6 +1324,8 @@ static PyMethodDef profile_methods[] = {
      "_profile_begin(metric_names, outputs, replay='user', dirs=None): start a profiling "
      "session (use gpumem.profile())."},
     {"_profile_end", profile_end, METH_NOARGS, "End the profiling session; leaves no state."},
+    {"_profile_sync", profile_sync, METH_NOARGS,
+     "Decode the open batch of one-pass launches now (fills their metrics)."},
     {"_profile_state", profile_state, METH_NOARGS, "What the profiling session holds (dict)."},
     {"_profile_load", profile_load, METH_VARARGS,
      "_profile_load(dirs, loader_path=True): load libcupti; its path."},

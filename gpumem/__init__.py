@@ -169,7 +169,12 @@ def matmul(a, b, *, tile: int = 16, variant: str = "tiled", out: DeviceArray | N
 
 # ---- launch records ------------------------------------------------------
 def last_record() -> LaunchRecord | None:
-    """The :class:`LaunchRecord` of the newest gpumem launch, or None."""
+    """The :class:`LaunchRecord` of the newest gpumem launch, or None.
+
+    Inside a ``gpumem.profile`` block its ``metrics`` are complete: a batch of
+    one-pass launches still waiting for CUPTI's decode is decoded first.
+    """
+    _core._profile_sync()
     return _core.last_record()
 
 

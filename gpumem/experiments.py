@@ -142,7 +142,7 @@ def _run(points: list[_Point], buffers: Callable[[], dict], metrics: tuple, repe
     measured = gpu and _counters_available()
     predict = _model_predict()
     bufs = buffers() if gpu else {}
-    rows = []
+    rows, preds = [], []
     for p in _progress(points, len(points), title, progress):
         row = dict(p.row)
         row["ms"] = row["GB/s"] = None
@@ -153,20 +153,29 @@ def _run(points: list[_Point], buffers: Callable[[], dict], metrics: tuple, repe
             fn, args, kw = p.launch(bufs)
             res = gpumem.bench(fn, *args, repeat=repeat, warmup=min(3, repeat), **kw)
             row["ms"], row["GB/s"] = res.median_ms, res.gbps
-        if measured:
-            fn, args, kw = p.launch(bufs)
-            with gpumem.profile(metrics=list(metrics)) as prof:
-                fn(*args, **kw)
-            got = prof.records[-1].metrics
-            for m in metrics:
-                row[m] = got.get(m)
+        rows.append(row)
+        preds.append(pred)
+    got: list = [None] * len(points)
+    if measured:
+        # One profile block for the whole sweep (one CUPTI set-up, and one-pass
+        # metric sets read in batches); bench's launches stay outside it.
+        with gpumem.profile(metrics=list(metrics)) as prof:
+            for p in points:
+                fn, args, kw = p.launch(bufs)
+                fn(*args, **kw)                  # one launch per point
+        if len(prof.records) != len(points):
+            raise RuntimeError(f"{title}: {len(points)} points made {len(prof.records)} "
+                               "profiled launches")
+        got = [r.metrics for r in prof.records]
+    for p, row, pred, g in zip(points, rows, preds, got):
         for m in metrics:
             if not measured:
                 row[m] = pred.get(m) if pred is not None else None
-            elif pred is not None and m.endswith("efficiency"):
-                row[m + "_model"] = pred.get(m)
+            else:
+                row[m] = g.get(m)
+                if pred is not None and m.endswith("efficiency"):
+                    row[m + "_model"] = pred.get(m)
         row.update(p.extra)
-        rows.append(row)
     eff_src = "measured" if measured else ("model" if predict is not None else None)
     sources = {}
     if gpu:

@@ -135,11 +135,17 @@ def metrics() -> Table:
     -------
     Table
         Columns ``name``, ``nsight_compute`` (the metric, or ``a / b`` when
-        derived), ``unit`` and ``definition``.  Raw Nsight Compute names
-        (``unit__counter.rollup``) are accepted by :func:`profile` as well.
+        derived), ``unit``, ``counted_by`` (``"instrumentation"``: CUPTI patches
+        the kernel's instructions, ``smsp__sass_*``; ``"hardware"``: the
+        performance counters; the two kinds never share a pass) and
+        ``definition``.  Raw Nsight Compute names (``unit__counter.rollup``)
+        are accepted by :func:`profile` as well.
     """
+    def kind(a):
+        return "instrumentation" if all(r.startswith("smsp__sass_") for r in a.raw) else \
+            "hardware"
     return Table([{"name": a.name, "nsight_compute": a.formula, "unit": a.unit,
-                   "definition": a.definition} for a in _ALIAS_LIST],
+                   "counted_by": kind(a), "definition": a.definition} for a in _ALIAS_LIST],
                  title="gpumem metric aliases (nvprof name -> Nsight Compute)")
 
 
@@ -233,7 +239,7 @@ class Profile:
         self.metrics = _check_names(metrics)
         self._raw, self._outputs = _plan(self.metrics)
         self.replay = replay
-        self.records: list = []
+        self._records: list = []
         self.passes: int | None = None
         self.chip: str | None = None
         self.library: str | None = None
@@ -244,17 +250,32 @@ class Profile:
             raise ProfilerError("this profile block is already active")
         info = _core._profile_begin(self._raw, self._outputs, self.replay, _cupti_dirs())
         self.passes, self.chip, self.library = info["passes"], info["chip"], info["library"]
-        _core._sinks.append(self.records)
+        self.ranges_per_start = info.get("ranges_per_start", 1)
+        _core._sinks.append(self._records)
         self._active = True
         return self
+
+    @property
+    def records(self) -> list:
+        # One-pass metric sets are read in batches (one CUPTI start for many
+        # launches); reading the records inside the block decodes the batch.
+        if self._active:
+            _core._profile_sync()
+        return self._records
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         self._active = False
         for i in range(len(_core._sinks) - 1, -1, -1):
-            if _core._sinks[i] is self.records:
+            if _core._sinks[i] is self._records:
                 del _core._sinks[i]
                 break
-        _core._profile_end()
+        try:
+            _core._profile_sync()
+        except Exception:
+            if exc_type is None:
+                raise
+        finally:
+            _core._profile_end()
         return False
 
     def table(self) -> Table:
@@ -288,9 +309,17 @@ def profile(metrics: Sequence[str], *, replay: str = "user") -> Profile:
         ``"user"`` (default): gpumem replays each launch once per pass,
         restoring in-place buffers and flushing L2 before each pass.
         ``"kernel"``: CUPTI's kernel replay, which saves and restores device
-        memory itself and does not flush L2.  Both cost about 12 ms per pass
-        on an H100 (CUPTI reprograms the counters for each pass), so a
-        2-metric, 2-pass set costs ~35 ms per launch and 1 pass ~12 ms.
+        memory itself and does not flush L2.  A set that needs several
+        passes costs about 12 ms per pass and launch on an H100 (CUPTI
+        reprograms the counters for each pass).  A one-pass set with user
+        replay is read in batches: one CUPTI start for up to 128 launches, a
+        user range around each (L2 flushed before each, outside the range),
+        decoded when the batch is full, when ``p.records`` or
+        ``gpumem.last_record()`` is read, and at the end of the block.
+        ``gpumem.metrics()`` says which aliases are counted by instrumenting
+        the kernel's instructions (``gld_efficiency``, ``gst_efficiency``,
+        ``branch_efficiency``) and which by hardware counters; a set that
+        mixes the two kinds needs at least two passes.
 
     Returns
     -------

@@ -71,8 +71,11 @@ def test_derived_aliases_are_ratios_of_sectors_and_requests():
 def test_metrics_lists_aliases_with_definitions():
     t = gpumem.metrics()
     assert isinstance(t, gpumem.Table)
-    assert t.columns == ["name", "nsight_compute", "unit", "definition"]
+    assert t.columns == ["name", "nsight_compute", "unit", "counted_by", "definition"]
     assert set(REQUIRED) <= set(t["name"])
+    kind = {r["name"]: r["counted_by"] for r in t}
+    assert kind["gld_efficiency"] == kind["gst_efficiency"] == "instrumentation"
+    assert kind["gld_transactions"] == kind["dram_read_bytes"] == "hardware"
     row = {r["name"]: r for r in t}["gst_transactions_per_request"]
     assert row["nsight_compute"] == ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum / "
                                      "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")
@@ -208,6 +211,73 @@ def test_vec_add_fully_coalesced_known_values(counters, rng, no_leak):
     assert m["shared_load_transactions"] == 0
     assert m["local_load_transactions"] == 0 and m["local_store_transactions"] == 0
     assert clean_state()
+
+
+@needs_access
+@pytest.mark.gpu
+def test_one_pass_sets_are_read_in_batches_with_the_same_values(counters, rng, no_leak):
+    # 150 launches cross a batch boundary (128 ranges per CUPTI start).  A
+    # one-pass set is batched; the values must equal the per-launch (2-pass)
+    # path's and the model's -- and the L2 flush between ranges must not be
+    # counted (it reads 200 MB: any leak shows in the sector count).
+    from gpumem import model
+    n = (1 << 16) + 5
+    a, b = f32(rng, n), f32(rng, n)
+    offs = [i % 37 for i in range(150)]
+    with gpumem.profile(["gld_efficiency"]) as one:
+        assert one.passes == 1 and one.ranges_per_start == 128
+        for off in offs[:3]:
+            gpumem.read_offset(a, b, offset=off, block=256)
+        # reading inside the block decodes the open batch
+        assert one.records[-1].metrics["gld_efficiency"] == pytest.approx(
+            model.predict("read_offset", "unroll1", n=n, offset=offs[2], block=256)
+            ["gld_efficiency"], abs=0.01)
+        for off in offs[3:]:
+            gpumem.read_offset(a, b, offset=off, block=256)
+        assert gpumem.last_record().metrics["gld_efficiency"] > 0
+    with gpumem.profile(["gld_transactions"]) as sect:
+        for off in offs:
+            gpumem.read_offset(a, b, offset=off, block=256)
+    with gpumem.profile(["gld_efficiency", "gld_transactions"]) as two:
+        assert two.passes == 2 and two.ranges_per_start == 1
+        for off in offs[:40]:
+            gpumem.read_offset(a, b, offset=off, block=256)
+    assert len(one.records) == len(sect.records) == 150
+    for i, off in enumerate(offs):
+        want = model.predict("read_offset", "unroll1", n=n, offset=off, block=256)
+        assert sect.records[i].metrics["gld_transactions"] == want["gld_transactions"], (i, off)
+        assert one.records[i].metrics["gld_efficiency"] == pytest.approx(
+            want["gld_efficiency"], abs=0.01), (i, off)
+        if i < 40:
+            assert two.records[i].metrics == {
+                "gld_efficiency": one.records[i].metrics["gld_efficiency"],
+                "gld_transactions": sect.records[i].metrics["gld_transactions"]}, (i, off)
+    assert clean_state()
+
+
+@pytest.mark.gpu
+def test_batched_in_place_launch_sees_and_leaves_its_inputs(counters, rng, no_leak):
+    a, b = f32(rng, 10_001), f32(rng, 10_001)
+    da, db = gpumem.to_device(a), gpumem.to_device(b)
+    with gpumem.profile(["gst_efficiency"]) as p:
+        for _ in range(3):
+            gpumem.vec_add(da, db, out=da)       # profiled once, then timed once
+    np.testing.assert_array_equal(da.get(), a + b + b + b)
+    assert [r.metrics["gst_efficiency"] for r in p.records] == \
+        [pytest.approx(100.0 * 10_001 / (8 * 1251), abs=0.01)] * 3
+    assert clean_state()
+
+
+@pytest.mark.gpu
+def test_a_raise_inside_a_batch_leaves_no_state(counters, rng, no_leak):
+    a, b = f32(rng, 4096), f32(rng, 4096)
+    with pytest.raises(KeyError):
+        with gpumem.profile(["gld_efficiency"]) as p:
+            gpumem.vec_add(a, b)
+            raise KeyError("user code")
+    assert clean_state() and _core._profile_state()["pending"] == 0
+    assert p.records[0].metrics["gld_efficiency"] == pytest.approx(100.0, abs=0.01)
+    assert gpumem.vec_add(a, b).tolist() == (a + b).tolist()
 
 
 @pytest.mark.gpu
