@@ -1138,8 +1138,12 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
         return profiler_error("cupti", NULL, 0,
                               PyUnicode_FromString("internal: no profiling session is active"));
     snprintf(range_name, sizeof range_name, "%s/%s", info->variant->family, info->variant->name);
-    if (S.batched)
+    if (S.batched) {
+        /* CUPTI merges ranges of the same name within a session: number them. */
+        snprintf(range_name, sizeof range_name, "%s/%s #%lld", info->variant->family,
+                 info->variant->name, S.launches);
         return profile_launch_batched(info, params, range_name);
+    }
 
     /* Snapshot the buffers the launch reads and writes: every pass and the
      * timed launch after profiling must see them as the caller left them. */
