@@ -8,7 +8,7 @@ The sweep is read_offset at offsets 0..63 when gpumem has it, else vec_add of
 
 * ``gld_efficiency, gst_efficiency`` -- the lesson's two efficiencies, both
   counted by instrumentation: one pass, which gpumem reads in batches (one
-  CUPTI start for up to 128 launches).  Target: the in-process block (CUPTI
+  CUPTI start for up to 16 launches).  Target: the in-process block (CUPTI
   already loaded, as in a notebook after its first profile) at least 10x
   faster than ncu, values within 0.5%.
 * ``gld_efficiency, gld_transactions`` -- one instrumented and one hardware

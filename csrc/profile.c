@@ -15,7 +15,7 @@
  *           the last, and flushing L2 before each pass as `ncu` does by
  *           default; then decode and evaluate the metrics.
  *           A one-pass metric set is read in batches instead: one Start for
- *           up to GM_BATCH_RANGES launches, each a user range (the L2 flush
+ *           up to GM_BATCH_RANGES (16) launches, each a user range (the L2 flush
  *           runs between ranges, not counted); the metric dicts handed out
  *           are filled at decode time -- batch full, _profile_sync() (which
  *           Profile.records and gpumem.last_record() call), block end.
@@ -35,6 +35,7 @@
 #include "gm.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 #include <time.h>
@@ -212,9 +213,13 @@ static struct {
     PyObject *pending;                 /* list of the dicts waiting for values */
 } S;
 
-/* Ranges per batch: each Start costs 8-12 ms (CUPTI programs the counters),
- * a range in an open session well under 1 ms. */
-#define GM_BATCH_RANGES 128
+/* Ranges per batch (GPUMEM_PROFILE_BATCH overrides).  A Start costs more the
+ * more ranges it is configured for.  Measured on an H100, 64 read_offset
+ * launches, whole block: a hardware-counter set (gld_transactions) 1791 ms
+ * with 1 range per Start, 455 with 8, 375 with 16, 354 with 32, 344 with 64,
+ * 414 with 128; an instrumented set (gld/gst_efficiency) 351-474 ms at every
+ * size, best at 8-16. */
+#define GM_BATCH_RANGES 16
 
 static const char *cupti_name(CUptiResult r)
 {
@@ -755,7 +760,12 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
         ds.pMetricNames = S.cnames;
         ds.numMetrics = S.n_names;
         S.batched = S.replay == CUPTI_UserReplay && S.passes == 1;
-        S.max_ranges = S.batched ? GM_BATCH_RANGES : 1; /* one launch = one range */
+        S.max_ranges = 1; /* one launch = one range */
+        if (S.batched) {
+            const char *env = getenv("GPUMEM_PROFILE_BATCH");
+            long v = env && *env ? strtol(env, NULL, 10) : GM_BATCH_RANGES;
+            S.max_ranges = v < 1 ? 1 : v > 4096 ? 4096 : (size_t)v;
+        }
         ds.maxNumOfRanges = S.max_ranges;
         ds.maxNumRangeTreeNodes = S.max_ranges;
         GM_CUPTI(cuptiRangeProfilerGetCounterDataSize, &ds);

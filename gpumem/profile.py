@@ -312,8 +312,8 @@ def profile(metrics: Sequence[str], *, replay: str = "user") -> Profile:
         memory itself and does not flush L2.  A set that needs several
         passes costs about 12 ms per pass and launch on an H100 (CUPTI
         reprograms the counters for each pass).  A one-pass set with user
-        replay is read in batches: one CUPTI start for up to 128 launches, a
-        user range around each (L2 flushed before each, outside the range),
+        replay is read in batches: one CUPTI start for up to 16 launches
+        (``GPUMEM_PROFILE_BATCH`` sets another size), a user range around each (L2 flushed before each, outside the range),
         decoded when the batch is full, when ``p.records`` or
         ``gpumem.last_record()`` is read, and at the end of the block.
         ``gpumem.metrics()`` says which aliases are counted by instrumenting

@@ -216,7 +216,7 @@ def test_vec_add_fully_coalesced_known_values(counters, rng, no_leak):
 @needs_access
 @pytest.mark.gpu
 def test_one_pass_sets_are_read_in_batches_with_the_same_values(counters, rng, no_leak):
-    # 150 launches cross a batch boundary (128 ranges per CUPTI start).  A
+    # 150 launches cross batch boundaries (16 ranges per CUPTI start).  A
     # one-pass set is batched; the values must equal the per-launch (2-pass)
     # path's and the model's -- and the L2 flush between ranges must not be
     # counted (it reads 200 MB: any leak shows in the sector count).
@@ -225,7 +225,7 @@ def test_one_pass_sets_are_read_in_batches_with_the_same_values(counters, rng, n
     a, b = f32(rng, n), f32(rng, n)
     offs = [i % 37 for i in range(150)]
     with gpumem.profile(["gld_efficiency"]) as one:
-        assert one.passes == 1 and one.ranges_per_start == 128
+        assert one.passes == 1 and one.ranges_per_start == 16
         for off in offs[:3]:
             gpumem.read_offset(a, b, offset=off, block=256)
         # reading inside the block decodes the open batch
