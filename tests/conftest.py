@@ -10,6 +10,13 @@ import gpumem
 REQUIRE_GPU = os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0")
 
 
+def pytest_configure(config):
+    # Also registered in pyproject.toml; here for runs against the installed
+    # wheel, from a folder without it.
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one; fails "
+                                       "instead when GPUMEM_REQUIRE_GPU=1)")
+
+
 @pytest.fixture(autouse=True)
 def _gpu_gate(request):
     if request.node.get_closest_marker("gpu") is None:
