@@ -450,20 +450,24 @@ STATE_DEPENDENT = {
     # ncu 6.55 and 6.49 MB, gpumem 4.21 MB.  Bound: a quarter of the bytes the
     # kernel stores (gpumem's own gst sectors), plus 64 KiB.
     "dram_write_bytes": lambda ref, mine: 0.25 * 32 * mine["gst_transactions"] + 64 * 1024,
-    # DRAM reads are the kernel's misses plus a few page-table reads: gpumem's
-    # flush walks 200 MB and evicts the GPU's cached translations, ncu's does
-    # not (measured: the 0.5 MB matmuls read 2.3-2.6 KB more under gpumem,
-    # 0.45-0.50%; ncu equal to itself).  Bound: 0.5% plus 8 KiB.
-    "dram_read_bytes": lambda ref, mine: 0.005 * abs(ref) + 8 * 1024,
+    # DRAM reads: gpumem reads a little more than ncu on small kernels, by a
+    # varying amount (measured on the 0.5 MB matmuls: +2.3 KB, +2.6 KB and
+    # +10.7 KB in three runs, while ncu agreed with itself within 256 B); a
+    # likely cause is gpumem's flush (a 200 MB read) evicting cached address
+    # translations that the kernel then re-reads.  On read_offset (32 MB)
+    # within 0.02%.  Bound: 0.5% plus 32 KiB.
+    "dram_read_bytes": lambda ref, mine: 0.005 * abs(ref) + 32 * 1024,
     "l1_hit_rate": lambda ref, mine: 5.0,                           # percentage points
     # On the two small matmuls (~300 KB touched) gpumem's own value moved by
     # 7 points between two GPU runs (tiled 92.8 vs 99.9; ncu 90.3-91.1, and
     # 100.2-103.5 for naive); on vec_add every run agreed within 0.6 points.
     "l2_hit_rate": lambda ref, mine: 15.0,
     "achieved_occupancy": lambda ref, mine: 3.0,
-    # Hopper's counter is noisy
-    "shared_load_bank_conflict": lambda ref, mine: 2.0 * abs(ref) + 2,
-    "shared_store_bank_conflict": lambda ref, mine: 2.0 * abs(ref) + 2,
+    # Hopper's bank-conflict counters are noisy: ncu 167 vs 131 on the same
+    # launch; gpumem 3 where ncu read 0 twice on the conflict-free tiled
+    # stores.  Bound: twice the reference plus 16.
+    "shared_load_bank_conflict": lambda ref, mine: 2.0 * abs(ref) + 16,
+    "shared_store_bank_conflict": lambda ref, mine: 2.0 * abs(ref) + 16,
 }
 
 
