@@ -256,3 +256,12 @@ def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, **kw) -> Bench
                        max(samples), nbytes / (med * 1e-3) / 1e9 if med > 0 else float("nan"),
                        flops / (med * 1e-3) / 1e9 if med > 0 else float("nan"), repeat, warmup,
                        tuple(samples))
+
+
+def __getattr__(name: str):
+    # gpumem.model and gpumem.experiments without importing them up front
+    if name in ("model", "experiments"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'gpumem' has no attribute {name!r}")

@@ -194,3 +194,13 @@ def test_table_formats_and_selects():
     assert "gld_efficiency [model]" in str(t)
     with pytest.raises(KeyError, match="no column 'ms'"):
         t["ms"]
+
+
+def test_submodules_are_reachable_from_the_package():
+    import gpumem as gm
+
+    assert gm.model.predict("read_offset", "unroll1", n=1 << 20, offset=11)[
+        "gld_efficiency"] == pytest.approx(80.0, abs=0.01)
+    assert callable(gm.experiments.offset_sweep)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        gm.nope
