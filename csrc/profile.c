@@ -59,6 +59,13 @@ enum { T_CONFIG, T_RESTORE, T_FLUSH, T_START, T_PUSH, T_LAUNCH, T_POP, T_STOP, T
 static const char *const gm_phase_names[T_N] = {"config", "restore", "flush", "start", "push",
                                                 "launch", "pop", "stop", "decode", "evaluate"};
 static double gm_phase_ms[T_N];
+/* Where a block's set-up and tear-down go (ms, last block);
+ * gpumem._core._profile_state()["setup_ms"]. */
+enum { U_ENABLE, U_AVAILABILITY, U_HOST, U_CONFIG, U_COUNTER_DATA, U_FLUSH_SETUP, U_TEARDOWN,
+       U_N };
+static const char *const gm_setup_names[U_N] = {"enable", "availability", "host", "config",
+                                                "counter_data", "flush_setup", "teardown"};
+static double gm_setup_ms[U_N];
 static long long gm_passes_run;
 
 static double now_ms(void)
@@ -68,12 +75,13 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 #define T_BEGIN() double gm_t_ = now_ms()
-#define T_MARK(ph)                                                             \
+#define T_MARK_IN(arr, ph)                                                     \
     do {                                                                       \
         double gm_t2_ = now_ms();                                              \
-        gm_phase_ms[ph] += gm_t2_ - gm_t_;                                     \
+        (arr)[ph] += gm_t2_ - gm_t_;                                           \
         gm_t_ = gm_t2_;                                                        \
     } while (0)
+#define T_MARK(ph) T_MARK_IN(gm_phase_ms, ph)
 
 /* ---- CUPTI entry points, resolved with dlsym -------------------------------- */
 #define GM_CUPTI_FUNCS(X)                                                          \
@@ -108,6 +116,11 @@ static CUptiResult (*p_cuptiGetResultString)(CUptiResult, const char **);
 static void *gm_cupti_lib = NULL;
 static char gm_cupti_path[1024];
 static int gm_cupti_initialized = 0;
+/* The counter availability image of the last context profiled (host memory). */
+static uint8_t *gm_avail_cache = NULL;
+static size_t gm_avail_size = 0;
+static CUcontext gm_avail_ctx = NULL;
+static int gm_avail_device = -1;
 
 /* ---- driver entry points (the extension links only the static runtime) ------ */
 static CUresult (*p_cuCtxGetCurrent)(CUcontext *);
@@ -632,6 +645,8 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
     }
 
     memset(&S, 0, sizeof S);
+    memset(gm_setup_ms, 0, sizeof gm_setup_ms);
+    T_BEGIN();
     S.replay = replay_mode;
     memset(gm_phase_ms, 0, sizeof gm_phase_ms);
     gm_passes_run = 0;
@@ -694,19 +709,40 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
         GM_CUPTI(cuptiRangeProfilerEnable, &en);
         S.range = en.pRangeProfilerObject;
     }
-    {
+    T_MARK_IN(gm_setup_ms, U_ENABLE);
+    if (gm_avail_cache == NULL || gm_avail_ctx != ctx || gm_avail_device != S.device) {
+        /* ~35 ms per call on an H100, twice: asked once per context, kept
+         * (host memory only) for the next blocks. */
         CUpti_Profiler_GetCounterAvailability_Params ca = {
             CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
         ca.ctx = ctx;
         GM_CUPTI(cuptiProfilerGetCounterAvailability, &ca);
-        S.avail = PyMem_Calloc(ca.counterAvailabilityImageSize ? ca.counterAvailabilityImageSize : 1, 1);
-        if (S.avail == NULL) {
+        size_t n = ca.counterAvailabilityImageSize ? ca.counterAvailabilityImageSize : 1;
+        uint8_t *img = PyMem_Calloc(n, 1);
+        if (img == NULL) {
             PyErr_NoMemory();
             goto fail;
         }
-        ca.pCounterAvailabilityImage = S.avail;
-        GM_CUPTI(cuptiProfilerGetCounterAvailability, &ca);
+        ca.pCounterAvailabilityImage = img;
+        CUptiResult r = p_cuptiProfilerGetCounterAvailability(&ca);
+        if (r != CUPTI_SUCCESS) {
+            PyMem_Free(img);
+            set_cupti_error(r, "cuptiProfilerGetCounterAvailability");
+            goto fail;
+        }
+        PyMem_Free(gm_avail_cache);
+        gm_avail_cache = img;
+        gm_avail_size = n;
+        gm_avail_ctx = ctx;
+        gm_avail_device = S.device;
     }
+    S.avail = PyMem_Malloc(gm_avail_size);
+    if (S.avail == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    memcpy(S.avail, gm_avail_cache, gm_avail_size);
+    T_MARK_IN(gm_setup_ms, U_AVAILABILITY);
     {
         CUpti_Profiler_Host_Initialize_Params hi = {
             CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
@@ -716,6 +752,7 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
         GM_CUPTI(cuptiProfilerHostInitialize, &hi);
         S.host = hi.pHostObject;
     }
+    T_MARK_IN(gm_setup_ms, U_HOST);
     {
         CUpti_Profiler_Host_ConfigAddMetrics_Params am = {
             CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
@@ -753,6 +790,7 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
         GM_CUPTI(cuptiProfilerHostGetNumOfPasses, &np);
         S.passes = np.numOfPasses;
     }
+    T_MARK_IN(gm_setup_ms, U_CONFIG);
     {
         CUpti_RangeProfiler_GetCounterDataSize_Params ds = {
             CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
@@ -776,8 +814,10 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
             goto fail;
         }
     }
+    T_MARK_IN(gm_setup_ms, U_COUNTER_DATA);
     if (S.replay == CUPTI_UserReplay && setup_flush() < 0)
         goto fail;
+    T_MARK_IN(gm_setup_ms, U_FLUSH_SETUP);
     if (S.batched && (S.pending = PyList_New(0)) == NULL)
         goto fail;
     Py_DECREF(names);
@@ -802,8 +842,10 @@ fail:
 /* _profile_end(): leave nothing behind; safe to call at any time. */
 static PyObject *profile_end(PyObject *self, PyObject *unused)
 {
+    T_BEGIN();
     if (gm_cupti_lib != NULL)
         teardown();
+    T_MARK_IN(gm_setup_ms, U_TEARDOWN);
     gm_profiling = 0;
     Py_RETURN_NONE;
 }
@@ -820,13 +862,25 @@ static PyObject *profile_state(PyObject *self, PyObject *unused)
     }
     if (t == NULL)
         return NULL;
-    return Py_BuildValue("{s:i,s:O,s:O,s:n,s:n,s:O,s:L,s:N,s:L,s:i,s:n}", "profiling", gm_profiling,
+    PyObject *u = PyDict_New();
+    for (int i = 0; u && i < U_N; i++) {
+        PyObject *v = PyFloat_FromDouble(gm_setup_ms[i]);
+        if (v == NULL || PyDict_SetItemString(u, gm_setup_names[i], v) < 0)
+            Py_CLEAR(u);
+        Py_XDECREF(v);
+    }
+    if (u == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return Py_BuildValue("{s:i,s:O,s:O,s:n,s:n,s:O,s:L,s:N,s:L,s:i,s:n,s:N}", "profiling", gm_profiling,
                          "range_profiler", S.range ? Py_True : Py_False, "host_object",
                          S.host ? Py_True : Py_False, "scratch_bytes", (Py_ssize_t)S.scratch_size,
                          "flush_bytes", (Py_ssize_t)S.flush_size, "library_loaded",
                          gm_cupti_lib ? Py_True : Py_False, "launches", S.launches, "timing_ms",
                          t, "passes_run", gm_passes_run, "batch_open", S.session_open,
-                         "pending", S.pending ? PyList_GET_SIZE(S.pending) : (Py_ssize_t)0);
+                         "pending", S.pending ? PyList_GET_SIZE(S.pending) : (Py_ssize_t)0,
+                         "setup_ms", u);
 }
 
 /* _profile_load(dirs, loader_path=True) -> path of the loaded libcupti. */
