@@ -186,7 +186,7 @@ static const char gm_flush_ptx[] =
 typedef struct {
     char *name;  /* the name the user asked for (dict key) */
     int num;     /* index into metric names */
-    int den;     /* -1, or the divisor's index: value = num / den */
+    int den;     /* -1; k >= 0: value = num / metric k; -2 - k: value = num - metric k */
 } gm_output;
 
 static struct {
@@ -672,7 +672,7 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
         int num, den;
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(outs, i), "sii", &s, &num, &den))
             goto fail;
-        if (num < 0 || num >= nn || den < -1 || den >= nn) {
+        if (num < 0 || num >= nn || den < -2 - (int)nn || den >= nn) {
             PyErr_SetString(PyExc_ValueError, "profile: output index out of range");
             goto fail;
         }
@@ -960,6 +960,8 @@ static int fill_values(PyObject *d)
         if (S.outputs[i].den >= 0) {
             double den = S.values[S.outputs[i].den];
             v = den != 0.0 ? v / den : Py_NAN;
+        } else if (S.outputs[i].den <= -2) {
+            v -= S.values[-2 - S.outputs[i].den];
         }
         PyObject *f = PyFloat_FromDouble(v);
         if (f == NULL || PyDict_SetItemString(d, S.outputs[i].name, f) < 0) {
