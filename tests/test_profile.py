@@ -563,6 +563,11 @@ def test_every_alias_equals_ncu_within_half_a_percent(counters, tmp_path):
                 continue
             if n in STATE_DEPENDENT:
                 ok = abs(got - want) <= STATE_DEPENDENT[n](want, mine)
+            elif ALIASES[n].per and ALIASES[n].op == "-":
+                # a difference inherits its operands' 0.5%: the shared wavefront
+                # counters themselves move by a few run to run (744,207 vs
+                # 744,221; stores 62,017 vs 62,016), in ncu too
+                ok = abs(got - want) <= 0.005 * abs(ref[ALIASES[n].ncu]) + 1e-9
             else:
                 ok = math.isclose(got, want, rel_tol=0.005, abs_tol=1e-9)
             if not ok:
