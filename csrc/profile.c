@@ -952,6 +952,150 @@ fail:
     return -1;
 }
 
+/* The scratch buffer for a launch's in-place buffers: *need bytes. */
+static int ensure_scratch(const gm_launch_info *info, size_t *need)
+{
+    *need = 0;
+    for (int i = 0; i < info->n_inout; i++)
+        *need += info->inout[i].nbytes;
+    if (*need > S.scratch_size) {
+        gm_device_free(S.scratch, S.scratch_size);
+        S.scratch = NULL;
+        S.scratch_size = 0;
+        if (gm_device_alloc(*need, &S.scratch) < 0)
+            return -1;
+        S.scratch_size = *need;
+    }
+    return 0;
+}
+
+/* A fresh counter data image and pass 0, for S.max_ranges ranges per pass. */
+static int configure_pass0(void)
+{
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+    di.pRangeProfilerObject = S.range;
+    di.counterDataSize = S.counter_data_size;
+    di.pCounterData = S.counter_data;
+    GM_CUPTI(cuptiRangeProfilerCounterDataImageInitialize, &di);
+    CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+    sc.pRangeProfilerObject = S.range;
+    sc.configSize = S.config_size;
+    sc.pConfig = S.config;
+    sc.counterDataImageSize = S.counter_data_size;
+    sc.pCounterDataImage = S.counter_data;
+    sc.range = S.replay == CUPTI_UserReplay ? CUPTI_UserRange : CUPTI_AutoRange;
+    sc.replayMode = S.replay;
+    sc.maxRangesPerPass = S.max_ranges;
+    sc.numNestingLevels = 1;
+    sc.minNestingLevel = 1;
+    sc.passIndex = 0;
+    sc.targetNestingLevel = 1;
+    GM_CUPTI(cuptiRangeProfilerSetConfig, &sc);
+    return 0;
+fail:
+    return -1;
+}
+
+/* After a failed profiled launch: pop the open range, stop the session (an
+ * open batch's launches get NaN), restore the in-place buffers, keep the
+ * first error. */
+static void close_after_failure(const gm_launch_info *info, int pushed, int started, int snap)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (pushed) {
+        CUpti_RangeProfiler_PopRange_Params pp = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+        pp.pRangeProfilerObject = S.range;
+        p_cuptiRangeProfilerPopRange(&pp);
+    }
+    if (started || S.session_open) {
+        CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+        sp.pRangeProfilerObject = S.range;
+        p_cuptiRangeProfilerStop(&sp);
+        S.session_open = 0;
+    }
+    fill_pending_nan();
+    (void)cudaDeviceSynchronize();
+    if (snap && copy_inout(info, 0) < 0)
+        PyErr_Clear();
+    (void)cudaGetLastError();
+    PyErr_Restore(et, ev, tb);
+}
+
+/* Push a user range (when user_range), launch, wait, pop: one profiled run.
+ * *pushed says whether a range is still open when this fails. */
+static int launch_in_range(const gm_launch_info *info, const void *params, const char *name,
+                           int user_range, int *pushed, const char *what)
+{
+    T_BEGIN();
+    if (user_range) {
+        CUpti_RangeProfiler_PushRange_Params pr = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
+        pr.pRangeProfilerObject = S.range;
+        pr.pRangeName = name;
+        GM_CUPTI(cuptiRangeProfilerPushRange, &pr);
+        *pushed = 1;
+        T_MARK(T_PUSH);
+    }
+    gm_dims dims = {{0, 0, 0}, {0, 0, 0}, 0};
+    cudaError_t err = info->variant->launch(params, &dims, 0);
+    if (err != cudaSuccess) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "launching %s (%s)", name, what);
+        gm_set_cuda_error(err, msg);
+        goto fail;
+    }
+    if (sync_device(what) < 0)
+        goto fail;
+    T_MARK(T_LAUNCH);
+    if (*pushed) {
+        CUpti_RangeProfiler_PopRange_Params pp = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+        pp.pRangeProfilerObject = S.range;
+        *pushed = 0;
+        GM_CUPTI(cuptiRangeProfilerPopRange, &pp);
+        T_MARK(T_POP);
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+/* Decode the stopped session: how many ranges it holds (and dropped). */
+static int decode_ranges(size_t *ranges, size_t *dropped)
+{
+    CUpti_RangeProfiler_DecodeData_Params dd = {CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+    dd.pRangeProfilerObject = S.range;
+    GM_CUPTI(cuptiRangeProfilerDecodeData, &dd);
+    CUpti_RangeProfiler_GetCounterDataInfo_Params gi = {
+        CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+    gi.pCounterDataImage = S.counter_data;
+    gi.counterDataImageSize = S.counter_data_size;
+    GM_CUPTI(cuptiRangeProfilerGetCounterDataInfo, &gi);
+    *ranges = gi.numTotalRanges;
+    *dropped = dd.numOfRangeDropped;
+    return 0;
+fail:
+    return -1;
+}
+
+/* The metric values of range k into S.values. */
+static int evaluate_range(size_t k)
+{
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+    ev.pHostObject = S.host;
+    ev.pCounterDataImage = S.counter_data;
+    ev.counterDataImageSize = S.counter_data_size;
+    ev.rangeIndex = k;
+    ev.ppMetricNames = S.cnames;
+    ev.numMetrics = S.n_names;
+    ev.pMetricValues = S.values;
+    GM_CUPTI(cuptiProfilerHostEvaluateToGpuValues, &ev);
+    return 0;
+fail:
+    return -1;
+}
+
 /* Put the evaluated S.values of one range into dict d (derived ratios too). */
 static int fill_values(PyObject *d)
 {
@@ -1013,38 +1157,21 @@ static int batch_finish(void)
         goto fail;
     }
     {
-        CUpti_RangeProfiler_DecodeData_Params dd = {
-            CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-        dd.pRangeProfilerObject = S.range;
-        GM_CUPTI(cuptiRangeProfilerDecodeData, &dd);
-        CUpti_RangeProfiler_GetCounterDataInfo_Params gi = {
-            CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
-        gi.pCounterDataImage = S.counter_data;
-        gi.counterDataImageSize = S.counter_data_size;
-        GM_CUPTI(cuptiRangeProfilerGetCounterDataInfo, &gi);
+        size_t ranges, dropped;
+        if (decode_ranges(&ranges, &dropped) < 0)
+            goto fail;
         T_MARK(T_DECODE);
         Py_ssize_t want = PyList_GET_SIZE(S.pending);
-        if ((Py_ssize_t)gi.numTotalRanges != want || dd.numOfRangeDropped > 0) {
+        if ((Py_ssize_t)ranges != want || dropped > 0) {
             profiler_error("cupti", "cuptiRangeProfilerDecodeData", 0,
                            PyUnicode_FromFormat("CUPTI recorded %zu ranges (%zu dropped) for "
                                                 "a batch of %zd launches",
-                                                gi.numTotalRanges, dd.numOfRangeDropped, want));
+                                                ranges, dropped, want));
             goto fail;
         }
-        for (Py_ssize_t k = 0; k < want; k++) {
-            CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
-                CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-            ev.pHostObject = S.host;
-            ev.pCounterDataImage = S.counter_data;
-            ev.counterDataImageSize = S.counter_data_size;
-            ev.rangeIndex = (size_t)k;
-            ev.ppMetricNames = S.cnames;
-            ev.numMetrics = S.n_names;
-            ev.pMetricValues = S.values;
-            GM_CUPTI(cuptiProfilerHostEvaluateToGpuValues, &ev);
-            if (fill_values(PyList_GET_ITEM(S.pending, k)) < 0)
+        for (Py_ssize_t k = 0; k < want; k++)
+            if (evaluate_range((size_t)k) < 0 || fill_values(PyList_GET_ITEM(S.pending, k)) < 0)
                 goto fail;
-        }
         T_MARK(T_EVALUATE);
     }
     PyList_SetSlice(S.pending, 0, PyList_GET_SIZE(S.pending), NULL);
@@ -1060,38 +1187,12 @@ static PyObject *profile_launch_batched(const gm_launch_info *info, const void *
 {
     int pushed = 0, snap = 0;
     size_t need = 0;
-    for (int i = 0; i < info->n_inout; i++)
-        need += info->inout[i].nbytes;
-    if (need > S.scratch_size) {
-        gm_device_free(S.scratch, S.scratch_size);
-        S.scratch = NULL;
-        S.scratch_size = 0;
-        if (gm_device_alloc(need, &S.scratch) < 0)
-            return NULL;
-        S.scratch_size = need;
-    }
+    if (ensure_scratch(info, &need) < 0)
+        return NULL;
     T_BEGIN();
     if (!S.session_open) {
-        CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
-            CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-        di.pRangeProfilerObject = S.range;
-        di.counterDataSize = S.counter_data_size;
-        di.pCounterData = S.counter_data;
-        GM_CUPTI(cuptiRangeProfilerCounterDataImageInitialize, &di);
-        CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-        sc.pRangeProfilerObject = S.range;
-        sc.configSize = S.config_size;
-        sc.pConfig = S.config;
-        sc.counterDataImageSize = S.counter_data_size;
-        sc.pCounterDataImage = S.counter_data;
-        sc.range = CUPTI_UserRange;
-        sc.replayMode = CUPTI_UserReplay;
-        sc.maxRangesPerPass = S.max_ranges;
-        sc.numNestingLevels = 1;
-        sc.minNestingLevel = 1;
-        sc.passIndex = 0;
-        sc.targetNestingLevel = 1;
-        GM_CUPTI(cuptiRangeProfilerSetConfig, &sc);
+        if (configure_pass0() < 0)
+            goto fail;
         T_MARK(T_CONFIG);
         CUpti_RangeProfiler_Start_Params st = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
         st.pRangeProfilerObject = S.range;
@@ -1110,34 +1211,9 @@ static PyObject *profile_launch_batched(const gm_launch_info *info, const void *
     if (flush_l2() < 0 || sync_device("flushing L2 before a profiled launch") < 0)
         goto fail;
     T_MARK(T_FLUSH);
-    {
-        CUpti_RangeProfiler_PushRange_Params pr = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
-        pr.pRangeProfilerObject = S.range;
-        pr.pRangeName = range_name;
-        GM_CUPTI(cuptiRangeProfilerPushRange, &pr);
-        pushed = 1;
-        T_MARK(T_PUSH);
-    }
-    {
-        gm_dims dims = {{0, 0, 0}, {0, 0, 0}, 0};
-        cudaError_t err = info->variant->launch(params, &dims, 0);
-        if (err != cudaSuccess) {
-            char what[160];
-            snprintf(what, sizeof what, "launching %s (profiled)", range_name);
-            gm_set_cuda_error(err, what);
-            goto fail;
-        }
-        if (sync_device("running a profiled launch") < 0)
-            goto fail;
-        T_MARK(T_LAUNCH);
-    }
-    {
-        CUpti_RangeProfiler_PopRange_Params pp = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-        pp.pRangeProfilerObject = S.range;
-        pushed = 0;
-        GM_CUPTI(cuptiRangeProfilerPopRange, &pp);
-        T_MARK(T_POP);
-    }
+    if (launch_in_range(info, params, range_name, 1, &pushed, "running a profiled launch") < 0)
+        goto fail;
+    gm_t_ = now_ms();
     if (snap && copy_inout(info, 0) < 0)
         goto fail;
     snap = 0;
@@ -1158,28 +1234,7 @@ static PyObject *profile_launch_batched(const gm_launch_info *info, const void *
 fail:
     /* Close the batch (its earlier launches get NaN), restore the buffers,
      * keep the first error. */
-    {
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
-        if (pushed) {
-            CUpti_RangeProfiler_PopRange_Params pp = {
-                CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-            pp.pRangeProfilerObject = S.range;
-            p_cuptiRangeProfilerPopRange(&pp);
-        }
-        if (S.session_open) {
-            CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-            sp.pRangeProfilerObject = S.range;
-            p_cuptiRangeProfilerStop(&sp);
-            S.session_open = 0;
-        }
-        fill_pending_nan();
-        (void)cudaDeviceSynchronize();
-        if (snap && copy_inout(info, 0) < 0)
-            PyErr_Clear();
-        (void)cudaGetLastError();
-        PyErr_Restore(et, ev, tb);
-    }
+    close_after_failure(info, pushed, 0, snap);
     return NULL;
 }
 
@@ -1214,16 +1269,8 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
     /* Snapshot the buffers the launch reads and writes: every pass and the
      * timed launch after profiling must see them as the caller left them. */
     size_t need = 0;
-    for (int i = 0; i < info->n_inout; i++)
-        need += info->inout[i].nbytes;
-    if (need > S.scratch_size) {
-        gm_device_free(S.scratch, S.scratch_size);
-        S.scratch = NULL;
-        S.scratch_size = 0;
-        if (gm_device_alloc(need, &S.scratch) < 0)
-            return NULL;
-        S.scratch_size = need;
-    }
+    if (ensure_scratch(info, &need) < 0)
+        return NULL;
     if (need) {
         if (copy_inout(info, 1) < 0)
             return NULL;
@@ -1234,28 +1281,8 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
      * replay session cannot take another range (measured: the next session
      * overwrites range 0), and both calls cost microseconds. */
     T_BEGIN();
-    {
-        CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
-            CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-        di.pRangeProfilerObject = S.range;
-        di.counterDataSize = S.counter_data_size;
-        di.pCounterData = S.counter_data;
-        GM_CUPTI(cuptiRangeProfilerCounterDataImageInitialize, &di);
-        CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-        sc.pRangeProfilerObject = S.range;
-        sc.configSize = S.config_size;
-        sc.pConfig = S.config;
-        sc.counterDataImageSize = S.counter_data_size;
-        sc.pCounterDataImage = S.counter_data;
-        sc.range = S.replay == CUPTI_UserReplay ? CUPTI_UserRange : CUPTI_AutoRange;
-        sc.replayMode = S.replay;
-        sc.maxRangesPerPass = 1;
-        sc.numNestingLevels = 1;
-        sc.minNestingLevel = 1;
-        sc.passIndex = 0;
-        sc.targetNestingLevel = 1;
-        GM_CUPTI(cuptiRangeProfilerSetConfig, &sc);
-    }
+    if (configure_pass0() < 0)
+        goto fail;
     T_MARK(T_CONFIG);
 
     size_t pass = 0;
@@ -1273,34 +1300,12 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
         GM_CUPTI(cuptiRangeProfilerStart, &st);
         started = 1;
         T_MARK(T_START);
-        if (S.replay == CUPTI_UserReplay) {
-            CUpti_RangeProfiler_PushRange_Params pr = {
-                CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
-            pr.pRangeProfilerObject = S.range;
-            pr.pRangeName = range_name;
-            GM_CUPTI(cuptiRangeProfilerPushRange, &pr);
-            pushed = 1;
-            T_MARK(T_PUSH);
-        }
-        gm_dims dims = {{0, 0, 0}, {0, 0, 0}, 0};
-        cudaError_t err = info->variant->launch(params, &dims, 0);
-        if (err != cudaSuccess) {
-            char what[160];
-            snprintf(what, sizeof what, "launching %s (profiling pass %zu)", range_name, pass);
-            gm_set_cuda_error(err, what);
+        char what[64];
+        snprintf(what, sizeof what, "running profiling pass %zu", pass);
+        if (launch_in_range(info, params, range_name, S.replay == CUPTI_UserReplay, &pushed,
+                            what) < 0)
             goto fail;
-        }
-        if (sync_device("running a profiling pass") < 0)
-            goto fail;
-        T_MARK(T_LAUNCH);
-        if (pushed) {
-            CUpti_RangeProfiler_PopRange_Params pp = {
-                CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-            pp.pRangeProfilerObject = S.range;
-            pushed = 0;
-            GM_CUPTI(cuptiRangeProfilerPopRange, &pp);
-            T_MARK(T_POP);
-        }
+        gm_t_ = now_ms();
         CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
         sp.pRangeProfilerObject = S.range;
         started = 0;
@@ -1325,31 +1330,17 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
     T_MARK(T_RESTORE);
 
     {
-        CUpti_RangeProfiler_DecodeData_Params dd = {
-            CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-        dd.pRangeProfilerObject = S.range;
-        GM_CUPTI(cuptiRangeProfilerDecodeData, &dd);
-        CUpti_RangeProfiler_GetCounterDataInfo_Params gi = {
-            CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
-        gi.pCounterDataImage = S.counter_data;
-        gi.counterDataImageSize = S.counter_data_size;
-        GM_CUPTI(cuptiRangeProfilerGetCounterDataInfo, &gi);
+        size_t ranges, dropped;
+        if (decode_ranges(&ranges, &dropped) < 0)
+            return NULL;
         T_MARK(T_DECODE);
-        if (gi.numTotalRanges != 1 || dd.numOfRangeDropped > 0)
+        if (ranges != 1 || dropped > 0)
             return profiler_error(
                 "cupti", "cuptiRangeProfilerDecodeData", 0,
                 PyUnicode_FromFormat("CUPTI recorded %zu ranges (%zu dropped) for %s; expected 1",
-                                     gi.numTotalRanges, dd.numOfRangeDropped, range_name));
-        CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
-            CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-        ev.pHostObject = S.host;
-        ev.pCounterDataImage = S.counter_data;
-        ev.counterDataImageSize = S.counter_data_size;
-        ev.rangeIndex = 0;
-        ev.ppMetricNames = S.cnames;
-        ev.numMetrics = S.n_names;
-        ev.pMetricValues = S.values;
-        GM_CUPTI(cuptiProfilerHostEvaluateToGpuValues, &ev);
+                                     ranges, dropped, range_name));
+        if (evaluate_range(0) < 0)
+            return NULL;
         T_MARK(T_EVALUATE);
     }
     S.launches++;
@@ -1365,26 +1356,7 @@ PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
 
 fail:
     /* Close what this launch opened, restore its buffers, keep the first error. */
-    {
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
-        if (pushed) {
-            CUpti_RangeProfiler_PopRange_Params pp = {
-                CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-            pp.pRangeProfilerObject = S.range;
-            p_cuptiRangeProfilerPopRange(&pp);
-        }
-        if (started) {
-            CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-            sp.pRangeProfilerObject = S.range;
-            p_cuptiRangeProfilerStop(&sp);
-        }
-        (void)cudaDeviceSynchronize();
-        if (snap && copy_inout(info, 0) < 0)
-            PyErr_Clear();
-        (void)cudaGetLastError();
-        PyErr_Restore(et, ev, tb);
-    }
+    close_after_failure(info, pushed, started, snap);
     return NULL;
 }
 
