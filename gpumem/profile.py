@@ -242,6 +242,9 @@ class Profile:
         The names asked for, in order (duplicates removed).
     passes : int or None
         Replay passes CUPTI needs per launch for this metric set.
+    ranges_per_start : int or None
+        Launches read per CUPTI start: the batch size for a one-pass set
+        with user replay, else 1.
     chip : str or None
         CUPTI's chip name, e.g. ``"GH100"``.
     replay : str
@@ -257,6 +260,7 @@ class Profile:
         self.replay = replay
         self._records: list = []
         self.passes: int | None = None
+        self.ranges_per_start: int | None = None
         self.chip: str | None = None
         self.library: str | None = None
         self._active = False
@@ -266,7 +270,7 @@ class Profile:
             raise ProfilerError("this profile block is already active")
         info = _core._profile_begin(self._raw, self._outputs, self.replay, _cupti_dirs())
         self.passes, self.chip, self.library = info["passes"], info["chip"], info["library"]
-        self.ranges_per_start = info.get("ranges_per_start", 1)
+        self.ranges_per_start = info["ranges_per_start"]
         _core._sinks.append(self._records)
         self._active = True
         return self
@@ -329,9 +333,10 @@ def profile(metrics: Sequence[str], *, replay: str = "user") -> Profile:
         passes costs about 12 ms per pass and launch on an H100 (CUPTI
         reprograms the counters for each pass).  A one-pass set with user
         replay is read in batches: one CUPTI start for up to 16 launches
-        (``GPUMEM_PROFILE_BATCH`` sets another size), a user range around each (L2 flushed before each, outside the range),
-        decoded when the batch is full, when ``p.records`` or
-        ``gpumem.last_record()`` is read, and at the end of the block.
+        (``GPUMEM_PROFILE_BATCH`` sets another size), a user range around
+        each (L2 flushed before each, outside the range), decoded when the
+        batch is full, when ``p.records`` or ``gpumem.last_record()`` is
+        read, and at the end of the block.
         ``gpumem.metrics()`` says which aliases are counted by instrumenting
         the kernel's instructions (``gld_efficiency``, ``gst_efficiency``,
         ``branch_efficiency``) and which by hardware counters; a set that

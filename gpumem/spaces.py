@@ -531,9 +531,8 @@ def _variant_of(family: str | None, pretty: str) -> str | None:
     # cu++filt writes template arguments with their type, "(int)8", "(bool)1"
     a = [re.sub(r"^\((?:unsigned |signed )?\w+\)", "", x.strip()) for x in args[0].split(",")] \
         if args else []
-    a = ["true" if x == "1" and family in ("broadcast", "private_array", "divergence") else
-         "false" if x == "0" and family in ("broadcast", "private_array", "divergence") else x
-         for x in a]
+    if family in ("broadcast", "private_array", "divergence"):   # bool template arguments
+        a = [{"1": "true", "0": "false"}.get(x, x) for x in a]
     if family == "stencil" and a:
         return ["constant", "readonly", "global"][int(a[0])] + f" (items={a[2]})"
     if family == "broadcast" and a:

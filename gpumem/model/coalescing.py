@@ -183,22 +183,23 @@ def coalesce_warps(addresses, width: int = 4, granularity: int = 32, active=None
     act = np.ones(a.shape, bool) if active is None else np.broadcast_to(np.asarray(active, bool),
                                                                         a.shape)
     first, last = _lane_units(a, width, granularity)
-    # Every lane touches one or two units; inactive lanes become -1 and are
-    # not counted.  Distinct units per row = number of value changes after sorting.
-    u = np.concatenate([np.where(act, first, -1), np.where(act, last, -1)], axis=1)
-    u.sort(axis=1)
-    valid = u >= 0
-    distinct = valid[:, 0].astype(np.int64) + np.count_nonzero(
-        (u[:, 1:] != u[:, :-1]) & valid[:, 1:], axis=1)
+    # Every lane touches one or two units; inactive lanes do not count.
+    distinct = _distinct_per_row(np.concatenate([first, last], axis=1),
+                                 np.concatenate([act, act], axis=1))
     nact = act.sum(axis=1)
     # requested bytes: distinct addresses of the active lanes (a broadcast counts once)
-    s = np.where(act, a, -1)
-    s.sort(axis=1)
-    sv = s >= 0
-    nuniq = sv[:, 0].astype(np.int64) + np.count_nonzero((s[:, 1:] != s[:, :-1]) & sv[:, 1:],
-                                                         axis=1)
-    return WarpCoalescing((nact > 0).astype(np.int64), distinct.astype(np.int64),
-                          (nuniq * width).astype(np.int64), granularity)
+    nuniq = _distinct_per_row(a, act)
+    return WarpCoalescing((nact > 0).astype(np.int64), distinct, nuniq * width, granularity)
+
+
+def _distinct_per_row(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """How many distinct non-negative values each row holds where ``valid``:
+    the others become -1, and after sorting each change of value is one more."""
+    u = np.where(valid, values, -1)
+    u.sort(axis=1)
+    ok = u >= 0
+    return ok[:, 0].astype(np.int64) + np.count_nonzero((u[:, 1:] != u[:, :-1]) & ok[:, 1:],
+                                                        axis=1)
 
 
 # ---- fast forms used by the kernel generators ------------------------------
