@@ -9,7 +9,7 @@ PyObject *gm_CudaError;
 PyObject *gm_CudaUnavailableError;
 PyObject *gm_DeviceMemoryError;
 
-static void set_attr(PyObject *obj, const char *name, PyObject *value)
+void gm_set_attr(PyObject *obj, const char *name, PyObject *value)
 {
     if (value == NULL || PyObject_SetAttrString(obj, name, value) < 0)
         PyErr_Clear();
@@ -34,9 +34,9 @@ int gm_set_cuda_error(cudaError_t err, const char *call)
     Py_DECREF(msg);
     if (exc == NULL)
         return -1;
-    set_attr(exc, "call", PyUnicode_FromString(call));
-    set_attr(exc, "name", PyUnicode_FromString(cudaGetErrorName(err)));
-    set_attr(exc, "code", PyLong_FromLong((long)err));
+    gm_set_attr(exc, "call", PyUnicode_FromString(call));
+    gm_set_attr(exc, "name", PyUnicode_FromString(cudaGetErrorName(err)));
+    gm_set_attr(exc, "code", PyLong_FromLong((long)err));
     PyErr_SetObject(type, exc);
     Py_DECREF(exc);
     return -1;

@@ -21,6 +21,9 @@ extern PyObject *gm_CudaError;            /* RuntimeError */
 extern PyObject *gm_CudaUnavailableError; /* CudaError */
 extern PyObject *gm_DeviceMemoryError;    /* CudaError, MemoryError */
 
+/* obj.name = value (steals value; errors cleared: for exception attributes). */
+void gm_set_attr(PyObject *obj, const char *name, PyObject *value);
+
 /* Turn a failed CUDA call into a Python exception; returns -1. */
 int gm_set_cuda_error(cudaError_t err, const char *call);
 
@@ -136,15 +139,16 @@ int gm_launch(const gm_launch_info *info, const void *params);
 int gm_launch_init(PyObject *module);
 PyObject *gm_last_record(PyObject *self, PyObject *unused);
 
-/* ---- hardware counters (profile.c) ----------------------------------------
- * While gm_profiling is nonzero (inside gpumem.profile()), gm_launch first
- * calls gm_profile_launch(), which replays the launch as often as the metric
- * set needs, leaves every info->inout buffer as it found it, and returns the
- * metrics (new dict) -- then the ordinary timed launch runs, so profiling
- * never changes the timing or the result of the call. */
-extern int gm_profiling;
-PyObject *gm_profile_launch(const gm_launch_info *info, const void *params);
-/* Adds profile.c's functions and exceptions to the module. */
+/* A hook gm_launch() calls before the timed launch (the profiler registers
+ * one while a gpumem.profile() block is open): it may replay the launch as
+ * often as it needs, must leave every info->inout buffer as it found it, and
+ * returns the launch's metrics (new dict), or NULL with an exception set.
+ * The ordinary timed launch runs after it, so a hook never changes the timing
+ * or the result of the call.  NULL removes the hook. */
+typedef PyObject *(*gm_launch_hook)(const gm_launch_info *info, const void *params);
+void gm_launch_set_hook(gm_launch_hook hook);
+
+/* ---- hardware counters (profile.c): adds _profile_* and ProfilerError ---- */
 int gm_profile_init(PyObject *module);
 
 /* ---- variants and kernels (kernels.c) -------------------------------------

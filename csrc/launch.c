@@ -6,6 +6,12 @@
 static PyTypeObject *gm_LaunchRecord_Type;
 static PyObject *gm_sinks;      /* list of lists: gpumem.record() appends here */
 static PyObject *gm_last;       /* the newest LaunchRecord, or NULL */
+static gm_launch_hook gm_hook;  /* the profiler, while a block is open */
+
+void gm_launch_set_hook(gm_launch_hook hook)
+{
+    gm_hook = hook;
+}
 
 static PyStructSequence_Field record_fields[] = {
     {"kernel", "kernel family, e.g. 'matmul'"},
@@ -98,8 +104,8 @@ int gm_launch(const gm_launch_info *info, const void *params)
     PyObject *metrics = NULL;
     if (gm_ensure_device() < 0)
         return -1;
-    if (gm_profiling) {
-        metrics = gm_profile_launch(info, params);
+    if (gm_hook) {
+        metrics = gm_hook(info, params);
         if (metrics == NULL)
             return -1;
     }

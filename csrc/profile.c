@@ -49,7 +49,8 @@
 #include <cupti_profiler_host.h>
 #include <cupti_range_profiler.h>
 
-int gm_profiling = 0;
+static int gm_profiling = 0;
+static PyObject *gm_profile_launch(const gm_launch_info *info, const void *params);
 static PyObject *gm_ProfilerError;
 
 /* Where the time of profiled launches goes (ms, summed over the block);
@@ -242,13 +243,6 @@ static const char *cupti_name(CUptiResult r)
     return s;
 }
 
-static void set_attr(PyObject *obj, const char *name, PyObject *value)
-{
-    if (value == NULL || PyObject_SetAttrString(obj, name, value) < 0)
-        PyErr_Clear();
-    Py_XDECREF(value);
-}
-
 /* ProfilerError(message) with .reason (library, permission, unsupported,
  * busy, metric, cupti), .call and .code. */
 static PyObject *profiler_error(const char *reason, const char *call, long code, PyObject *msg)
@@ -259,9 +253,9 @@ static PyObject *profiler_error(const char *reason, const char *call, long code,
     Py_DECREF(msg);
     if (exc == NULL)
         return NULL;
-    set_attr(exc, "reason", PyUnicode_FromString(reason));
-    set_attr(exc, "call", call ? PyUnicode_FromString(call) : Py_NewRef(Py_None));
-    set_attr(exc, "code", PyLong_FromLong(code));
+    gm_set_attr(exc, "reason", PyUnicode_FromString(reason));
+    gm_set_attr(exc, "call", call ? PyUnicode_FromString(call) : Py_NewRef(Py_None));
+    gm_set_attr(exc, "code", PyLong_FromLong(code));
     PyErr_SetObject(gm_ProfilerError, exc);
     Py_DECREF(exc);
     return NULL;
@@ -506,6 +500,7 @@ static void teardown(void)
     S.passes = 0;
     S.launches = 0;
     gm_profiling = 0;
+    gm_launch_set_hook(NULL);
     (void)cudaGetLastError();
 }
 
@@ -823,6 +818,7 @@ static PyObject *profile_begin(PyObject *self, PyObject *args, PyObject *kwargs)
     Py_DECREF(names);
     Py_DECREF(outs);
     gm_profiling = 1;
+    gm_launch_set_hook(gm_profile_launch);
     return Py_BuildValue("{s:s,s:n,s:s,s:s,s:n,s:n}", "chip", S.chip, "passes",
                          (Py_ssize_t)S.passes, "replay", replay, "library", gm_cupti_path,
                          "flush_bytes", (Py_ssize_t)S.flush_size, "ranges_per_start",
@@ -847,6 +843,7 @@ static PyObject *profile_end(PyObject *self, PyObject *unused)
         teardown();
     T_MARK_IN(gm_setup_ms, U_TEARDOWN);
     gm_profiling = 0;
+    gm_launch_set_hook(NULL);
     Py_RETURN_NONE;
 }
 
@@ -1246,12 +1243,7 @@ static PyObject *profile_sync(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-int gm_profile_sync(void)
-{
-    return gm_profiling ? batch_finish() : 0;
-}
-
-PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
+static PyObject *gm_profile_launch(const gm_launch_info *info, const void *params)
 {
     int started = 0, pushed = 0, snap = 0;
     char range_name[128];
