@@ -164,7 +164,7 @@ fail:
     return NULL;
 }
 
-PyObject *gm_to_device(PyObject *self, PyObject *obj)
+static PyObject *gm_to_device(PyObject *self, PyObject *obj)
 {
     if (gm_DeviceArray_Check(obj)) {
         PyErr_SetString(PyExc_TypeError,
@@ -183,7 +183,7 @@ PyObject *gm_to_device(PyObject *self, PyObject *obj)
     return (PyObject *)gm_devarray_from_host((PyArrayObject *)obj);
 }
 
-PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
+static PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"shape", "dtype", NULL};
     PyArray_Dims shape = {NULL, 0};
@@ -321,6 +321,23 @@ PyTypeObject gm_DeviceArray_Type = {
     .tp_methods = devarray_methods,
     .tp_getset = devarray_getset,
 };
+
+static PyMethodDef memory_methods[] = {
+    {"to_device", gm_to_device, METH_O,
+     "to_device($module, a, /)\n--\n\nCopy an ndarray to device memory: a DeviceArray."},
+    {"empty", (PyCFunction)(void (*)(void))gm_empty, METH_VARARGS | METH_KEYWORDS,
+     "empty($module, /, shape, dtype=None)\n--\n\nAn uninitialised DeviceArray of this shape "
+     "and dtype (float32 by default)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int gm_memory_init(PyObject *module)
+{
+    if (PyType_Ready(&gm_DeviceArray_Type) < 0 ||
+        PyModule_AddObjectRef(module, "DeviceArray", (PyObject *)&gm_DeviceArray_Type) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, memory_methods);
+}
 
 /* ---- kernel operands -------------------------------------------------------- */
 int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenum,

@@ -1,4 +1,15 @@
-/* gm.h -- internal declarations shared by the C files of gpumem._core. */
+/* gm.h -- the infrastructure of gpumem._core, in layers that never call
+ * upward:
+ *   errors and device   errors.c, device.c
+ *   memory              devarray.c (DeviceArray, kernel operands)
+ *   launch              launch.c (events, LaunchRecords, the profiler hook)
+ *   entry points        entry.c (one parse-validate-upload-launch-finish path
+ *                       driven by a family's argument table), registry.c
+ *   lessons             matmul.c access.c layout.c stencil.c spaces.c
+ *                       introspect.c: argument tables, shape rules, params
+ *   module              core.c (the list of families, PyInit)
+ * The profiler (profile*.c) sits beside launch: it registers itself as the
+ * launch hook.  No lesson file includes or calls another lesson's file. */
 #ifndef GM_H
 #define GM_H
 
@@ -16,7 +27,7 @@
 
 #include "gm_kernels.h"
 
-/* ---- errors (core.c) ---------------------------------------------------- */
+/* ---- errors (errors.c) and the device (device.c) ---------------------------------------------------- */
 extern PyObject *gm_CudaError;            /* RuntimeError */
 extern PyObject *gm_CudaUnavailableError; /* CudaError */
 extern PyObject *gm_DeviceMemoryError;    /* CudaError, MemoryError */
@@ -42,9 +53,13 @@ int gm_set_cuda_error(cudaError_t err, const char *call);
  * CudaUnavailableError set.  Cheap after the first call. */
 int gm_ensure_device(void);
 
-/* ---- argument helpers (core.c) ------------------------------------------ */
-/* Read a Python int argument named `name` for function `fn`; TypeError
- * naming it otherwise.  Returns 0 / -1. */
+int gm_errors_init(PyObject *module);
+int gm_device_init(PyObject *module); /* is_available, device, memory_info, ... */
+
+/* ---- argument conversion (errors.c) --------------------------------------- */
+/* Read an integer argument named `name` for function `fn`: any object with
+ * __index__ (int, numpy integers), never a bool; TypeError naming it
+ * otherwise.  Returns 0 / -1. */
 int gm_arg_long(PyObject *obj, const char *fn, const char *name, long long *out);
 /* Read a str argument; TypeError naming it otherwise. */
 int gm_arg_str(PyObject *obj, const char *fn, const char *name, const char **out);
@@ -75,8 +90,8 @@ gm_DeviceArray *gm_devarray_from_host(PyArrayObject *arr);
 /* Copy a device array back into a new C-contiguous ndarray. */
 PyObject *gm_devarray_get(gm_DeviceArray *d);
 
-PyObject *gm_to_device(PyObject *self, PyObject *arg);
-PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs);
+/* Adds DeviceArray, to_device() and empty() to the module. */
+int gm_memory_init(PyObject *module);
 
 /* ---- kernel operands (devarray.c) ---------------------------------------- */
 /* An input of a kernel: an ndarray (uploaded for the call) or a DeviceArray.
@@ -103,19 +118,34 @@ const char *gm_shape_str(int ndim, const npy_intp *shape, char *buf, size_t len)
 /* ---- the one launch path (launch.c) --------------------------------------- */
 typedef cudaError_t (*gm_launcher)(const void *params, gm_dims *dims, cudaStream_t stream);
 
+/* A named kernel variant: one row of its family's table. */
 typedef struct {
     const char *family;
     const char *name;
     const char *idea;     /* the one memory idea it shows */
     const char *bytes;    /* the bytes it must move, as a formula */
     const char *flops;    /* the FLOPs it does, as a formula */
-    gm_launcher launch;
-    /* The __global__ function the launcher would run for these params (a
-     * gm_<family>_params; a zeroed struct must give the default build), for
-     * cudaFuncGetAttributes and the occupancy API: kernel_attributes() and
-     * occupancy() (spaces.c).  NULL where a family does not provide it yet. */
+    gm_launcher launch;   /* the family's launcher (gm_<family>) */
+    /* The family's kernel selector (gm_<family>_kernel): the __global__
+     * function the launcher runs for these params. */
     const void *(*kernel)(const void *params);
+    int select;           /* its enum value in gm_kernels.h (params->variant) */
 } gm_variant;
+
+/* Thunks from the one launcher signature to family f's typed launcher and
+ * kernel selector, and a row of f's variant table that uses them. */
+#define GM_THUNKS(f)                                                           \
+    static cudaError_t gm_run_##f(const void *p, gm_dims *d, cudaStream_t s)   \
+    {                                                                          \
+        return gm_##f((const gm_##f##_params *)p, d, s);                       \
+    }                                                                          \
+    static const void *gm_kernel_##f(const void *p)                            \
+    {                                                                          \
+        return gm_##f##_kernel((const gm_##f##_params *)p);                    \
+    }
+#define GM_ROW(f, name, select, idea, bytes, flops)                            \
+    {#f, name, idea, bytes, flops, gm_run_##f, gm_kernel_##f, select}
+#define GM_END_ROWS {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0}
 
 /* A device buffer a launch both reads and writes (an in-place update):
  * replaying such a launch must restore it first. */
@@ -137,7 +167,6 @@ typedef struct {
  * launch and the execution, and publish a LaunchRecord.  0 / -1. */
 int gm_launch(const gm_launch_info *info, const void *params);
 int gm_launch_init(PyObject *module);
-PyObject *gm_last_record(PyObject *self, PyObject *unused);
 
 /* A hook gm_launch() calls before the timed launch (the profiler registers
  * one while a gpumem.profile() block is open): it may replay the launch as
@@ -148,44 +177,115 @@ PyObject *gm_last_record(PyObject *self, PyObject *unused);
 typedef PyObject *(*gm_launch_hook)(const gm_launch_info *info, const void *params);
 void gm_launch_set_hook(gm_launch_hook hook);
 
-/* ---- hardware counters (profile.c): adds _profile_* and ProfilerError ---- */
+/* ---- hardware counters (profile*.c): adds _profile_* and ProfilerError ---- */
 int gm_profile_init(PyObject *module);
 
-/* ---- variants and kernels (kernels.c) -------------------------------------
- * Each family keeps a table of its variants, ended by a row of NULLs; the
- * list of tables is gm_tables in kernels.c. */
-extern const gm_variant gm_core_variants[]; /* vec_add, matmul (kernels.c) */
-const gm_variant *gm_find_variant(const char *fn, const char *family, const char *name);
-PyObject *gm_variants(PyObject *self, PyObject *args);
-PyObject *gm_vec_add_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_matmul_py(PyObject *self, PyObject *args, PyObject *kwargs);
+/* ---- entry points (entry.c) --------------------------------------------------
+ * A kernel family is described, not programmed: its arguments (a table of
+ * gm_arg), its shape rules (check), the device work before its launch
+ * (prepare, rarely needed) and how its params struct is filled (fill).  One
+ * generic path does the rest, always in this order: bind the arguments,
+ * convert and check each one, check the shapes, check out=, and only then
+ * touch the device -- upload, allocate the result, prepare, launch, hand
+ * back a DeviceArray (any input or out= on the device) or an ndarray. */
+#define GM_MAX_ARGS 8
+#define GM_PARAMS_MAX 256 /* bytes: every gm_<family>_params fits */
 
-/* access patterns (access.c) */
-extern const gm_variant gm_access_variants[];
-PyObject *gm_read_offset_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_write_offset_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_strided_read_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_struct_update_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_distance_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_copy_py(PyObject *self, PyObject *args, PyObject *kwargs);
-/* ---- stencil (stencil.c) and memory spaces (spaces.c) ---------------------- */
-extern const gm_variant gm_stencil_variants[];
-extern const gm_variant gm_spaces_variants[]; /* broadcast, private_array, lifetime,
-                                                register_cap, divergence */
-PyObject *gm_stencil_1d_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_broadcast_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_private_array_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_lifetime_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_register_cap_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_divergence_py(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_kernel_attributes_py(PyObject *self, PyObject *args);
-PyObject *gm_occupancy_py(PyObject *self, PyObject *args);
-/* Helpers of stencil.c and spaces.c (spaces.c). */
-int gm_sp_int(PyObject *obj, const char *fn, const char *name, long long lo, long long hi,
-              long long *out);                      /* None keeps *out (the default) */
-int gm_sp_block(PyObject *obj, const char *fn, long long max, long long *out);
-int gm_sp_no_alias(PyObject *out, const char *fn, const gm_operand *op);
-gm_DeviceArray *gm_sp_make_out(PyObject *out, int ndim, const npy_intp *shape, int typenum);
-PyObject *gm_sp_finish(gm_DeviceArray *out, int return_device); /* consumes out */
+typedef enum {
+    GM_ARRAY = 1, /* float32 ndarray or DeviceArray (a gm_operand) */
+    GM_INT,       /* integer in lo..hi, or one of `allowed` */
+    GM_BOOL,      /* True/False (or 0/1) */
+    GM_CHOICE,    /* a str among `choices`; the value is its index */
+    GM_VARIANT,   /* a str naming one of the family's variants: picks c->variant */
+    GM_OBJECT     /* anything: check() reads it */
+} gm_arg_kind;
+
+enum {                    /* gm_arg.flags */
+    GM_POSITIONAL = 1,    /* may be passed by position (else keyword-only) */
+    GM_REQUIRED = 2,
+    GM_NO_DEFAULT = 4,    /* default None: check() decides (c->given[i] says if passed) */
+    GM_SELECTS = 8,       /* picks the kernel: a kernel_attributes() parameter */
+    GM_RECORD = 16,       /* copied into LaunchRecord.params */
+    GM_HIDDEN = 32,       /* no function argument: check() sets it; kernel_attributes() takes it */
+    GM_WHOLE_WARPS = 64   /* GM_INT: a multiple of 32 */
+};
+
+typedef struct {
+    const char *name;
+    gm_arg_kind kind;
+    int flags;
+    long long def, lo, hi;      /* GM_INT, GM_BOOL: default; GM_INT: range */
+    const long long *allowed;   /* GM_INT: the only values allowed, ended by 0; or NULL */
+    const char *const *choices; /* GM_CHOICE: names, NULL-ended (def: the default's index) */
+    const char *sdef;           /* GM_VARIANT: the default variant */
+    int ndim;                   /* GM_ARRAY: 1 or 2; 0 for any */
+    const char *what;           /* said after the allowed values, e.g. " threads" */
+} gm_arg;
+
+typedef struct gm_family gm_family;
+
+typedef struct {
+    const gm_family *f;
+    PyObject *obj[GM_MAX_ARGS];  /* as passed (borrowed); NULL when not passed or None */
+    int given[GM_MAX_ARGS];
+    long long v[GM_MAX_ARGS];    /* GM_INT, GM_BOOL value; GM_CHOICE index */
+    const char *s[GM_MAX_ARGS];  /* GM_CHOICE, GM_VARIANT name */
+    gm_operand op[GM_MAX_ARGS];  /* GM_ARRAY */
+    const gm_variant *variant;
+    PyObject *out;               /* the caller's out=, or NULL */
+    int out_ndim, out_typenum;   /* the result: set by check() (gm_result) */
+    npy_intp out_shape[GM_MAXDIM];
+    long long work;              /* nothing is launched when 0 (empty input) */
+    double bytes, flops;         /* what the launch must move and compute */
+    PyObject *record;            /* LaunchRecord.params (owned) */
+    gm_DeviceArray *res;         /* the result (owned) */
+    gm_DeviceArray *tmp;         /* a device buffer the kernel reads (owned), or NULL */
+    gm_buffer inout[1];          /* an in-place buffer a profiler replay restores */
+    int n_inout;
+    long long host_first, host_count; /* a host caller gets res[first:first+count] (count >= 0) */
+    float scratch[64];           /* the lesson's own (e.g. the stencil's weights) */
+} gm_call;
+
+struct gm_family {
+    const char *name;           /* the Python name: function, family, LaunchRecord.kernel */
+    const char *doc;            /* its docstring (after the generated signature) */
+    const gm_arg *args;         /* ended by {NULL} */
+    int has_out;                /* takes out= (a DeviceArray) */
+    int out_may_alias;          /* out may be an input (an in-place update) */
+    const gm_variant *variants; /* ended by GM_END_ROWS */
+    int (*check)(gm_call *c);   /* shape rules, sizes, the variant: no device call */
+    int (*prepare)(gm_call *c); /* device work before the launch, or NULL */
+    void (*fill)(const gm_call *c, void *params);
+};
+
+PyObject *gm_entry_call(const gm_family *f, PyObject *args, PyObject *kwargs);
+
+/* For check(): the result's shape and dtype, a size for LaunchRecord.params,
+ * the variant by name, the 2^31 - 1 block limit of a 1-D grid, a value out
+ * of range (ValueError "fn: name=v is not allowed; name must be lo..hi..."). */
+void gm_result(gm_call *c, int ndim, const npy_intp *shape, int typenum);
+int gm_record(gm_call *c, const char *key, long long value);
+int gm_pick_variant(gm_call *c, const char *name);
+int gm_check_grid(const gm_call *c, long long work, long long per_block, long long block);
+int gm_range_error(const gm_call *c, const char *name, long long v, const char *allowed);
+int gm_returns_device(const gm_call *c);
+/* For fill(): an input's device pointer, the result's (NULL before upload:
+ * kernel_attributes() fills params without buffers). */
+const void *gm_in(const gm_call *c, int arg);
+long long gm_dim(const gm_call *c, int arg, int axis); /* 0 without the operand */
+void *gm_res(const gm_call *c);
+
+/* For introspect.c: a call of f with every default and `variant`, whose
+ * kernel-selecting parameters are then set from `params` (a dict; unknown
+ * keys are errors when strict); fills `buf` (GM_PARAMS_MAX bytes). */
+int gm_selecting_params(const char *fn, const gm_family *f, const gm_variant *v, PyObject *params,
+                        int strict, void *buf);
+
+/* ---- the registry (registry.c) ------------------------------------------------ */
+/* Adds one function per family to the module (named as the family, with a
+ * generated signature) and variants(). */
+int gm_registry_init(PyObject *module, const gm_family *const *families);
+const gm_family *gm_find_family(const char *fn, const char *family);
+const gm_variant *gm_find_variant(const char *fn, const gm_family *f, const char *name);
 
 #endif /* GM_H */

@@ -34,6 +34,17 @@ static PyStructSequence_Desc record_desc = {
     10,
 };
 
+static PyObject *gm_last_record(PyObject *self, PyObject *unused)
+{
+    return Py_NewRef(gm_last ? gm_last : Py_None);
+}
+
+static PyMethodDef launch_methods[] = {
+    {"last_record", gm_last_record, METH_NOARGS,
+     "last_record($module, /)\n--\n\nThe LaunchRecord of the newest launch, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
 int gm_launch_init(PyObject *module)
 {
     gm_LaunchRecord_Type = PyStructSequence_NewType(&record_desc);
@@ -44,7 +55,7 @@ int gm_launch_init(PyObject *module)
     gm_sinks = PyList_New(0);
     if (gm_sinks == NULL || PyModule_AddObjectRef(module, "_sinks", gm_sinks) < 0)
         return -1;
-    return 0;
+    return PyModule_AddFunctions(module, launch_methods);
 }
 
 static PyObject *dims3(const unsigned int v[3])
@@ -146,7 +157,4 @@ fail:
     return -1;
 }
 
-PyObject *gm_last_record(PyObject *self, PyObject *unused)
-{
-    return Py_NewRef(gm_last ? gm_last : Py_None);
-}
+

@@ -1,51 +1,51 @@
-/* stencil.c -- gpumem._core.stencil_1d: parse and validate, pick where the
- * coefficients live (constant / read-only / global), launch through gm_launch(). */
+/* stencil.c -- the stencil lesson's entry points (cuda/stencil.cu): the 1D
+ * stencil with its coefficients in constant memory, through the read-only
+ * cache or as plain global loads, and the constant cache's broadcast against
+ * its serialization. */
 #include "gm.h"
 
 #include <math.h>
 #include <string.h>
 
-static cudaError_t run_constant(const void *p, gm_dims *d, cudaStream_t s)
-{
-    return gm_stencil_constant((const gm_stencil_params *)p, d, s);
-}
-static cudaError_t run_readonly(const void *p, gm_dims *d, cudaStream_t s)
-{
-    return gm_stencil_readonly((const gm_stencil_params *)p, d, s);
-}
-static cudaError_t run_global(const void *p, gm_dims *d, cudaStream_t s)
-{
-    return gm_stencil_global((const gm_stencil_params *)p, d, s);
-}
+GM_THUNKS(stencil_1d)
+GM_THUNKS(constant_broadcast)
 
-/* A zeroed params struct gives the symmetric build with 4 outputs per thread. */
-#define STENCIL_KERNEL(NAME, MEM)                                                  \
-    static const void *NAME(const void *params)                                    \
-    {                                                                              \
-        const gm_stencil_params *p = (const gm_stencil_params *)params;            \
-        return gm_stencil_kernel(MEM, p->items ? p->items : 4, p->antisymmetric);  \
-    }
-STENCIL_KERNEL(kernel_constant, 0)
-STENCIL_KERNEL(kernel_readonly, 1)
-STENCIL_KERNEL(kernel_global, 2)
+#define WARPS_BLOCK(def)                                                       \
+    {"block", GM_INT, GM_RECORD | GM_WHOLE_WARPS, def, 32, 1024, .what = " threads"}
 
+/* ---- stencil_1d ---------------------------------------------------------------- */
 #define STENCIL_BYTES "8*n"
 #define STENCIL_FLOPS "(3*R + 1)*n, 3*R*n when antisymmetric"
 
-const gm_variant gm_stencil_variants[] = {
-    {"stencil", "constant",
-     "coefficients in __constant__ memory: every lane of a warp reads the same word, which the "
-     "constant cache broadcasts in one pass",
-     STENCIL_BYTES, STENCIL_FLOPS, run_constant, kernel_constant},
-    {"stencil", "readonly",
-     "coefficients through the read-only data cache (const __restrict__ + __ldg): one LDG per "
-     "coefficient, served from the texture/L1 path",
-     STENCIL_BYTES, STENCIL_FLOPS, run_readonly, kernel_readonly},
-    {"stencil", "global",
-     "coefficients as plain global loads through L1: the baseline the two caches are measured "
-     "against",
-     STENCIL_BYTES, STENCIL_FLOPS, run_global, kernel_global},
-    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+static const gm_variant stencil_variants[] = {
+    GM_ROW(stencil_1d, "constant", GM_MEMORY_CONSTANT,
+           "coefficients in __constant__ memory: every lane of a warp reads the same word, which "
+           "the constant cache broadcasts in one pass",
+           STENCIL_BYTES, STENCIL_FLOPS),
+    GM_ROW(stencil_1d, "readonly", GM_MEMORY_READONLY,
+           "coefficients through the read-only data cache (const __restrict__ + __ldg): one LDG "
+           "per coefficient, served from the texture/L1 path",
+           STENCIL_BYTES, STENCIL_FLOPS),
+    GM_ROW(stencil_1d, "global", GM_MEMORY_GLOBAL,
+           "coefficients as plain global loads through L1: the baseline the two caches are "
+           "measured against",
+           STENCIL_BYTES, STENCIL_FLOPS),
+    GM_END_ROWS,
+};
+
+enum { ST_X, ST_COEF, ST_MEMORY, ST_BLOCK, ST_ITEMS, ST_ANTI, ST_RADIUS };
+static const long long items_allowed[] = {1, 2, 4, 8, 0};
+static const gm_arg stencil_args[] = {
+    [ST_X] = {"x", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 1},
+    [ST_COEF] = {"coef", GM_OBJECT, GM_POSITIONAL},
+    [ST_MEMORY] = {"memory", GM_VARIANT, GM_RECORD, .sdef = "constant"},
+    [ST_BLOCK] = WARPS_BLOCK(256),
+    [ST_ITEMS] = {"items", GM_INT, GM_SELECTS | GM_RECORD, 4, .allowed = items_allowed,
+                  .what = " (outputs per thread)"},
+    /* The default coefficients are antisymmetric. */
+    [ST_ANTI] = {"antisymmetric", GM_BOOL, GM_HIDDEN | GM_SELECTS | GM_RECORD, 1},
+    [ST_RADIUS] = {"radius", GM_INT, GM_HIDDEN | GM_RECORD},
+    {NULL},
 };
 
 /* The book's 8th-order first derivative, radius 4: w[R+k] = a_k, w[R-k] = -a_k. */
@@ -54,7 +54,7 @@ static const double default_coef[9] = {0.00357, -0.03809, 0.2, -0.8, 0.0,
 
 /* coef -> float32 weights w[0..2R], checked: a 1-D real array of odd length
  * 3..2*GM_STENCIL_MAX_RADIUS+1, finite, symmetric or antisymmetric. */
-static int parse_coef(PyObject *obj, float *w, int *radius, int *anti)
+static int parse_coef(PyObject *obj, float *w, long long *radius, long long *anti)
 {
     int len;
     if (obj == NULL || obj == Py_None) {
@@ -136,112 +136,130 @@ static int parse_coef(PyObject *obj, float *w, int *radius, int *anti)
     return 0;
 }
 
-PyObject *gm_stencil_1d_py(PyObject *self, PyObject *args, PyObject *kwargs)
+static int stencil_check(gm_call *c)
 {
-    static char *kwlist[] = {"x", "coef", "memory", "block", "items", "out", NULL};
-    PyObject *x_obj, *coef_obj = NULL, *mem_obj = NULL, *block_obj = NULL, *items_obj = NULL,
-                     *out = NULL;
-    const char *memory = "constant";
-    long long block = 256, items = 4;
-    float w[2 * GM_STENCIL_MAX_RADIUS + 1];
-    int radius = 0, anti = 0;
-    gm_operand op;
-    char sh[128];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOOO:stencil_1d", kwlist, &x_obj,
-                                     &coef_obj, &mem_obj, &block_obj, &items_obj, &out))
-        return NULL;
-    if (gm_operand_parse(x_obj, "stencil_1d", "x", NPY_FLOAT32, &op) < 0)
-        return NULL;
-    if (op.ndim != 1) {
-        PyErr_Format(PyExc_ValueError, "stencil_1d: x must be 1-D, not %d-D with shape %s",
-                     op.ndim, gm_shape_str(op.ndim, op.shape, sh, sizeof sh));
-        return NULL;
-    }
-    if (parse_coef(coef_obj, w, &radius, &anti) < 0)
-        return NULL;
-    if (mem_obj && mem_obj != Py_None && gm_arg_str(mem_obj, "stencil_1d", "memory", &memory) < 0)
-        return NULL;
-    if (strcmp(memory, "constant") && strcmp(memory, "readonly") && strcmp(memory, "global")) {
-        PyErr_Format(PyExc_ValueError,
-                     "stencil_1d: memory='%s' is unknown; allowed: 'constant', 'readonly', "
-                     "'global'",
-                     memory);
-        return NULL;
-    }
-    if (gm_sp_block(block_obj, "stencil_1d", 1024, &block) < 0)
-        return NULL;
-    if (items_obj && items_obj != Py_None) {
-        if (gm_arg_long(items_obj, "stencil_1d", "items", &items) < 0)
-            return NULL;
-        if (items != 1 && items != 2 && items != 4 && items != 8) {
-            PyErr_Format(PyExc_ValueError,
-                         "stencil_1d: items=%lld is not allowed; items (outputs per thread) "
-                         "must be one of 1, 2, 4, 8",
-                         items);
-            return NULL;
-        }
-    }
-    const long long n = op.shape[0];
-    if ((n + block * items - 1) / (block * items) > 0x7fffffffLL) {
+    float *w = c->scratch;
+    if (parse_coef(c->obj[ST_COEF], w, &c->v[ST_RADIUS], &c->v[ST_ANTI]) < 0)
+        return -1;
+    const long long n = c->op[ST_X].shape[0], width = c->v[ST_BLOCK] * c->v[ST_ITEMS];
+    if ((n + width - 1) / width > 0x7fffffffLL) {
         PyErr_Format(PyExc_ValueError, "stencil_1d: x has %lld elements, too many for one launch",
                      n);
-        return NULL;
+        return -1;
     }
-    npy_intp out_shape[1] = {(npy_intp)n};
-    if (out && out != Py_None &&
-        (gm_check_out(out, "stencil_1d", 1, out_shape, NPY_FLOAT32) < 0 ||
-         gm_sp_no_alias(out, "stencil_1d", &op) < 0))
-        return NULL;
-    const gm_variant *v = gm_find_variant("stencil_1d", "stencil", memory);
-    if (v == NULL || gm_ensure_device() < 0)
-        return NULL;
-
-    /* ---- device work: nothing above touched the GPU ---- */
-    int return_device = op.on_device || (out && out != Py_None);
-    gm_DeviceArray *res = NULL, *dcoef = NULL;
-    PyObject *params = NULL;
-    float half[GM_STENCIL_MAX_RADIUS + 1];
-    for (int k = 0; k <= radius; k++)
-        half[k] = w[radius + k];
-    if (gm_operand_upload(&op) < 0)
-        goto fail;
-    res = gm_sp_make_out(out, 1, out_shape, NPY_FLOAT32);
-    if (res == NULL)
-        goto fail;
-    if (n > 0) {
-        const void *coef_dev = NULL;
-        if (strcmp(memory, "constant") == 0) {
-            /* Before the launch, so the launch's events time the kernel alone. */
-            GM_CUDA(gm_stencil_set_constant(half, radius + 1));
-        } else {
-            npy_intp cn[1] = {radius + 1};
-            PyArrayObject *hc = (PyArrayObject *)PyArray_SimpleNew(1, cn, NPY_FLOAT32);
-            if (hc == NULL)
-                goto fail;
-            memcpy(PyArray_DATA(hc), half, sizeof(float) * (size_t)(radius + 1));
-            dcoef = gm_devarray_from_host(hc);
-            Py_DECREF(hc);
-            if (dcoef == NULL)
-                goto fail;
-            coef_dev = dcoef->ptr;
-        }
-        gm_stencil_params p = {(const float *)op.dev->ptr, (float *)res->ptr,
-                               (const float *)coef_dev, n, radius, (int)block, (int)items, anti};
-        params = Py_BuildValue("{s:L,s:i,s:L,s:L,s:i,s:s}", "n", n, "radius", radius, "block",
-                               block, "items", items, "antisymmetric", anti, "memory", memory);
-        gm_launch_info info = {v, params, 8.0 * (double)n,
-                               (double)n * (3.0 * radius + (anti ? 0.0 : 1.0)), NULL, 0};
-        if (params == NULL || gm_launch(&info, &p) < 0)
-            goto fail;
-    }
-    Py_XDECREF(params);
-    Py_XDECREF(dcoef);
-    gm_operand_release(&op);
-    return gm_sp_finish(res, return_device);
-fail:
-    Py_XDECREF(params);
-    Py_XDECREF(dcoef);
-    Py_XDECREF(res);
-    gm_operand_release(&op);
-    return NULL;
+    /* Keep half the weights, c[k] = w[R+k], at the front of scratch. */
+    const int R = (int)c->v[ST_RADIUS];
+    memmove(w, w + R, sizeof(float) * (size_t)(R + 1));
+    gm_result(c, 1, c->op[ST_X].shape, NPY_FLOAT32);
+    c->work = n;
+    c->bytes = 8.0 * (double)n;
+    c->flops = (double)n * (3.0 * R + (c->v[ST_ANTI] ? 0.0 : 1.0));
+    return gm_record(c, "n", n);
 }
+
+/* The coefficients go to the constant bank or to a device buffer before the
+ * launch, so the launch's events time the kernel alone. */
+static int stencil_prepare(gm_call *c)
+{
+    const int count = (int)c->v[ST_RADIUS] + 1;
+    if (c->work == 0)
+        return 0;
+    if (c->variant->select == GM_MEMORY_CONSTANT) {
+        GM_CUDA(gm_stencil_1d_set_constant(c->scratch, count));
+        return 0;
+    }
+    npy_intp shape[1] = {count};
+    PyArrayObject *h = (PyArrayObject *)PyArray_SimpleNew(1, shape, NPY_FLOAT32);
+    if (h == NULL)
+        return -1;
+    memcpy(PyArray_DATA(h), c->scratch, sizeof(float) * (size_t)count);
+    c->tmp = gm_devarray_from_host(h);
+    Py_DECREF(h);
+    return c->tmp ? 0 : -1;
+fail:
+    return -1;
+}
+
+static void stencil_fill(const gm_call *c, void *params)
+{
+    *(gm_stencil_1d_params *)params = (gm_stencil_1d_params){
+        c->variant->select, gm_in(c, ST_X),         gm_res(c),
+        c->tmp ? c->tmp->ptr : NULL, c->work, (int)c->v[ST_RADIUS],
+        (int)c->v[ST_BLOCK], (int)c->v[ST_ITEMS], (int)c->v[ST_ANTI]};
+}
+
+const gm_family gm_stencil_1d_family = {
+    "stencil_1d",
+    "out[i] = sum_k coef[R+k] * x[i+k] (x zero outside [0, n)), float32; the coefficients in "
+    "__constant__ memory, through the read-only cache, or as global loads (`memory`).",
+    stencil_args, 1, 0, stencil_variants, stencil_check, stencil_prepare, stencil_fill,
+};
+
+/* ---- constant_broadcast ----------------------------------------------------------- */
+static const gm_variant broadcast_variants[] = {
+    GM_ROW(constant_broadcast, "constant", GM_MEMORY_CONSTANT,
+           "each warp reads `distinct` words of __constant__ memory per load: the constant cache "
+           "serves one word per pass, so d words cost d passes",
+           "4*n", "iters*n"),
+    GM_ROW(constant_broadcast, "readonly", GM_MEMORY_READONLY,
+           "the same reads through the read-only data cache (__ldg): any words of one 128-byte "
+           "line in one pass",
+           "4*n", "iters*n"),
+    GM_END_ROWS,
+};
+
+enum { BC_DISTINCT, BC_MEMORY, BC_N, BC_ITERS, BC_BLOCK };
+static const gm_arg broadcast_args[] = {
+    [BC_DISTINCT] = {"distinct", GM_INT, GM_POSITIONAL | GM_REQUIRED | GM_RECORD, 1, 1, 32},
+    [BC_MEMORY] = {"memory", GM_VARIANT, GM_RECORD, .sdef = "constant"},
+    [BC_N] = {"n", GM_INT, GM_RECORD, 1 << 20, 1, 1LL << 31},
+    [BC_ITERS] = {"iters", GM_INT, GM_RECORD, 256, 1, 1 << 16},
+    [BC_BLOCK] = WARPS_BLOCK(256),
+    {NULL},
+};
+
+static int broadcast_check(gm_call *c)
+{
+    npy_intp shape[1] = {(npy_intp)c->v[BC_N]};
+    gm_result(c, 1, shape, NPY_FLOAT32);
+    c->work = c->v[BC_N];
+    c->bytes = 4.0 * (double)c->work;
+    c->flops = (double)c->v[BC_ITERS] * (double)c->work;
+    return 0;
+}
+
+/* The table every variant reads, (j % 13) / 4: quarters, so any sum of them
+ * is exact in float32; into the constant bank or a device buffer. */
+static int broadcast_prepare(gm_call *c)
+{
+    npy_intp shape[1] = {GM_BROADCAST_TABLE};
+    PyArrayObject *h = (PyArrayObject *)PyArray_SimpleNew(1, shape, NPY_FLOAT32);
+    if (h == NULL)
+        return -1;
+    float *t = PyArray_DATA(h);
+    for (int j = 0; j < GM_BROADCAST_TABLE; j++)
+        t[j] = (float)(j % 13) * 0.25f;
+    cudaError_t err = cudaSuccess;
+    if (c->variant->select == GM_MEMORY_CONSTANT)
+        err = gm_constant_broadcast_set_constant(t, GM_BROADCAST_TABLE);
+    else
+        c->tmp = gm_devarray_from_host(h);
+    Py_DECREF(h);
+    if (err != cudaSuccess)
+        return gm_set_cuda_error(err, "gm_constant_broadcast_set_constant(table)");
+    return c->variant->select == GM_MEMORY_CONSTANT || c->tmp ? 0 : -1;
+}
+
+static void broadcast_fill(const gm_call *c, void *params)
+{
+    *(gm_constant_broadcast_params *)params = (gm_constant_broadcast_params){
+        c->variant->select, c->tmp ? c->tmp->ptr : NULL, gm_res(c), c->work,
+        (int)c->v[BC_DISTINCT], (int)c->v[BC_ITERS], (int)c->v[BC_BLOCK]};
+}
+
+const gm_family gm_constant_broadcast_family = {
+    "constant_broadcast",
+    "Each warp reads `distinct` different table words per load, `iters` times, from "
+    "__constant__ memory or through the read-only cache (`memory`): n sums.",
+    broadcast_args, 1, 0, broadcast_variants, broadcast_check, broadcast_prepare, broadcast_fill,
+};

@@ -4,13 +4,13 @@
 // tiled kernel stages TILE x TILE blocks of A and B in shared memory so each
 // global float is read once per tile and reused TILE times, cutting global
 // traffic by the tile width.
-#include "gm_kernels.h"
+#include "gm_launch.cuh"
 
 // naive: each thread computes one C element straight from global memory.
 // Neighbouring threads (tx) read neighbouring B columns (coalesced) and the
 // same A element (a broadcast); the reuse across threads is left to L1/L2.
-__global__ void matmul_naive_kernel(const float *__restrict__ A, const float *__restrict__ B,
-                                    float *__restrict__ C, int M, int N, int K)
+__device__ __forceinline__ void naive(const float *__restrict__ A, const float *__restrict__ B,
+                                      float *__restrict__ C, int M, int N, int K)
 {
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;
@@ -46,11 +46,10 @@ __device__ __forceinline__ void tiled_step(float (&As)[TILE][TILE], float (&Bs)[
 }
 
 template <int TILE>
-__global__ void matmul_tiled_kernel(const float *__restrict__ A, const float *__restrict__ B,
-                                    float *__restrict__ C, int M, int N, int K)
+__device__ __forceinline__ void tiled(float (&As)[TILE][TILE], float (&Bs)[TILE][TILE],
+                                      const float *__restrict__ A, const float *__restrict__ B,
+                                      float *__restrict__ C, int M, int N, int K)
 {
-    __shared__ float As[TILE][TILE];
-    __shared__ float Bs[TILE][TILE];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int row = blockIdx.y * TILE + ty;
     const int col = blockIdx.x * TILE + tx;
@@ -71,51 +70,42 @@ __global__ void matmul_tiled_kernel(const float *__restrict__ A, const float *__
         C[(size_t)row * N + col] = acc;
 }
 
-static void matmul_dims(const gm_matmul_params *p, size_t smem, gm_dims *dims)
+// One kernel per (variant, tile): VARIANT is a gm_matmul_variant; naive
+// ignores TILE (its blocks are tile x tile threads all the same).
+template <int VARIANT, int TILE>
+__global__ void matmul_kernel(const float *__restrict__ A, const float *__restrict__ B,
+                              float *__restrict__ C, int M, int N, int K)
 {
-    unsigned int t = (unsigned int)p->tile;
+    if constexpr (VARIANT == GM_MATMUL_NAIVE) {
+        naive(A, B, C, M, N, K);
+    } else {
+        __shared__ float As[TILE][TILE];
+        __shared__ float Bs[TILE][TILE];
+        tiled<TILE>(As, Bs, A, B, C, M, N, K);
+    }
+}
+
+using matmul_fn = void (*)(const float *, const float *, float *, int, int, int);
+
+// The one selector: the launcher runs what it returns, attributes read it.
+static matmul_fn select_kernel(const gm_matmul_params *p)
+{
+    if (p->variant == GM_MATMUL_NAIVE)
+        return matmul_kernel<GM_MATMUL_NAIVE, 0>;
+    return gm_select<8, 16, 32>(p->tile ? p->tile : 16, [](auto t) -> matmul_fn {
+        return matmul_kernel<GM_MATMUL_TILED, decltype(t)::value>;
+    });
+}
+
+extern "C" const void *gm_matmul_kernel(const gm_matmul_params *p)
+{
+    return (const void *)select_kernel(p);
+}
+
+extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaStream_t stream)
+{
+    const unsigned int t = (unsigned int)p->tile;
+    const size_t smem = p->variant == GM_MATMUL_TILED ? 2 * t * t * sizeof(float) : 0;
     *dims = gm_dims{{(p->n + t - 1) / t, (p->m + t - 1) / t, 1}, {t, t, 1}, smem};
-}
-
-extern "C" cudaError_t gm_matmul_naive(const gm_matmul_params *p, gm_dims *dims, cudaStream_t stream)
-{
-    matmul_dims(p, 0, dims);
-    dim3 grid(dims->grid[0], dims->grid[1]), block(dims->block[0], dims->block[1]);
-    matmul_naive_kernel<<<grid, block, 0, stream>>>(p->a, p->b, p->c, p->m, p->n, p->k);
-    return cudaGetLastError();
-}
-
-template <int TILE>
-static cudaError_t launch_tiled(const gm_matmul_params *p, gm_dims *dims, cudaStream_t stream)
-{
-    matmul_dims(p, 2 * TILE * TILE * sizeof(float), dims);
-    dim3 grid(dims->grid[0], dims->grid[1]), block(TILE, TILE);
-    matmul_tiled_kernel<TILE><<<grid, block, 0, stream>>>(p->a, p->b, p->c, p->m, p->n, p->k);
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t gm_matmul_tiled(const gm_matmul_params *p, gm_dims *dims, cudaStream_t stream)
-{
-    switch (p->tile) {
-    case 8: return launch_tiled<8>(p, dims, stream);
-    case 16: return launch_tiled<16>(p, dims, stream);
-    case 32: return launch_tiled<32>(p, dims, stream);
-    default: return cudaErrorInvalidValue; /* validated in csrc; never reached */
-    }
-}
-
-// The kernels behind the variants, for cudaFuncGetAttributes / the occupancy API.
-extern "C" const void *gm_matmul_naive_kernel(void)
-{
-    return (const void *)matmul_naive_kernel;
-}
-
-extern "C" const void *gm_matmul_tiled_kernel(int tile)
-{
-    switch (tile) {
-    case 8: return (const void *)matmul_tiled_kernel<8>;
-    case 16: return (const void *)matmul_tiled_kernel<16>;
-    case 32: return (const void *)matmul_tiled_kernel<32>;
-    default: return nullptr;
-    }
+    return gm_run(select_kernel(p), dims, 0, stream, p->a, p->b, p->c, p->m, p->n, p->k);
 }

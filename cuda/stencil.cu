@@ -1,4 +1,6 @@
-// stencil.cu -- 1D stencil out[i] = sum_{k=-R..R} w[R+k] * x[i+k], float32,
+// stencil.cu -- constant memory against the read-only cache.
+//
+// stencil_1d: 1D stencil out[i] = sum_{k=-R..R} w[R+k] * x[i+k], float32,
 // x read as zero outside [0, n) (zero padding: the output has length n).
 // The lesson of the constant cache: the R+1 coefficients are the same for
 // every thread, so a warp reading coefficient k reads ONE address -- the
@@ -7,9 +9,11 @@
 // (`const __restrict__` + __ldg) or as plain global loads; the input tile
 // with its halo is staged in shared memory in every variant, so the only
 // difference between the three kernels is where the coefficients live.
-#include "gm_kernels.h"
-
-enum { MEM_CONSTANT = 0, MEM_READONLY = 1, MEM_GLOBAL = 2 };
+//
+// constant_broadcast: where the constant cache loses -- it serves one address
+// per warp per pass, so d distinct addresses in a warp cost d passes; the
+// read-only cache serves any words of one 128-byte line in one.
+#include "gm_launch.cuh"
 
 // c[k] = w[R+k], k = 0..R.  Application lifetime: set from the host with
 // cudaMemcpyToSymbol, read-only for kernels, cached per SM.
@@ -18,15 +22,15 @@ __constant__ float c_stencil_coef[GM_STENCIL_MAX_RADIUS + 1];
 template <int MEM>
 __device__ __forceinline__ float stencil_coef(const float *coef, int k)
 {
-    if (MEM == MEM_CONSTANT)
+    if (MEM == GM_MEMORY_CONSTANT)
         return c_stencil_coef[k];   // constant bank: one broadcast per warp
-    else if (MEM == MEM_READONLY)
+    else if (MEM == GM_MEMORY_READONLY)
         return __ldg(coef + k);     // read-only data cache (LDG.CONSTANT)
     else
         return coef[k];             // ordinary global load through L1
 }
 
-// One block computes blockDim.x * ITEMS consecutive outputs.  Each thread
+// MEM: gm_memory_variant.  One block computes blockDim.x * ITEMS consecutive outputs.  Each thread
 // loads ITEMS elements of the tile (coalesced, independent: ITEMS loads in
 // flight per thread, which is what keeps a bandwidth-bound kernel busy), the
 // first R threads also load the R-element halos on either side, the block
@@ -80,74 +84,86 @@ __global__ void stencil_1d_kernel(const float *__restrict__ in, float *__restric
     }
 }
 
-template <int MEM, bool ANTI>
-static const void *pick_items(int items)
+using stencil_fn = void (*)(const float *, float *, const float *, long long, int);
+
+static stencil_fn select_stencil(const gm_stencil_1d_params *p)
 {
-    switch (items) {
-    case 1: return (const void *)stencil_1d_kernel<MEM, ANTI, 1>;
-    case 2: return (const void *)stencil_1d_kernel<MEM, ANTI, 2>;
-    case 4: return (const void *)stencil_1d_kernel<MEM, ANTI, 4>;
-    case 8: return (const void *)stencil_1d_kernel<MEM, ANTI, 8>;
-    default: return nullptr;
-    }
+    return gm_select<GM_MEMORY_CONSTANT, GM_MEMORY_READONLY, GM_MEMORY_GLOBAL>(p->variant, [p](auto m) {
+        return gm_select<0, 1>(p->antisymmetric, [p](auto a) {
+            return gm_select<1, 2, 4, 8>(p->items ? p->items : 4, [](auto i) -> stencil_fn {
+                return stencil_1d_kernel<decltype(m)::value, decltype(a)::value == 1,
+                                         decltype(i)::value>;
+            });
+        });
+    });
 }
 
-template <int MEM>
-static const void *pick(int items, int antisymmetric)
+extern "C" const void *gm_stencil_1d_kernel(const gm_stencil_1d_params *p)
 {
-    return antisymmetric ? pick_items<MEM, true>(items) : pick_items<MEM, false>(items);
+    return (const void *)select_stencil(p);
 }
 
-extern "C" const void *gm_stencil_kernel(int memory, int items, int antisymmetric)
-{
-    switch (memory) {
-    case MEM_CONSTANT: return pick<MEM_CONSTANT>(items, antisymmetric);
-    case MEM_READONLY: return pick<MEM_READONLY>(items, antisymmetric);
-    case MEM_GLOBAL: return pick<MEM_GLOBAL>(items, antisymmetric);
-    default: return nullptr;
-    }
-}
-
-extern "C" cudaError_t gm_stencil_set_constant(const float *c, int count)
+extern "C" cudaError_t gm_stencil_1d_set_constant(const float *c, int count)
 {
     return cudaMemcpyToSymbol(c_stencil_coef, c, (size_t)count * sizeof(float));
 }
 
-static cudaError_t launch(int memory, const gm_stencil_params *p, gm_dims *dims,
-                          cudaStream_t stream)
+extern "C" cudaError_t gm_stencil_1d(const gm_stencil_1d_params *p, gm_dims *dims,
+                                     cudaStream_t stream)
 {
-    const void *fn = gm_stencil_kernel(memory, p->items, p->antisymmetric);
-    if (fn == nullptr)
-        return cudaErrorInvalidValue; /* validated in csrc; never reached */
     const long long width = (long long)p->block * p->items;
-    const unsigned int grid = (unsigned int)((p->n + width - 1) / width);
     const size_t smem = (size_t)(width + 2 * p->radius) * sizeof(float);
-    *dims = gm_dims{{grid, 1, 1}, {(unsigned int)p->block, 1, 1}, smem};
-    const float *in = p->in;
-    float *out = p->out;
-    const float *coef = p->coef;
-    long long n = p->n;
-    int radius = p->radius;
-    void *args[] = {(void *)&in, (void *)&out, (void *)&coef, (void *)&n, (void *)&radius};
-    const cudaError_t err = cudaLaunchKernel(fn, dim3(grid), dim3(p->block), args, smem, stream);
-    const cudaError_t last = cudaGetLastError();
-    return err != cudaSuccess ? err : last;
+    *dims = gm_dims_1d(gm_blocks_for(p->n, width), p->block, smem);
+    return gm_run(select_stencil(p), dims, smem, stream, p->in, p->out, p->coef, p->n, p->radius);
 }
 
-extern "C" cudaError_t gm_stencil_constant(const gm_stencil_params *p, gm_dims *dims,
-                                           cudaStream_t stream)
+// ---- constant_broadcast ------------------------------------------------------------
+__constant__ float c_broadcast_table[GM_BROADCAST_TABLE];
+
+// Lane l reads word (l % distinct) + 32 i of the table at step i: a warp
+// touches exactly `distinct` different words per load.  Constant variant:
+// the index is known only at run time, so this is an LDC from the constant
+// bank, serialised over the distinct words.  Read-only variant: LDG through
+// the read-only data cache; the words sit in one 128-byte line.
+template <int MEM>
+__global__ void constant_broadcast_kernel(const float *__restrict__ table, float *__restrict__ out,
+                                 long long n, int distinct, int iters)
 {
-    return launch(MEM_CONSTANT, p, dims, stream);
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n)
+        return;
+    const int word = (threadIdx.x & 31) % distinct;
+    float acc = 0.0f;
+    for (int i = 0; i < iters; ++i) {
+        const int idx = (word + 32 * i) & (GM_BROADCAST_TABLE - 1);
+        acc += MEM == GM_MEMORY_READONLY ? __ldg(table + idx) : c_broadcast_table[idx];
+    }
+    out[t] = acc;
 }
 
-extern "C" cudaError_t gm_stencil_readonly(const gm_stencil_params *p, gm_dims *dims,
-                                           cudaStream_t stream)
+extern "C" cudaError_t gm_constant_broadcast_set_constant(const float *table, int count)
 {
-    return launch(MEM_READONLY, p, dims, stream);
+    return cudaMemcpyToSymbol(c_broadcast_table, table, (size_t)count * sizeof(float));
 }
 
-extern "C" cudaError_t gm_stencil_global(const gm_stencil_params *p, gm_dims *dims,
-                                         cudaStream_t stream)
+using broadcast_fn = void (*)(const float *, float *, long long, int, int);
+
+static broadcast_fn select_broadcast(const gm_constant_broadcast_params *p)
 {
-    return launch(MEM_GLOBAL, p, dims, stream);
+    return gm_select<GM_MEMORY_CONSTANT, GM_MEMORY_READONLY>(p->variant, [](auto m) -> broadcast_fn {
+        return constant_broadcast_kernel<decltype(m)::value>;
+    });
+}
+
+extern "C" const void *gm_constant_broadcast_kernel(const gm_constant_broadcast_params *p)
+{
+    return (const void *)select_broadcast(p);
+}
+
+extern "C" cudaError_t gm_constant_broadcast(const gm_constant_broadcast_params *p, gm_dims *dims,
+                                             cudaStream_t stream)
+{
+    *dims = gm_dims_1d(gm_blocks_for(p->n, p->block), p->block);
+    return gm_run(select_broadcast(p), dims, 0, stream, p->table, p->out, p->n, p->distinct,
+                  p->iters);
 }

@@ -1,0 +1,174 @@
+/* device.c -- which GPU gpumem runs on: discovery (once, on first use --
+ * never at import), is_available(), device(), memory_info(). */
+#include "gm.h"
+
+#include <dlfcn.h>
+
+/* ---- device discovery ---------------------------------------------------- */
+static int gm_device_state = 0; /* 0 unknown, 1 ready, -1 unavailable */
+static cudaError_t gm_device_err = cudaSuccess;
+static int gm_device_count = 0;
+
+static void probe_device(void)
+{
+    if (gm_device_state != 0)
+        return;
+    cudaError_t err = cudaGetDeviceCount(&gm_device_count);
+    if (err == cudaSuccess && gm_device_count == 0)
+        err = cudaErrorNoDevice;
+    if (err == cudaSuccess)
+        err = cudaSetDevice(0);
+    if (err == cudaSuccess)
+        err = cudaFree(0); /* create the primary context now */
+    gm_device_err = err;
+    gm_device_state = (err == cudaSuccess) ? 1 : -1;
+    (void)cudaGetLastError();
+}
+
+/* The runtime says "driver version is insufficient" when there is no driver
+ * at all; say which it is. */
+static int driver_present(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (lib)
+        dlclose(lib);
+    return lib != NULL;
+}
+
+int gm_ensure_device(void)
+{
+    probe_device();
+    if (gm_device_state == 1)
+        return 0;
+    if (gm_device_err == cudaErrorInsufficientDriver && !driver_present()) {
+        PyErr_SetString(gm_CudaUnavailableError,
+                        "no usable CUDA GPU: no NVIDIA driver was found (libcuda.so.1 could not "
+                        "be loaded); gpumem's kernels need an NVIDIA GPU and driver, while "
+                        "validation, variants() and gpumem.model work without one");
+        return -1;
+    }
+    PyErr_Format(gm_CudaUnavailableError,
+                 "no usable CUDA GPU: %s (%s); gpumem's kernels need an NVIDIA GPU and driver, "
+                 "while validation, variants() and gpumem.model work without one",
+                 cudaGetErrorString(gm_device_err), cudaGetErrorName(gm_device_err));
+    return -1;
+}
+
+static PyObject *gm_is_available(PyObject *self, PyObject *unused)
+{
+    probe_device();
+    return PyBool_FromLong(gm_device_state == 1);
+}
+
+static PyObject *gm_runtime_version(PyObject *self, PyObject *unused)
+{
+    int v = 0;
+    cudaRuntimeGetVersion(&v);
+    return Py_BuildValue("(ii)", v / 1000, (v % 1000) / 10);
+}
+
+static int dict_set_int(PyObject *d, const char *key, long long v)
+{
+    PyObject *o = PyLong_FromLongLong(v);
+    int r = o ? PyDict_SetItemString(d, key, o) : -1;
+    Py_XDECREF(o);
+    return r;
+}
+
+static PyObject *gm_device_info(PyObject *self, PyObject *unused)
+{
+    if (gm_ensure_device() < 0)
+        return NULL;
+    struct cudaDeviceProp prop;
+    int dev = 0, mem_clock_khz = 0, driver = 0, runtime = 0;
+    PyObject *d = NULL;
+    GM_CUDA(cudaGetDevice(&dev));
+    GM_CUDA(cudaGetDeviceProperties(&prop, dev));
+    GM_CUDA(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev));
+    GM_CUDA(cudaDriverGetVersion(&driver));
+    GM_CUDA(cudaRuntimeGetVersion(&runtime));
+
+    d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    PyObject *name = PyUnicode_FromString(prop.name);
+    PyObject *cc = Py_BuildValue("(ii)", prop.major, prop.minor);
+    PyObject *drv = Py_BuildValue("(ii)", driver / 1000, (driver % 1000) / 10);
+    PyObject *rt = Py_BuildValue("(ii)", runtime / 1000, (runtime % 1000) / 10);
+    /* DDR: two transfers per clock; bus width in bits. */
+    double gbps = 2.0 * (double)mem_clock_khz * 1e3 * (prop.memoryBusWidth / 8.0) / 1e9;
+    PyObject *bw = PyFloat_FromDouble(gbps);
+    int bad = !name || !cc || !drv || !rt || !bw ||
+              dict_set_int(d, "index", dev) < 0 ||
+              PyDict_SetItemString(d, "name", name) < 0 ||
+              PyDict_SetItemString(d, "compute_capability", cc) < 0 ||
+              PyDict_SetItemString(d, "driver_version", drv) < 0 ||
+              PyDict_SetItemString(d, "runtime_version", rt) < 0 ||
+              PyDict_SetItemString(d, "theoretical_bandwidth_gbps", bw) < 0 ||
+              dict_set_int(d, "multiprocessors", prop.multiProcessorCount) < 0 ||
+              dict_set_int(d, "warp_size", prop.warpSize) < 0 ||
+              dict_set_int(d, "max_threads_per_multiprocessor", prop.maxThreadsPerMultiProcessor) < 0 ||
+              dict_set_int(d, "max_threads_per_block", prop.maxThreadsPerBlock) < 0 ||
+              dict_set_int(d, "max_blocks_per_multiprocessor", prop.maxBlocksPerMultiProcessor) < 0 ||
+              dict_set_int(d, "registers_per_multiprocessor", prop.regsPerMultiprocessor) < 0 ||
+              dict_set_int(d, "registers_per_block", prop.regsPerBlock) < 0 ||
+              dict_set_int(d, "shared_memory_per_multiprocessor", (long long)prop.sharedMemPerMultiprocessor) < 0 ||
+              dict_set_int(d, "shared_memory_per_block", (long long)prop.sharedMemPerBlock) < 0 ||
+              dict_set_int(d, "shared_memory_per_block_optin", (long long)prop.sharedMemPerBlockOptin) < 0 ||
+              dict_set_int(d, "constant_memory", (long long)prop.totalConstMem) < 0 ||
+              dict_set_int(d, "l2_cache_size", prop.l2CacheSize) < 0 ||
+              dict_set_int(d, "memory_clock_khz", mem_clock_khz) < 0 ||
+              dict_set_int(d, "memory_bus_width", prop.memoryBusWidth) < 0 ||
+              dict_set_int(d, "total_memory", (long long)prop.totalGlobalMem) < 0;
+    Py_XDECREF(name);
+    Py_XDECREF(cc);
+    Py_XDECREF(drv);
+    Py_XDECREF(rt);
+    Py_XDECREF(bw);
+    if (bad) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+fail:
+    Py_XDECREF(d);
+    return NULL;
+}
+
+static PyObject *gm_memory_info(PyObject *self, PyObject *unused)
+{
+    size_t free_b = 0, total_b = 0;
+    if (gm_ensure_device() < 0)
+        return NULL;
+    GM_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    return Py_BuildValue("{s:K,s:K,s:L}", "free", (unsigned long long)free_b, "total",
+                         (unsigned long long)total_b, "gpumem_bytes", gm_bytes_held());
+fail:
+    return NULL;
+}
+
+static PyObject *gm_bytes_held_py(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLongLong(gm_bytes_held());
+}
+
+static PyMethodDef device_methods[] = {
+    {"is_available", gm_is_available, METH_NOARGS,
+     "is_available($module, /)\n--\n\nTrue when a CUDA GPU and driver are usable; never raises."},
+    {"device", gm_device_info, METH_NOARGS,
+     "device($module, /)\n--\n\nProperties and limits of the current device (dict)."},
+    {"memory_info", gm_memory_info, METH_NOARGS,
+     "memory_info($module, /)\n--\n\nFree and total device memory, and the bytes gpumem holds "
+     "now (dict)."},
+    {"bytes_held", gm_bytes_held_py, METH_NOARGS,
+     "bytes_held($module, /)\n--\n\nDevice bytes gpumem holds now (works without a GPU)."},
+    {"runtime_version", gm_runtime_version, METH_NOARGS,
+     "runtime_version($module, /)\n--\n\nThe CUDA runtime version gpumem was built with, as "
+     "(major, minor)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int gm_device_init(PyObject *module)
+{
+    return PyModule_AddFunctions(module, device_methods);
+}

@@ -1,0 +1,449 @@
+/* entry.c -- the one path of every kernel entry point, driven by its
+ * family's description (gm.h): bind the arguments, convert and check each,
+ * check the shapes (the family's check()), check out=; only then touch the
+ * device: upload, allocate the result, prepare, launch through gm_launch(),
+ * and hand back a DeviceArray or an ndarray.  Nothing leaks on any path. */
+#include "gm.h"
+
+#include <string.h>
+
+static int visible(const gm_arg *a) { return !(a->flags & GM_HIDDEN); }
+
+static int nargs(const gm_family *f)
+{
+    int n = 0;
+    while (f->args[n].name)
+        n++;
+    return n;
+}
+
+/* "a or b", "one of a, b, c" of an allowed list; "'x', 'y'" of names. */
+static void list_values(const long long *v, char *buf, size_t len)
+{
+    size_t pos = 0;
+    int n = 0;
+    while (v[n])
+        n++;
+    if (n > 2)
+        pos = (size_t)snprintf(buf, len, "one of ");
+    for (int i = 0; i < n && pos < len; i++)
+        pos += (size_t)snprintf(buf + pos, len - pos, "%s%lld",
+                                i == 0 ? "" : (n == 2 ? " or " : ", "), v[i]);
+}
+
+static void list_names(const char *const *names, size_t stride, char *buf, size_t len)
+{
+    size_t pos = 0;
+    buf[0] = '\0';
+    for (const char *const *p = names; *p && pos < len;
+         p = (const char *const *)((const char *)p + stride))
+        pos += (size_t)snprintf(buf + pos, len - pos, "%s'%s'", pos ? ", " : "", *p);
+}
+
+int gm_range_error(const gm_call *c, const char *name, long long v, const char *allowed)
+{
+    PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be %s", c->f->name, name,
+                 v, name, allowed);
+    return -1;
+}
+
+/* Convert argument i from obj (not None) into c; every check of gm_arg. */
+static int convert(gm_call *c, int i, PyObject *obj, const char *fn)
+{
+    const gm_arg *a = &c->f->args[i];
+    char buf[256];
+    long long v;
+    switch (a->kind) {
+    case GM_ARRAY:
+        if (gm_operand_parse(obj, fn, a->name, NPY_FLOAT32, &c->op[i]) < 0)
+            return -1;
+        if (a->ndim && c->op[i].ndim != a->ndim) {
+            PyErr_Format(PyExc_ValueError, "%s: %s must be %d-D%s, not %d-D with shape %s", fn,
+                         a->name, a->ndim, a->ndim == 2 ? " (a matrix)" : "", c->op[i].ndim,
+                         gm_shape_str(c->op[i].ndim, c->op[i].shape, buf, sizeof buf));
+            return -1;
+        }
+        return 0;
+    case GM_INT:
+        if (gm_arg_long(obj, fn, a->name, &v) < 0)
+            return -1;
+        if (a->allowed) {
+            int ok = 0;
+            for (const long long *p = a->allowed; *p; p++)
+                ok |= *p == v;
+            if (!ok) {
+                list_values(a->allowed, buf, sizeof buf);
+                PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be %s%s", fn,
+                             a->name, v, a->name, buf, a->what ? a->what : "");
+                return -1;
+            }
+        } else if (v < a->lo || v > a->hi || ((a->flags & GM_WHOLE_WARPS) && v % 32)) {
+            if (a->flags & GM_WHOLE_WARPS)
+                PyErr_Format(PyExc_ValueError,
+                             "%s: %s=%lld is not allowed; %s must be a multiple of 32 (whole "
+                             "warps) from %lld to %lld%s",
+                             fn, a->name, v, a->name, a->lo, a->hi, a->what ? a->what : "");
+            else
+                PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be %lld..%lld%s",
+                             fn, a->name, v, a->name, a->lo, a->hi, a->what ? a->what : "");
+            return -1;
+        }
+        c->v[i] = v;
+        return 0;
+    case GM_BOOL:
+        if (PyBool_Check(obj) || PyArray_IsScalar(obj, Bool)) {
+            c->v[i] = PyObject_IsTrue(obj);
+            return 0;
+        }
+        if (gm_arg_long(obj, fn, a->name, &v) < 0)
+            return -1;
+        if (v != 0 && v != 1) {
+            PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be True or False",
+                         fn, a->name, v, a->name);
+            return -1;
+        }
+        c->v[i] = v;
+        return 0;
+    case GM_CHOICE:
+    case GM_VARIANT:
+        if (gm_arg_str(obj, fn, a->name, &c->s[i]) < 0)
+            return -1;
+        if (a->kind == GM_VARIANT) {
+            for (const gm_variant *r = c->f->variants; r->name; r++)
+                if (strcmp(r->name, c->s[i]) == 0) {
+                    c->variant = r;
+                    return 0;
+                }
+            list_names(&c->f->variants[0].name, sizeof(gm_variant), buf, sizeof buf);
+        } else {
+            for (int k = 0; a->choices[k]; k++)
+                if (strcmp(a->choices[k], c->s[i]) == 0) {
+                    c->v[i] = k;
+                    return 0;
+                }
+            list_names(a->choices, sizeof(char *), buf, sizeof buf);
+        }
+        PyErr_Format(PyExc_ValueError, "%s: %s='%s' is unknown; allowed: %s%s", fn, a->name,
+                     c->s[i], buf, a->what ? a->what : "");
+        return -1;
+    case GM_OBJECT:
+        return 0;
+    }
+    return 0;
+}
+
+/* Every argument at its default (no operands, no variant chosen yet). */
+static void defaults(gm_call *c, const gm_family *f)
+{
+    memset(c, 0, sizeof *c);
+    c->f = f;
+    c->out_typenum = NPY_FLOAT32;
+    c->host_count = -1;
+    for (int i = 0; f->args[i].name; i++) {
+        const gm_arg *a = &f->args[i];
+        c->v[i] = a->def;
+        c->s[i] = a->kind == GM_CHOICE ? a->choices[a->def] : a->sdef;
+        if (a->kind == GM_VARIANT && a->sdef)
+            c->variant = gm_find_variant(f->name, f, a->sdef);
+    }
+    if (f->variants[0].name && !f->variants[1].name)
+        c->variant = &f->variants[0]; /* a family of one variant */
+}
+
+/* Bind positional and keyword arguments to the visible args and out=. */
+static int bind(gm_call *c, PyObject *args, PyObject *kwargs, PyObject **bound)
+{
+    const gm_family *f = c->f;
+    const int n = nargs(f);
+    int npos = 0;
+    for (int i = 0; i < n; i++)
+        npos += visible(&f->args[i]) && (f->args[i].flags & GM_POSITIONAL);
+    Py_ssize_t given = PyTuple_GET_SIZE(args);
+    if (given > npos) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional argument%s (%zd given)",
+                     f->name, npos, npos == 1 ? "" : "s", given);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < given; k++)
+        bound[k] = PyTuple_GET_ITEM(args, k);
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (kwargs && PyDict_Next(kwargs, &pos, &key, &value)) {
+        const char *k = PyUnicode_AsUTF8(key);
+        if (k == NULL)
+            return -1;
+        int slot = -1;
+        for (int i = 0; i < n; i++)
+            if (visible(&f->args[i]) && strcmp(f->args[i].name, k) == 0)
+                slot = i;
+        if (slot < 0 && f->has_out && strcmp(k, "out") == 0)
+            slot = n;
+        if (slot < 0) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", f->name,
+                         k);
+            return -1;
+        }
+        if (bound[slot]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", f->name,
+                         k);
+            return -1;
+        }
+        bound[slot] = value;
+    }
+    for (int i = 0; i < n; i++)
+        if ((f->args[i].flags & GM_REQUIRED) && bound[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", f->name,
+                         f->args[i].name);
+            return -1;
+        }
+    return 0;
+}
+
+static int no_overlap(gm_call *c)
+{
+    const gm_DeviceArray *o = (const gm_DeviceArray *)c->out;
+    const char *o0 = (const char *)o->ptr, *o1 = o0 + o->nbytes;
+    for (int i = 0; c->f->args[i].name; i++) {
+        if (c->f->args[i].kind != GM_ARRAY || !c->op[i].on_device)
+            continue;
+        const gm_DeviceArray *d = (const gm_DeviceArray *)c->op[i].obj;
+        const char *d0 = (const char *)d->ptr, *d1 = d0 + d->nbytes;
+        if (!o->nbytes || !d->nbytes || o1 <= d0 || d1 <= o0)
+            continue;
+        if (c->f->out_may_alias && d0 == o0 && d1 == o1) { /* in place: out is this input */
+            c->inout[0] = (gm_buffer){o->ptr, o->nbytes};
+            c->n_inout = 1;
+            continue;
+        }
+        PyErr_Format(PyExc_ValueError,
+                     "%s: out must not share memory with an input (%s reads its inputs while "
+                     "other threads write the result)%s",
+                     c->f->name, c->f->name, c->f->out_may_alias ? ", unless it is that input" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* LaunchRecord.params: what check() recorded, then every GM_RECORD argument. */
+static int record_args(gm_call *c)
+{
+    for (int i = 0; c->f->args[i].name; i++) {
+        const gm_arg *a = &c->f->args[i];
+        if (!(a->flags & GM_RECORD))
+            continue;
+        PyObject *v = (a->kind == GM_CHOICE || a->kind == GM_VARIANT)
+                          ? PyUnicode_FromString(c->s[i])
+                          : PyLong_FromLongLong(c->v[i]);
+        if (v == NULL || PyDict_SetItemString(c->record, a->name, v) < 0) {
+            Py_XDECREF(v);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    return 0;
+}
+
+/* Everything that does not touch the device, in a fixed order. */
+static int validate(gm_call *c, PyObject *args, PyObject *kwargs)
+{
+    const gm_family *f = c->f;
+    PyObject *bound[GM_MAX_ARGS + 1] = {NULL};
+    if (bind(c, args, kwargs, bound) < 0)
+        return -1;
+    for (int i = 0; f->args[i].name; i++) {
+        if (bound[i] == NULL || bound[i] == Py_None)
+            continue;
+        c->obj[i] = bound[i];
+        c->given[i] = 1;
+        if (convert(c, i, bound[i], f->name) < 0)
+            return -1;
+    }
+    PyObject *out = bound[nargs(f)];
+    c->out = out == Py_None ? NULL : out;
+    c->record = PyDict_New();
+    if (c->record == NULL || f->check(c) < 0 || record_args(c) < 0)
+        return -1;
+    if (c->variant == NULL) {
+        PyErr_Format(PyExc_SystemError, "%s: no variant chosen", f->name);
+        return -1;
+    }
+    if (c->out && (gm_check_out(c->out, f->name, c->out_ndim, c->out_shape, c->out_typenum) < 0 ||
+                   no_overlap(c) < 0))
+        return -1;
+    return 0;
+}
+
+int gm_returns_device(const gm_call *c)
+{
+    if (c->out)
+        return 1;
+    for (int i = 0; c->f->args[i].name; i++)
+        if (c->f->args[i].kind == GM_ARRAY && c->op[i].on_device)
+            return 1;
+    return 0;
+}
+
+/* res[first:first+count] (1-D float32) as a new ndarray. */
+static PyObject *get_range(const gm_DeviceArray *d, long long start, long long count)
+{
+    npy_intp dims[1] = {(npy_intp)count};
+    PyObject *a = PyArray_SimpleNew(1, dims, NPY_FLOAT32);
+    if (a == NULL || count == 0)
+        return a;
+    cudaError_t err;
+    Py_BEGIN_ALLOW_THREADS
+    err = cudaMemcpy(PyArray_DATA((PyArrayObject *)a), (const float *)d->ptr + start,
+                     (size_t)count * sizeof(float), cudaMemcpyDeviceToHost);
+    Py_END_ALLOW_THREADS
+    GM_CUDA(err);
+    return a;
+fail:
+    Py_DECREF(a);
+    return NULL;
+}
+
+static PyObject *run(gm_call *c)
+{
+    const gm_family *f = c->f;
+    for (int i = 0; f->args[i].name; i++)
+        if (f->args[i].kind == GM_ARRAY && c->obj[i] && gm_operand_upload(&c->op[i]) < 0)
+            return NULL;
+    if (c->out) {
+        c->res = (gm_DeviceArray *)Py_NewRef(c->out);
+    } else {
+        PyArray_Descr *dt = PyArray_DescrFromType(c->out_typenum);
+        c->res = gm_devarray_new(c->out_ndim, c->out_shape, dt);
+        Py_DECREF(dt);
+        if (c->res == NULL)
+            return NULL;
+    }
+    if (f->prepare && f->prepare(c) < 0)
+        return NULL;
+    if (c->work > 0) {
+        _Alignas(16) unsigned char params[GM_PARAMS_MAX] = {0};
+        f->fill(c, params);
+        gm_launch_info info = {c->variant, c->record, c->bytes, c->flops,
+                               c->n_inout ? c->inout : NULL, c->n_inout};
+        if (gm_launch(&info, params) < 0)
+            return NULL;
+    }
+    if (gm_returns_device(c))
+        return Py_NewRef(c->res);
+    if (c->host_count >= 0)
+        return get_range(c->res, c->host_first, c->host_count);
+    return gm_devarray_get(c->res);
+}
+
+PyObject *gm_entry_call(const gm_family *f, PyObject *args, PyObject *kwargs)
+{
+    gm_call c;
+    PyObject *result = NULL;
+    defaults(&c, f);
+    if (validate(&c, args, kwargs) == 0 && gm_ensure_device() == 0)
+        result = run(&c);
+    for (int i = 0; f->args[i].name; i++)
+        if (f->args[i].kind == GM_ARRAY)
+            gm_operand_release(&c.op[i]);
+    Py_XDECREF(c.res);
+    Py_XDECREF(c.tmp);
+    Py_XDECREF(c.record);
+    return result;
+}
+
+/* ---- helpers for the families' check() and fill() ------------------------------ */
+void gm_result(gm_call *c, int ndim, const npy_intp *shape, int typenum)
+{
+    c->out_ndim = ndim;
+    memcpy(c->out_shape, shape, sizeof(npy_intp) * (size_t)ndim);
+    c->out_typenum = typenum;
+}
+
+int gm_record(gm_call *c, const char *key, long long value)
+{
+    PyObject *v = PyLong_FromLongLong(value);
+    int r = v ? PyDict_SetItemString(c->record, key, v) : -1;
+    Py_XDECREF(v);
+    return r;
+}
+
+int gm_pick_variant(gm_call *c, const char *name)
+{
+    c->variant = gm_find_variant(c->f->name, c->f, name);
+    return c->variant ? 0 : -1;
+}
+
+int gm_check_grid(const gm_call *c, long long work, long long per_block, long long block)
+{
+    if ((work + per_block - 1) / per_block <= 0x7fffffffLL)
+        return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "%s: %lld elements need more than 2^31 - 1 blocks with block=%lld; use a larger "
+                 "block",
+                 c->f->name, work, block);
+    return -1;
+}
+
+const void *gm_in(const gm_call *c, int arg)
+{
+    return c->op[arg].dev ? c->op[arg].dev->ptr : NULL;
+}
+
+long long gm_dim(const gm_call *c, int arg, int axis)
+{
+    return c->op[arg].shape && axis < c->op[arg].ndim ? c->op[arg].shape[axis] : 0;
+}
+
+void *gm_res(const gm_call *c)
+{
+    return c->res ? c->res->ptr : NULL;
+}
+
+/* ---- kernel_attributes() / kernel_occupancy() ---------------------------------- */
+int gm_selecting_params(const char *fn, const gm_family *f, const gm_variant *v, PyObject *params,
+                        int strict, void *buf)
+{
+    gm_call c;
+    defaults(&c, f);
+    c.variant = v;
+    if (params && params != Py_None) {
+        if (!PyDict_Check(params)) {
+            PyErr_Format(PyExc_TypeError, "%s: params must be a dict, not %.200s", fn,
+                         Py_TYPE(params)->tp_name);
+            return -1;
+        }
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(params, &pos, &key, &value)) {
+            const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+            if (k == NULL) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "%s: parameter names must be str", fn);
+                return -1;
+            }
+            int slot = -1;
+            char allowed[256] = "";
+            size_t used = 0;
+            for (int i = 0; f->args[i].name; i++) {
+                if (!(f->args[i].flags & GM_SELECTS))
+                    continue;
+                if (strcmp(f->args[i].name, k) == 0)
+                    slot = i;
+                used += (size_t)snprintf(allowed + used, sizeof allowed - used, "%s'%s'",
+                                         used ? ", " : "", f->args[i].name);
+            }
+            if (slot < 0) {
+                if (!strict)
+                    continue;
+                PyErr_Format(PyExc_ValueError,
+                             "%s: parameter %s is not one that picks a %s/%s kernel; allowed: %s",
+                             fn, k, f->name, v->name, used ? allowed : "none");
+                return -1;
+            }
+            if (convert(&c, slot, value, fn) < 0)
+                return -1;
+        }
+    }
+    memset(buf, 0, GM_PARAMS_MAX);
+    f->fill(&c, buf);
+    return 0;
+}

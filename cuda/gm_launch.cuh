@@ -1,0 +1,45 @@
+// gm_launch.cuh -- what every cuda/<lesson>.cu shares: the grid of a 1-D
+// launch, turning a run-time selector into a template argument, and one
+// launch through the kernel pointer the family's selector returned.
+#ifndef GM_LAUNCH_CUH
+#define GM_LAUNCH_CUH
+
+#include <type_traits>
+
+#include "gm_kernels.h"
+
+// Blocks of `per_block` items covering `work` items (csrc keeps it <= 2^31 - 1).
+static inline unsigned int gm_blocks_for(long long work, long long per_block)
+{
+    return (unsigned int)((work + per_block - 1) / per_block);
+}
+
+static inline gm_dims gm_dims_1d(unsigned int grid, int block, size_t smem = 0)
+{
+    return gm_dims{{grid, 1, 1}, {(unsigned int)block, 1, 1}, smem};
+}
+
+// gm_select<V0, V1, ...>(v, f): f(std::integral_constant<int, v>) for the
+// listed value equal to v, or a null pointer when none is (the selectors'
+// "no kernel built for these parameters").
+template <int... Vs, typename F>
+static auto gm_select(int v, F f) -> decltype(f(std::integral_constant<int, 0>{}))
+{
+    decltype(f(std::integral_constant<int, 0>{})) r = nullptr;
+    ((v == Vs ? (void)(r = f(std::integral_constant<int, Vs>{})) : (void)0), ...);
+    return r;
+}
+
+// Launch kernel k (from the family's selector) with dims and arguments.
+template <typename... P, typename... A>
+static cudaError_t gm_run(void (*k)(P...), const gm_dims *d, size_t dynamic_smem,
+                          cudaStream_t stream, A... args)
+{
+    if (k == nullptr)
+        return cudaErrorInvalidValue; // validated in csrc; never reached
+    k<<<dim3(d->grid[0], d->grid[1], d->grid[2]), dim3(d->block[0], d->block[1], d->block[2]),
+        dynamic_smem, stream>>>(args...);
+    return cudaGetLastError();
+}
+
+#endif // GM_LAUNCH_CUH
