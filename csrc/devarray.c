@@ -61,20 +61,23 @@ const char *gm_shape_str(int ndim, const npy_intp *shape, char *buf, size_t len)
 
 /* ---- DeviceArray ----------------------------------------------------------- */
 /* Bytes of an array of this shape and dtype; ValueError for a bad shape. */
-static int shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, size_t *out)
+static int shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, size_t *out,
+                        const char *fn)
 {
     if (ndim > GM_MAXDIM) {
-        PyErr_Format(PyExc_ValueError, "shape: at most %d dimensions, not %d", GM_MAXDIM, ndim);
+        PyErr_Format(PyExc_ValueError, "%s: shape: at most %d dimensions, not %d", fn, GM_MAXDIM,
+                     ndim);
         return -1;
     }
     size_t nbytes = (size_t)PyDataType_ELSIZE(dtype);
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) {
-            PyErr_Format(PyExc_ValueError, "shape: negative dimension %lld", (long long)shape[i]);
+            PyErr_Format(PyExc_ValueError, "%s: shape: negative dimension %lld", fn,
+                         (long long)shape[i]);
             return -1;
         }
         if (shape[i] && nbytes > (size_t)PY_SSIZE_T_MAX / (size_t)shape[i]) {
-            PyErr_SetString(PyExc_ValueError, "shape: array is too big");
+            PyErr_Format(PyExc_ValueError, "%s: shape: array is too big", fn);
             return -1;
         }
         nbytes *= (size_t)shape[i];
@@ -86,7 +89,7 @@ static int shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, s
 gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *dtype)
 {
     size_t nbytes;
-    if (shape_nbytes(ndim, shape, dtype, &nbytes) < 0)
+    if (shape_nbytes(ndim, shape, dtype, &nbytes, "device array") < 0)
         return NULL;
     gm_DeviceArray *d = PyObject_New(gm_DeviceArray, &gm_DeviceArray_Type);
     if (d == NULL)
@@ -105,16 +108,21 @@ gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *
     return d;
 }
 
+/* Plain numbers only: bool, integers, floats, complex (no strings, bytes,
+ * dates, objects or structs).  `what` is "fn: argument has dtype". */
 static int check_plain_dtype(PyArray_Descr *dtype, const char *what)
 {
-    if (PyDataType_REFCHK(dtype) || dtype->type_num == NPY_VOID) {
+    const char kind = dtype->kind;
+    if (PyDataType_REFCHK(dtype) || PyDataType_HASFIELDS(dtype) ||
+        (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c')) {
         PyErr_Format(PyExc_TypeError,
-                     "%s: dtype %R cannot live in device memory (only plain numeric dtypes)",
+                     "%s %R, which cannot live in device memory (only plain numeric dtypes: "
+                     "bool, integers, floats, complex)",
                      what, (PyObject *)dtype);
         return -1;
     }
     if (!PyArray_ISNBO(dtype->byteorder)) {
-        PyErr_Format(PyExc_TypeError, "%s: dtype %R is not in native byte order", what,
+        PyErr_Format(PyExc_TypeError, "%s %R, which is not in native byte order", what,
                      (PyObject *)dtype);
         return -1;
     }
@@ -176,7 +184,7 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
                      Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    if (check_plain_dtype(PyArray_DESCR((PyArrayObject *)obj), "to_device") < 0)
+    if (check_plain_dtype(PyArray_DESCR((PyArrayObject *)obj), "to_device: a has dtype") < 0)
         return NULL;
     if (gm_ensure_device() < 0)
         return NULL;
@@ -189,14 +197,28 @@ static PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
     PyArray_Dims shape = {NULL, 0};
     PyArray_Descr *dtype = NULL;
     PyObject *result = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|O&:empty", kwlist, PyArray_IntpConverter,
-                                     &shape, PyArray_DescrConverter2, &dtype))
+    PyObject *shape_obj, *dtype_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:empty", kwlist, &shape_obj, &dtype_obj))
         return NULL;
+    if (!PyArray_IntpConverter(shape_obj, &shape) || shape_obj == Py_None) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "empty: shape must be an int or a sequence of ints, not %.200s",
+                     Py_TYPE(shape_obj)->tp_name);
+        PyDimMem_FREE(shape.ptr);
+        return NULL;
+    }
+    if (!PyArray_DescrConverter2(dtype_obj, &dtype)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "empty: dtype=%R is not a NumPy dtype", dtype_obj);
+        PyDimMem_FREE(shape.ptr);
+        return NULL;
+    }
     if (dtype == NULL)
         dtype = PyArray_DescrFromType(NPY_FLOAT32);
     size_t nbytes;
-    if (check_plain_dtype(dtype, "empty") == 0 &&
-        shape_nbytes(shape.len, shape.ptr, dtype, &nbytes) == 0 && gm_ensure_device() == 0)
+    if (check_plain_dtype(dtype, "empty: dtype is") == 0 &&
+        shape_nbytes(shape.len, shape.ptr, dtype, &nbytes, "empty") == 0 && gm_ensure_device() == 0)
         result = (PyObject *)gm_devarray_new(shape.len, shape.ptr, dtype);
     Py_DECREF(dtype);
     PyDimMem_FREE(shape.ptr);
