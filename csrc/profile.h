@@ -1,0 +1,225 @@
+/* profile.h -- private declarations of the hardware-counter profiler, shared
+ * by profile.c (the module part), profile_cupti.c (loading CUPTI and the
+ * driver, errors), profile_session.c (a gpumem.profile() block and its
+ * launches) and profile_eval.c (decoding ranges into metric values).
+ *
+ * Hardware counters are read inside the process through CUPTI's Range
+ * Profiler (CUDA 12.6+ API), around gpumem's own launches.
+ *
+ * CUPTI is loaded at run time with dlopen, so gpumem imports and times
+ * kernels where it is missing; every failure becomes gpumem.ProfilerError
+ * saying which and how to fix it.
+ *
+ * One gpumem.profile() block = one session:
+ *   begin   initialize CUPTI, chip name, counter availability, host object,
+ *           config image (the metrics), counter data image for one range;
+ *           everything here is re-used by every launch of the block.
+ *   launch  gm_profile_launch(): one user range per launch, user replay --
+ *           gpumem replays the launch itself once per pass, restoring the
+ *           launch's in-place buffers (info->inout) between passes and after
+ *           the last, and flushing L2 before each pass as `ncu` does by
+ *           default; then decode and evaluate the metrics.
+ *           A one-pass metric set is read in batches instead: one Start for
+ *           up to GM_BATCH_RANGES (16) launches, each a user range (the L2 flush
+ *           runs between ranges, not counted); the metric dicts handed out
+ *           are filled at decode time -- batch full, _profile_sync() (which
+ *           Profile.records and gpumem.last_record() call), block end.
+ *   end     disable the range profiler, deinitialize the host object, free
+ *           the images and scratch buffers: no state is left behind.
+ * Kernel replay (CUPTI saves and restores device memory itself) is kept as
+ * replay="kernel".  Measured on an H100 (vec_add, 16 launches per block):
+ * both cost about 12 ms per pass, set by CUPTI itself -- in user replay
+ * cuptiRangeProfilerStart reprograms the counters for each pass (10-13 ms),
+ * in kernel replay the launch does the same inside (plus ~9 ms Start);
+ * 2 passes: 34 ms (user) vs 34-39 ms (kernel) per launch, 6 passes: 103-105
+ * vs 103-108 ms.  User replay is the default: never slower, and it lets
+ * gpumem start each pass with a cold L2 as ncu does, so DRAM and L2 counters
+ * agree with ncu (kernel replay does not flush).  _profile_state()
+ * ["timing_ms"] shows where the time of a block went.
+ *
+ * Everything these files share is named gm_prof_*.
+ */
+#ifndef GM_PROFILE_H
+#define GM_PROFILE_H
+
+#include "gm.h"
+
+#include <time.h>
+
+#include <cuda.h>
+#include <cupti_result.h>
+#include <cupti_target.h>
+#include <cupti_profiler_target.h>
+/* cupti_profiler_host.h includes the C++ header <string> by mistake; the
+ * build puts an empty csrc/cupti_c/string on the include path for C. */
+#include <cupti_profiler_host.h>
+#include <cupti_range_profiler.h>
+
+/* ---- timing (profile_session.c) ------------------------------------------ */
+/* Where the time of profiled launches goes (ms, summed over the block);
+ * gpumem._core._profile_state()["timing_ms"]. */
+enum { T_CONFIG, T_RESTORE, T_FLUSH, T_START, T_PUSH, T_LAUNCH, T_POP, T_STOP, T_DECODE,
+       T_EVALUATE, T_N };
+extern double gm_prof_phase_ms[T_N];
+/* Where a block's set-up and tear-down go (ms, last block);
+ * gpumem._core._profile_state()["setup_ms"]. */
+enum { U_ENABLE, U_AVAILABILITY, U_HOST, U_CONFIG, U_COUNTER_DATA, U_FLUSH_SETUP, U_TEARDOWN,
+       U_N };
+extern double gm_prof_setup_ms[U_N];
+
+static inline double gm_prof_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+#define T_BEGIN() double gm_t_ = gm_prof_now_ms()
+#define T_MARK_IN(arr, ph)                                                     \
+    do {                                                                       \
+        double gm_t2_ = gm_prof_now_ms();                                      \
+        (arr)[ph] += gm_t2_ - gm_t_;                                           \
+        gm_t_ = gm_t2_;                                                        \
+    } while (0)
+#define T_MARK(ph) T_MARK_IN(gm_prof_phase_ms, ph)
+
+/* ---- CUPTI and driver entry points (profile_cupti.c) --------------------- */
+/* gm_prof_<name>: CUPTI's <name>, resolved with dlsym by gm_prof_load_cupti. */
+#define GM_CUPTI_FUNCS(X)                                                          \
+    X(cuptiProfilerInitialize, CUpti_Profiler_Initialize_Params)                   \
+    X(cuptiDeviceGetChipName, CUpti_Device_GetChipName_Params)                     \
+    X(cuptiProfilerGetCounterAvailability, CUpti_Profiler_GetCounterAvailability_Params) \
+    X(cuptiRangeProfilerEnable, CUpti_RangeProfiler_Enable_Params)                 \
+    X(cuptiRangeProfilerDisable, CUpti_RangeProfiler_Disable_Params)               \
+    X(cuptiRangeProfilerSetConfig, CUpti_RangeProfiler_SetConfig_Params)           \
+    X(cuptiRangeProfilerStart, CUpti_RangeProfiler_Start_Params)                   \
+    X(cuptiRangeProfilerStop, CUpti_RangeProfiler_Stop_Params)                     \
+    X(cuptiRangeProfilerPushRange, CUpti_RangeProfiler_PushRange_Params)           \
+    X(cuptiRangeProfilerPopRange, CUpti_RangeProfiler_PopRange_Params)             \
+    X(cuptiRangeProfilerDecodeData, CUpti_RangeProfiler_DecodeData_Params)         \
+    X(cuptiRangeProfilerGetCounterDataSize, CUpti_RangeProfiler_GetCounterDataSize_Params) \
+    X(cuptiRangeProfilerCounterDataImageInitialize,                                \
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params)                      \
+    X(cuptiRangeProfilerGetCounterDataInfo, CUpti_RangeProfiler_GetCounterDataInfo_Params) \
+    X(cuptiProfilerHostInitialize, CUpti_Profiler_Host_Initialize_Params)          \
+    X(cuptiProfilerHostDeinitialize, CUpti_Profiler_Host_Deinitialize_Params)      \
+    X(cuptiProfilerHostConfigAddMetrics, CUpti_Profiler_Host_ConfigAddMetrics_Params) \
+    X(cuptiProfilerHostGetConfigImageSize, CUpti_Profiler_Host_GetConfigImageSize_Params) \
+    X(cuptiProfilerHostGetConfigImage, CUpti_Profiler_Host_GetConfigImage_Params)  \
+    X(cuptiProfilerHostGetNumOfPasses, CUpti_Profiler_Host_GetNumOfPasses_Params)  \
+    X(cuptiProfilerHostEvaluateToGpuValues, CUpti_Profiler_Host_EvaluateToGpuValues_Params)
+
+#define GM_DECLARE(name, type) extern CUptiResult (*gm_prof_##name)(type *);
+GM_CUPTI_FUNCS(GM_DECLARE)
+#undef GM_DECLARE
+extern CUptiResult (*gm_prof_cuptiGetResultString)(CUptiResult, const char **);
+
+/* Driver entry points (the extension links only the static runtime),
+ * resolved by gm_prof_load_driver. */
+extern CUresult (*gm_prof_cuCtxGetCurrent)(CUcontext *);
+extern CUresult (*gm_prof_cuModuleLoadData)(CUmodule *, const void *);
+extern CUresult (*gm_prof_cuModuleUnload)(CUmodule);
+extern CUresult (*gm_prof_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+extern CUresult (*gm_prof_cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int,
+                                          unsigned int, unsigned int, unsigned int, unsigned int,
+                                          CUstream, void **, void **);
+
+extern void *gm_prof_cupti_lib;       /* the loaded libcupti, or NULL */
+extern char gm_prof_cupti_path[1024]; /* where it was loaded from */
+
+/* Load libcupti: from each directory of `dirs` (libcupti.so.13, then
+ * libcupti.so), then from the loader's path.  0, or -1 with ProfilerError. */
+int gm_prof_load_cupti(PyObject *dirs);
+/* Resolve the driver entry points above.  0, or -1 with CudaError. */
+int gm_prof_load_driver(void);
+
+/* ---- errors (profile_cupti.c; the type is created in profile.c) ---------- */
+extern PyObject *gm_prof_ProfilerError; /* gpumem.ProfilerError (RuntimeError) */
+
+/* CUPTI's name for a result code. */
+const char *gm_prof_cupti_name(CUptiResult r);
+/* Raise ProfilerError(msg) with .reason (library, permission, unsupported,
+ * busy, metric, cupti), .call and .code; steals msg (NULL: leave the error
+ * set while making it).  Returns NULL. */
+PyObject *gm_prof_error(const char *reason, const char *call, long code, PyObject *msg);
+/* A failed CUPTI call as ProfilerError with what to do about it; returns -1. */
+int gm_prof_cupti_error(CUptiResult r, const char *call);
+/* A failed driver call as CudaError; returns -1. */
+int gm_prof_driver_error(CUresult r, const char *call);
+
+/* Call CUPTI's fn through its resolved pointer; on failure set the
+ * ProfilerError and jump to the function's `fail:`. */
+#define GM_CUPTI(fn, params)                                                   \
+    do {                                                                       \
+        CUptiResult gm_r_ = gm_prof_##fn(params);                              \
+        if (gm_r_ != CUPTI_SUCCESS) {                                          \
+            gm_prof_cupti_error(gm_r_, #fn);                                   \
+            goto fail;                                                         \
+        }                                                                      \
+    } while (0)
+
+/* ---- the session of one gpumem.profile() block (profile_session.c) ------- */
+typedef struct {
+    char *name;  /* the name the user asked for (dict key) */
+    int num;     /* index into metric names */
+    int den;     /* -1; k >= 0: value = num / metric k; -2 - k: value = num - metric k */
+} gm_prof_output;
+
+typedef struct {
+    int replay;                        /* CUPTI_UserReplay or CUPTI_KernelReplay */
+    CUpti_RangeProfiler_Object *range; /* enabled range profiler */
+    CUpti_Profiler_Host_Object *host;
+    char chip[64];
+    int device;
+    uint8_t *avail;
+    uint8_t *config;
+    size_t config_size;
+    uint8_t *counter_data;
+    size_t counter_data_size;
+    size_t passes;
+    char **names;                      /* metric names given to CUPTI */
+    const char **cnames;
+    size_t n_names;
+    double *values;
+    gm_prof_output *outputs;
+    size_t n_outputs;
+    void *scratch;                     /* snapshot of in-place buffers */
+    size_t scratch_size;
+    void *flush_buf;                   /* L2 flush: read-only buffer */
+    size_t flush_size;
+    void *flush_sink;
+    CUmodule flush_mod;
+    CUfunction flush_fn;
+    unsigned int flush_grid;
+    long long launches;
+    double last_passes_run;
+    /* Batched ranges (user replay, one pass): one Start for up to max_ranges
+     * launches, a user range around each; the metric dicts handed out are
+     * filled when the batch is decoded (full, _profile_sync, block end). */
+    int batched;
+    size_t max_ranges;
+    int session_open;
+    PyObject *pending;                 /* list of the dicts waiting for values */
+} gm_prof_session;
+
+extern gm_prof_session gm_prof;
+
+/* The module functions (profile.c lists them). */
+PyObject *gm_prof_begin(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *gm_prof_end(PyObject *self, PyObject *unused);
+PyObject *gm_prof_sync(PyObject *self, PyObject *unused);
+PyObject *gm_prof_state(PyObject *self, PyObject *unused);
+PyObject *gm_prof_load(PyObject *self, PyObject *args); /* profile_cupti.c */
+
+/* ---- decoding and evaluating (profile_eval.c) ---------------------------- */
+/* Decode the stopped one-launch session named range_name and evaluate its
+ * one range into gm_prof.values.  0, or -1 with an exception. */
+int gm_prof_evaluate_one(const char *range_name);
+/* Decode the stopped batch and fill every dict of gm_prof.pending.  0, or -1
+ * with an exception (the dicts are left to gm_prof_fill_pending_nan). */
+int gm_prof_evaluate_batch(void);
+/* Put the evaluated gm_prof.values of one range into dict d (derived ratios too). */
+int gm_prof_fill_values(PyObject *d);
+/* A batch that cannot be decoded: its launches get NaN, never a stale value. */
+void gm_prof_fill_pending_nan(void);
+
+#endif /* GM_PROFILE_H */
