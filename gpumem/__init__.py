@@ -27,22 +27,43 @@ from ._core import (
     memory_info,
     to_device,
 )
+from ._names import _family, _moved
 from ._table import Table
-from .access import copy, distance, read_offset, strided_read, struct_update, write_offset
+from .access import copy, read_offset, vec_add, write_offset
+from .introspect import (KernelAttributes, Occupancy, block_size_sweep, compiler_report,
+                         kernel_attributes, kernel_occupancy)
+from .layout import distance, strided_read, struct_update
+from .matmul import matmul, matmul_reference
 from .profile import ProfilerError, metrics, profile, profiler_available
-from .spaces import (block_size_sweep, compiler_report, constant_broadcast, divergence, kernel_attributes, lifetimes, occupancy, register_pressure, stencil_1d, thread_histogram)  # noqa: E501
+from .spaces import divergence, lifetimes, register_pressure, thread_histogram
+from .stencil import constant_broadcast, stencil_1d
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # the core: errors, device memory, launch records, timing
     "CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArray", "LaunchRecord",
     "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device", "empty", "is_available",
-    "last_record", "matmul", "memory_info", "record", "to_device", "variants", "vec_add",
-    "copy", "distance", "read_offset", "strided_read", "struct_update", "write_offset",
+    "last_record", "memory_info", "record", "to_device", "variants",
+    # matmul
+    "matmul", "matmul_reference",
+    # access
+    "vec_add", "copy", "read_offset", "write_offset",
+    # layout
+    "distance", "strided_read", "struct_update",
+    # stencil
+    "constant_broadcast", "stencil_1d",
+    # spaces
+    "divergence", "lifetimes", "register_pressure", "thread_histogram",
+    # introspect
+    "KernelAttributes", "Occupancy", "block_size_sweep", "compiler_report", "kernel_attributes",
+    "kernel_occupancy",
+    # hardware counters
     "ProfilerError", "metrics", "profile", "profiler_available",
-    "block_size_sweep", "compiler_report", "constant_broadcast", "divergence", "kernel_attributes",
-    "lifetimes", "occupancy", "register_pressure", "stencil_1d", "thread_histogram",
 ]
+
+#: Old names of the package: name -> (module, name) now.  Each warns once used.
+_MOVED = {"occupancy": ("gpumem.introspect", "kernel_occupancy")}
 
 ArrayLike = "np.ndarray | DeviceArray"
 
@@ -107,64 +128,39 @@ def device() -> DeviceInfo:
 
 # ---- variants ------------------------------------------------------------
 class Variant(NamedTuple):
-    """A named kernel variant: the one memory idea it shows, and what it must move."""
+    """A named kernel variant: the one memory idea it shows, and what it must move.
+
+    ``select`` is the variant's value in the kernels' enums (cuda/gm_kernels.h):
+    the first template argument of its kernel (for register_pressure, the
+    ``__launch_bounds__`` minimum blocks per SM).
+    """
 
     family: str
     name: str
     idea: str
     bytes: str
     flops: str
+    select: int = 0
 
 
 def variants(family: str | None = None) -> list[Variant]:
-    """The named variants of one kernel family (or of all), e.g. ``variants("matmul")``."""
+    """The named variants of one kernel family (or of all), e.g. ``variants("matmul")``.
+
+    Parameters
+    ----------
+    family : str, optional
+        A family as the Python function is named (``"stencil_1d"``,
+        ``"register_pressure"`` ...); an old name (:data:`gpumem._names.FAMILY_ALIASES`)
+        warns with a DeprecationWarning and maps.
+
+    Returns
+    -------
+    list of Variant
+    """
+    family = _family("variants", family)
     if family is not None and not isinstance(family, str):
         raise TypeError(f"variants: family must be a str, not {type(family).__name__}")
     return [Variant(*v) for v in _core.variants(family)]
-
-
-# ---- kernels -------------------------------------------------------------
-def vec_add(a, b, *, block: int = 256, out: DeviceArray | None = None):
-    """``a + b`` elementwise, float32, one element per thread.
-
-    Parameters
-    ----------
-    a, b : numpy.ndarray or DeviceArray, float32, same shape
-        Non-contiguous ndarrays are copied to a contiguous buffer first.
-    block : int
-        Threads per block, 1..1024 (grid: ``ceil(n / block)`` blocks).
-    out : DeviceArray, optional
-        Where to write the result (same shape, float32).
-
-    Returns
-    -------
-    numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
-    """
-    return _core.vec_add(a, b, block=block, out=out)
-
-
-def matmul(a, b, *, tile: int = 16, variant: str = "tiled", out: DeviceArray | None = None):
-    """``a @ b`` for float32 matrices of any shape M x K @ K x N.
-
-    Parameters
-    ----------
-    a, b : numpy.ndarray or DeviceArray, float32, 2-D
-        Other dtypes raise TypeError (convert with ``.astype(np.float32)``);
-        non-contiguous ndarrays are copied to a contiguous buffer first.
-    tile : {8, 16, 32}
-        Block edge: blocks of ``tile x tile`` threads; for ``"tiled"`` also the
-        shared-memory tile.
-    variant : {"tiled", "naive"}
-        ``gpumem.variants("matmul")`` lists what each shows.
-    out : DeviceArray, optional
-        Where to write the M x N result; must not be an input.
-
-    Returns
-    -------
-    numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
-    Empty operands give NumPy's result shape (K == 0 gives zeros).
-    """
-    return _core.matmul(a, b, tile=tile, variant=variant, out=out)
 
 
 # ---- launch records ------------------------------------------------------
@@ -264,4 +260,4 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'gpumem' has no attribute {name!r}")
+    return _moved(__name__, name, _MOVED)

@@ -1,5 +1,5 @@
-"""Global-memory access patterns: aligned vs offset reads and writes, load
-paths, unrolling, strides, AoS vs SoA, vector copies.
+"""Global-memory access: aligned vs misaligned reads and writes, load paths,
+unrolling, idle lanes, and the streaming ceiling of a plain copy.
 
 Every function takes float32 NumPy arrays (and returns NumPy arrays) or
 :class:`gpumem.DeviceArray` (and returns DeviceArray, with no host copies).
@@ -8,22 +8,36 @@ Each launch is timed and leaves a :class:`gpumem.LaunchRecord` whose
 *useful* bytes (what the threads ask for), so GB/s from :func:`gpumem.bench`
 is the effective bandwidth.  Bad arguments raise ``TypeError`` or
 ``ValueError`` naming the argument before anything touches the GPU.
+
+The sweeps (:func:`offset_sweep`, :func:`cache_path_compare`,
+:func:`idle_lanes_sweep`) return a :class:`gpumem.Table` of time, bandwidth
+and efficiency columns, measured where the counters can be read and from
+:mod:`gpumem.model` otherwise (see :mod:`gpumem.experiments`).
+
+>>> from gpumem import access
+>>> t = access.offset_sweep(range(0, 129), kind="read")
+>>> t.plot(x="offset", y="gld_efficiency")
 """
 from __future__ import annotations
 
-from typing import Literal, Union
+import itertools
+import math
+from typing import Iterable, Literal, Sequence, Union
 
 import numpy as np
 
 from . import _core
 from ._core import DeviceArray
+from ._sweep import _choices, _common, _empty, _int, _ints, _Point, _random_device, _run
+from ._table import Table
 
-__all__ = ["read_offset", "write_offset", "strided_read", "struct_update", "distance", "copy",
-           "CACHE_PATHS"]
+__all__ = ["vec_add", "read_offset", "write_offset", "copy", "CACHE_PATHS", "offset_sweep",
+           "cache_path_compare", "idle_lanes_sweep"]
 
 Array = Union[np.ndarray, DeviceArray]
 
-#: The load paths of :func:`read_offset` and what each becomes on sm_90.
+#: The load paths of :func:`read_offset` (``_core.CACHE_PATHS``, in that order)
+#: and what each becomes on sm_90.
 CACHE_PATHS = {
     "default": "ld.global (LDG.E): cached in L1 and L2",
     "ca": "ld.global.ca (LDG.E.STRONG.SM): cache at all levels",
@@ -31,6 +45,25 @@ CACHE_PATHS = {
     "ldg": "ld.global.nc via __ldg (LDG.E.CONSTANT): the read-only path",
     "cs": "ld.global.cs (LDG.E.EF): streaming, evict first",
 }
+
+
+def vec_add(a: Array, b: Array, *, block: int = 256, out: DeviceArray | None = None):
+    """``a + b`` elementwise, float32, one element per thread.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray or DeviceArray, float32, same shape
+        Non-contiguous ndarrays are copied to a contiguous buffer first.
+    block : int
+        Threads per block, 1..1024 (grid: ``ceil(n / block)`` blocks).
+    out : DeviceArray, optional
+        Where to write the result (same shape, float32).
+
+    Returns
+    -------
+    numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
+    """
+    return _core.vec_add(a, b, block=block, out=out)
 
 
 def read_offset(a: Array, b: Array, *, offset: int = 0, unroll: Literal[1, 4] = 1,
@@ -106,84 +139,6 @@ def write_offset(a: Array, b: Array, *, offset: int = 0, unroll: Literal[1, 4] =
     return _core.write_offset(a, b, offset=offset, unroll=unroll, block=block, out=out)
 
 
-def strided_read(a: Array, *, stride: int = 1, block: int = 512,
-                 out: DeviceArray | None = None):
-    """The coalescing cliff: ``C[i] = a[i * stride]``, the same as ``a[::stride]``.
-
-    Lane t of a warp reads ``a[t * stride]``: stride 1 touches 4 sectors per
-    warp request, stride 2 eight (50%), stride 8 and beyond one sector per
-    lane, 32 in all (12.5%).  The writes stay dense.
-
-    Parameters
-    ----------
-    a : numpy.ndarray or DeviceArray, float32, 1-D, length n
-    stride : int
-        1..64 floats.
-    block : int
-        Threads per block, 1..1024; grid ``ceil(m / block)`` with
-        ``m = ceil(n / stride)``.
-    out : DeviceArray, optional
-        float32, length m.
-
-    Returns
-    -------
-    numpy.ndarray of length m for an ndarray input, else DeviceArray.
-    """
-    return _core.strided_read(a, stride=stride, block=block, out=out)
-
-
-def struct_update(data: Array, *, layout: Literal["aos", "soa"] = "aos", block: int = 512,
-                  out: DeviceArray | None = None):
-    """AoS vs SoA: ``x + 10`` and ``y + 20`` for n pairs {x, y}.
-
-    Parameters
-    ----------
-    data : numpy.ndarray or DeviceArray, float32
-        ``layout="aos"``: shape (n, 2), row i the struct ``{float x, y}`` of
-        element i (4-byte aligned: two 4-byte loads and stores per element,
-        each warp request spanning 256 bytes for 128 used, 50%).
-        ``layout="soa"``: shape (2, n), row 0 the x's and row 1 the y's (dense
-        128-byte requests, 100%).
-    layout : {"aos", "soa"}
-    block : int
-        Threads per block, 1..1024; one element per thread.
-    out : DeviceArray, optional
-        float32, same shape as ``data``.
-
-    Returns
-    -------
-    Same shape as ``data``: column (aos) or row (soa) 0 is x + 10, 1 is y + 20.
-    """
-    return _core.struct_update(data, layout=layout, block=block, out=out)
-
-
-def distance(points: Array, *, layout: Literal["aos", "soa"] = "aos", block: int = 512,
-             out: DeviceArray | None = None):
-    """Distance of n points to the origin: ``sqrt(x*x + y*y + z*z)``.
-
-    Rounded step by step in float32 (no fused multiply-add) with an IEEE
-    square root, so it equals ``np.sqrt((x*x + y*y) + z*z)`` on float32 bit
-    for bit.
-
-    Parameters
-    ----------
-    points : numpy.ndarray or DeviceArray, float32
-        ``layout="aos"``: shape (n, 3), structs ``{float x, y, z}`` (three
-        4-byte loads 12 bytes apart per lane).  ``layout="soa"``: shape
-        (3, n), rows x, y, z (three dense loads).
-    layout : {"aos", "soa"}
-    block : int
-        Threads per block, 1..1024.
-    out : DeviceArray, optional
-        float32, shape (n,).
-
-    Returns
-    -------
-    Shape (n,) float32.
-    """
-    return _core.distance(points, layout=layout, block=block, out=out)
-
-
 def copy(a: Array, *, variant: Literal["float", "float4"] = "float4", block: int = 256,
          out: DeviceArray | None = None):
     """Device-to-device copy by a kernel: the streaming ceiling.
@@ -205,3 +160,148 @@ def copy(a: Array, *, variant: Literal["float", "float4"] = "float4", block: int
     Same shape as ``a``: ndarray for an ndarray input, else DeviceArray.
     """
     return _core.copy(a, variant=variant, block=block, out=out)
+
+
+# ---- sweeps ----------------------------------------------------------------------
+_KINDS = {"read": "read_offset", "write": "write_offset"}   # sweep kind -> kernel family
+
+
+def _offset_buffers(n: int):
+    """Buffers of an offset sweep: a, b and the result, n floats each."""
+    def buffers():
+        rng = np.random.default_rng(0)
+        return {"a": _random_device(rng, n), "b": _random_device(rng, n), "c": _empty((n,))}
+    return buffers
+
+
+def _offset_launch(family: str, call: dict):
+    """A point's launch: read_offset or write_offset (looked up when it runs) on the buffers."""
+    def launch(bufs):
+        fn = {"read_offset": read_offset, "write_offset": write_offset}[family]
+        return fn, (bufs["a"], bufs["b"]), dict(call, out=bufs["c"])
+    return launch
+
+
+def _unrolls(fn: str, unroll) -> list[int]:
+    us = _ints(fn, "unroll", unroll, 1, 4)
+    for u in us:
+        if u not in (1, 4):
+            raise ValueError(f"{fn}: unroll={u} is not allowed; unroll must be 1 or 4")
+    return us
+
+
+def offset_sweep(offsets: Iterable[int] = range(0, 129), kind: str | Sequence[str] = "read",
+                 cache: str | Sequence[str] = "default", unroll: int | Sequence[int] = 1,
+                 block: int = 512, n: int = 2**24, repeat: int = 20, progress: bool = True,
+                 metrics: Sequence[str] | None = None) -> Table:
+    """Time, bandwidth and efficiency of misaligned reads or writes against the offset.
+
+    Parameters
+    ----------
+    offsets : iterable of int
+        Offsets in floats, each 0..n.
+    kind : {"read", "write"} or a sequence of them
+        :func:`read_offset` (misaligned loads) or :func:`write_offset`
+        (misaligned stores).
+    cache : str or sequence of str
+        Load path(s) of the reads, keys of :data:`CACHE_PATHS` (only
+        "default" for writes, whose loads are plain).
+    unroll : {1, 4} or a sequence of them
+    block : int
+        Threads per block, 1..1024.
+    n : int
+        Floats per array (three arrays: a, b and the result).
+    repeat : int
+        Timed launches per row (median reported).
+    progress : bool
+        Show a tqdm progress bar.
+    metrics : sequence of str, optional
+        Counter names (default :data:`gpumem.experiments.METRICS`).
+
+    Returns
+    -------
+    Table with columns kernel, unroll, cache, offset, ms, GB/s (useful bytes
+    ``12 * (n - offset)``) and the metrics; one row per combination.
+    """
+    fn = "offset_sweep"
+    kinds = _choices(fn, "kind", kind, tuple(_KINDS))
+    caches = _choices(fn, "cache", cache, _core.CACHE_PATHS)
+    unrolls = _unrolls(fn, unroll)
+    n = _int(fn, "n", n, 1)
+    block = _int(fn, "block", block, 1, 1024)
+    offs = _ints(fn, "offsets", offsets, 0, n)
+    repeat, progress, metrics = _common(fn, repeat, progress, metrics)
+    if kinds == ["write"] and caches != ["default"]:
+        raise ValueError(f"{fn}: cache={cache!r} applies to kind='read' only; write_offset's "
+                         "loads are plain")
+    points = []
+    combos = [(k, u, c, off) for k in kinds
+              for u, c, off in itertools.product(unrolls, caches if k == "read" else [None], offs)]
+    for k, u, c, off in combos:
+        family = _KINDS[k]
+        params = {"n": n, "offset": off, "block": block}
+        if k == "read":
+            params["cache"] = c
+        call = dict(offset=off, unroll=u, block=block, **({"cache": c} if k == "read" else {}))
+        points.append(_Point({"kernel": family, "unroll": u, "cache": c, "offset": off},
+                             family, f"unroll{u}", params, _offset_launch(family, call)))
+    title = f"offset sweep: {', '.join(kinds)}, n={n}, block={block}"
+    return _run(points, _offset_buffers(n), metrics, repeat, progress, title,
+                ["kernel", "unroll", "cache", "offset"])
+
+
+def cache_path_compare(caches: Sequence[str] = _core.CACHE_PATHS,
+                       offsets: Iterable[int] = (0, 1, 11, 32, 128),
+                       unroll: int | Sequence[int] = 1, block: int = 512, n: int = 2**24,
+                       repeat: int = 20, progress: bool = True,
+                       metrics: Sequence[str] | None = None) -> Table:
+    """The load paths of :func:`read_offset` (:data:`CACHE_PATHS`) side by side at a few offsets.
+
+    "default" (ld.global), "ca" (L1 and L2), "cg" (L2 only), "ldg" (the
+    read-only path) and "cs" (streaming) touch the same sectors; what moves is
+    the time.  Same columns as :func:`offset_sweep`, one row per cache x offset.
+    """
+    return offset_sweep(offsets, kind="read", cache=caches, unroll=unroll, block=block, n=n,
+                        repeat=repeat, progress=progress, metrics=metrics)
+
+
+def idle_lanes_sweep(blocks: Iterable[int] = (32, 48, 64, 96, 100, 128, 256, 384, 512, 768, 1024),
+                     kind: str = "read", offset: int = 0, unroll: int = 1,
+                     cache: str = "default", n: int = 2**24, repeat: int = 20,
+                     progress: bool = True, metrics: Sequence[str] | None = None) -> Table:
+    """:func:`read_offset` / :func:`write_offset` against the block size: idle lanes.
+
+    A block that is no multiple of 32 leaves ``idle_lanes`` lanes of its last
+    warp idle: the requests stay, the useful bytes per request fall.  (For the
+    time and occupancy of any kernel against its block size see
+    :func:`gpumem.block_size_sweep`.)
+
+    Returns
+    -------
+    Table with columns block, warps_per_block, idle_lanes, grid, ms, GB/s and the metrics.
+    """
+    fn = "idle_lanes_sweep"
+    (kind,) = _choices(fn, "kind", [kind] if isinstance(kind, str) else kind, tuple(_KINDS))
+    n = _int(fn, "n", n, 1)
+    offset = _int(fn, "offset", offset, 0, n)
+    (unroll,) = _unrolls(fn, _int(fn, "unroll", unroll, 1, 4))
+    (cache,) = _choices(fn, "cache", [cache] if isinstance(cache, str) else cache,
+                        _core.CACHE_PATHS)
+    if kind == "write" and cache != "default":
+        raise ValueError(f"{fn}: cache={cache!r} applies to kind='read' only")
+    bs = _ints(fn, "blocks", blocks, 1, 1024)
+    repeat, progress, metrics = _common(fn, repeat, progress, metrics)
+    family = _KINDS[kind]
+    points = []
+    for b in bs:
+        params = {"n": n, "offset": offset, "block": b}
+        call = {"offset": offset, "unroll": unroll, "block": b}
+        if kind == "read":
+            params["cache"] = call["cache"] = cache
+        warps = math.ceil(b / 32)
+        points.append(_Point({"block": b, "warps_per_block": warps, "idle_lanes": 32 * warps - b,
+                              "grid": math.ceil(n / (unroll * b))},
+                             family, f"unroll{unroll}", params, _offset_launch(family, call)))
+    title = f"idle lanes sweep: {family} unroll{unroll}, offset={offset}, n={n}"
+    return _run(points, _offset_buffers(n), metrics, repeat, progress, title,
+                ["block", "warps_per_block", "idle_lanes", "grid"])

@@ -1,0 +1,200 @@
+"""The machinery every lesson's sweeps share (infrastructure, not a lesson).
+
+Argument checks that run before anything touches the GPU (:func:`_int`,
+:func:`_ints`, :func:`_choices`, :func:`_common`), and :func:`_run`, which
+turns a list of :class:`_Point` into a :class:`gpumem.Table`: per point the
+kernel time (median of ``repeat`` timed launches through :func:`gpumem.bench`),
+the bandwidth of the useful bytes and the efficiency columns -- measured by the
+profiler where its counters can be read (one extra profiled launch per row,
+after the timing), else :func:`gpumem.model.predict`'s; without a GPU the time
+columns are ``None`` and the sweep runs on the model alone.
+
+The GPU is reached through the ``gpumem`` package's names (``gpumem.bench``,
+``gpumem.to_device`` ...) looked up at call time.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+import gpumem
+
+from ._table import Table
+
+#: The counters every access sweep reports (nvprof names; gpumem.profile maps them).
+METRICS = ("gld_efficiency", "gld_transactions", "gld_requests",
+           "gst_efficiency", "gst_transactions", "gst_requests")
+
+
+# ---- argument checks (before anything runs) -------------------------------------------
+def _int(fn: str, name: str, v: Any, lo: int, hi: int | None = None) -> int:
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        raise TypeError(f"{fn}: {name} must be an int, not {type(v).__name__}")
+    v = int(v)
+    if v < lo or (hi is not None and v > hi):
+        allowed = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        raise ValueError(f"{fn}: {name}={v} is not allowed; {name} must be {allowed}")
+    return v
+
+
+def _ints(fn: str, name: str, vs: Any, lo: int, hi: int | None = None) -> list[int]:
+    if isinstance(vs, (int, np.integer)) and not isinstance(vs, bool):
+        vs = [vs]
+    try:
+        vs = list(vs)
+    except TypeError:
+        raise TypeError(f"{fn}: {name} must be an int or a sequence of ints, "
+                        f"not {type(vs).__name__}") from None
+    if not vs:
+        raise ValueError(f"{fn}: {name} is empty; give at least one value")
+    return [_int(fn, name, v, lo, hi) for v in vs]
+
+
+def _choices(fn: str, name: str, vs: Any, allowed: Sequence[str]) -> list[str]:
+    if isinstance(vs, str):
+        vs = [vs]
+    try:
+        vs = list(vs)
+    except TypeError:
+        raise TypeError(f"{fn}: {name} must be a str or a sequence of str, "
+                        f"not {type(vs).__name__}") from None
+    if not vs:
+        raise ValueError(f"{fn}: {name} is empty; give at least one value")
+    for v in vs:
+        if not isinstance(v, str):
+            raise TypeError(f"{fn}: {name} must be a str or a sequence of str, "
+                            f"not {type(v).__name__}")
+        if v not in allowed:
+            raise ValueError(f"{fn}: {name}={v!r} is unknown; allowed: "
+                             + ", ".join(repr(a) for a in allowed))
+    return vs
+
+
+def _common(fn: str, repeat: Any, progress: Any, metrics: Any) -> tuple[int, bool, tuple]:
+    repeat = _int(fn, "repeat", repeat, 1)
+    if not isinstance(progress, bool):
+        raise TypeError(f"{fn}: progress must be a bool, not {type(progress).__name__}")
+    if metrics is None:
+        metrics = METRICS
+    if isinstance(metrics, str) or not all(isinstance(m, str) for m in metrics):
+        raise TypeError(f"{fn}: metrics must be a sequence of metric names (str)")
+    return repeat, progress, tuple(metrics)
+
+
+# ---- where the numbers come from -------------------------------------------------------
+def _model_predict() -> Callable[..., dict] | None:
+    """gpumem.model.predict, or None where the model is not installed."""
+    try:
+        model = importlib.import_module("gpumem.model")
+    except ModuleNotFoundError as e:
+        if e.name in ("gpumem.model",):
+            return None
+        raise
+    return getattr(model, "predict", None)
+
+
+def _counters_available() -> bool:
+    return bool(getattr(gpumem, "profiler_available", lambda: False)())
+
+
+def _progress(it: Iterable, total: int, desc: str, enabled: bool) -> Iterable:
+    if not enabled:
+        return it
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return it
+    return tqdm(it, total=total, desc=desc, leave=False)
+
+
+@dataclass
+class _Point:
+    """One row: what to show, what to launch, what to ask the model."""
+
+    row: dict
+    family: str
+    variant: str
+    params: dict                      # the launch's parameters = predict()'s keywords
+    launch: Callable[[dict], tuple]   # buffers -> (fn, args, kwargs)
+    extra: dict = field(default_factory=dict)
+
+
+def _run(points: list[_Point], buffers: Callable[[], dict], metrics: tuple, repeat: int,
+         progress: bool, title: str, lead: Sequence[str]) -> Table:
+    gpu = gpumem.is_available()
+    measured = gpu and _counters_available()
+    predict = _model_predict()
+    bufs = buffers() if gpu else {}
+    rows, preds = [], []
+    for p in _progress(points, len(points), title, progress):
+        row = dict(p.row)
+        row["ms"] = row["GB/s"] = None
+        pred = None
+        if predict is not None:
+            pred = predict(p.family, p.variant, **p.params)
+        if gpu:
+            fn, args, kw = p.launch(bufs)
+            res = gpumem.bench(fn, *args, repeat=repeat, warmup=min(3, repeat), **kw)
+            row["ms"], row["GB/s"] = res.median_ms, res.gbps
+        rows.append(row)
+        preds.append(pred)
+    got: list = [None] * len(points)
+    if measured:
+        # One profile block for the whole sweep (one CUPTI set-up, and one-pass
+        # metric sets read in batches); bench's launches stay outside it.
+        with gpumem.profile(metrics=list(metrics)) as prof:
+            for p in points:
+                fn, args, kw = p.launch(bufs)
+                fn(*args, **kw)                  # one launch per point
+        if len(prof.records) != len(points):
+            raise RuntimeError(f"{title}: {len(points)} points made {len(prof.records)} "
+                               "profiled launches")
+        got = [r.metrics for r in prof.records]
+    for p, row, pred, g in zip(points, rows, preds, got):
+        for m in metrics:
+            if not measured:
+                row[m] = pred.get(m) if pred is not None else None
+            else:
+                row[m] = g.get(m)
+                if pred is not None and m.endswith("efficiency"):
+                    row[m + "_model"] = pred.get(m)
+        row.update(p.extra)
+    eff_src = "measured" if measured else ("model" if predict is not None else None)
+    sources = {}
+    if gpu:
+        sources.update({"ms": "measured", "GB/s": "measured"})
+    if eff_src:
+        sources.update({m: eff_src for m in metrics})
+    if measured and predict is not None:
+        sources.update({m + "_model": "model" for m in metrics if m.endswith("efficiency")})
+    columns = list(lead) + ["ms", "GB/s"] + list(metrics)
+    columns += [c for r in rows for c in r if c not in columns and not c.endswith("_model")]
+    columns += sorted({c for r in rows for c in r if c.endswith("_model")},
+                      key=lambda c: metrics.index(c[:-6]))
+    if not gpu:
+        title += " (no GPU: model only, times not measured)"
+    return Table(rows, columns=columns, sources=sources, title=title)
+
+
+def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.standard_normal(shape, dtype=np.float32)
+
+
+def _random_device(rng: np.random.Generator, *shape: int):
+    """Standard-normal float32 data of ``shape`` on the device."""
+    return gpumem.to_device(_f32(rng, *shape))
+
+
+def _empty(shape: tuple[int, ...]):
+    """An uninitialised float32 device array (a sweep's ``out``)."""
+    return gpumem.empty(shape)
+
+
+def _bench(fn: Callable, *args, repeat: int, warmup: int, **kw):
+    """:func:`gpumem.bench` of one call, and the LaunchRecord of its last launch."""
+    with gpumem.record() as recs:
+        r = gpumem.bench(fn, *args, repeat=repeat, warmup=warmup, **kw)
+    return r, recs[-1]

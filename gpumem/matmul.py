@@ -1,0 +1,59 @@
+"""Matrix multiply: a naive kernel (every thread reads a row of A and a column of
+B from global memory) against a tiled one (blocks stage ``tile x tile`` tiles
+of A and B in shared memory, so each loaded float is used ``tile`` times).
+
+Takes float32 NumPy arrays (and returns NumPy arrays) or
+:class:`gpumem.DeviceArray` (and returns DeviceArray, with no host copies).
+"""
+from __future__ import annotations
+
+from typing import Literal, Union
+
+import numpy as np
+
+from . import _core
+from ._core import DeviceArray
+
+__all__ = ["matmul", "matmul_reference"]
+
+Array = Union[np.ndarray, DeviceArray]
+
+
+def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32] = 16,
+           variant: Literal["tiled", "naive"] = "tiled", out: DeviceArray | None = None):
+    """``a @ b`` for float32 matrices of any shape M x K @ K x N.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray or DeviceArray, float32, 2-D
+        Other dtypes raise TypeError (convert with ``.astype(np.float32)``);
+        non-contiguous ndarrays are copied to a contiguous buffer first.
+    tile : {8, 16, 32}
+        Block edge: blocks of ``tile x tile`` threads; for ``"tiled"`` also the
+        shared-memory tile.
+    variant : {"tiled", "naive"}
+        ``gpumem.variants("matmul")`` lists what each shows.
+    out : DeviceArray, optional
+        Where to write the M x N result; must not be an input.
+
+    Returns
+    -------
+    numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
+    Empty operands give NumPy's result shape (K == 0 gives zeros).
+    """
+    return _core.matmul(a, b, tile=tile, variant=variant, out=out)
+
+
+def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """NumPy reference of :func:`matmul`: ``a @ b`` in float64.
+
+    Parameters
+    ----------
+    a, b : array_like, 2-D, M x K and K x N
+
+    Returns
+    -------
+    numpy.ndarray, float64, M x N.  The kernels sum in float32, so compare with a
+    relative tolerance that grows with ``sqrt(K)``.
+    """
+    return np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64)

@@ -1,0 +1,144 @@
+"""Where a kernel's read-only data lives: a 1D stencil whose coefficients sit in
+``__constant__`` memory, come through the read-only cache or are plain global
+loads (:func:`stencil_1d`), and the constant cache's one weakness -- a warp
+reading several distinct words at once is served one word per pass
+(:func:`constant_broadcast`).
+
+Each kernel has a NumPy reference (``*_reference``); :func:`broadcast_sweep`
+times the broadcast through both caches.
+"""
+from __future__ import annotations
+
+from typing import Literal, Sequence, Union
+
+import numpy as np
+
+from . import _core
+from ._core import DeviceArray
+from ._sweep import _bench
+from ._table import Table
+
+__all__ = ["STENCIL_8TH_ORDER", "stencil_1d", "stencil_1d_reference", "constant_broadcast",
+           "constant_broadcast_reference", "broadcast_table", "broadcast_sweep"]
+
+Array = Union[np.ndarray, DeviceArray]
+
+#: The book's radius-4, 8th-order first-derivative weights w[-4..4]:
+#: out[i] = sum_k a_k (x[i+k] - x[i-k]) with a = (0.8, -0.2, 0.03809, -0.00357).
+STENCIL_8TH_ORDER = np.array([0.00357, -0.03809, 0.2, -0.8, 0.0, 0.8, -0.2, 0.03809, -0.00357],
+                             dtype=np.float32)
+
+BROADCAST_TABLE = 256     #: floats in the broadcast table (1 KiB)
+
+
+# ---- stencil ----------------------------------------------------------------
+def stencil_1d(x: Array, coef: Sequence[float] | np.ndarray | None = None, *,
+               memory: Literal["constant", "readonly", "global"] = "constant", block: int = 256,
+               items: Literal[1, 2, 4, 8] = 4, out: DeviceArray | None = None):
+    """``out[i] = sum_{k=-R..R} coef[R+k] * x[i+k]``, float32, with ``x`` read as zero
+    outside ``[0, n)``: the output has the length of ``x`` (zero padding, not the valid region).
+
+    Parameters
+    ----------
+    x : numpy.ndarray or DeviceArray, float32, 1-D, any length
+    coef : sequence of real numbers, optional
+        ``2R + 1`` weights for a radius ``R`` of 1..16, centre ``coef[R]``; symmetric
+        (``coef[R+k] == coef[R-k]``) or antisymmetric (``coef[R+k] == -coef[R-k]``,
+        ``coef[R] == 0``) after rounding to float32.  Default: :data:`STENCIL_8TH_ORDER`.
+    memory : {"constant", "readonly", "global"}
+        Where the coefficients live: ``__constant__`` memory (copied with
+        ``cudaMemcpyToSymbol`` *before* the launch, so the recorded time is the kernel
+        alone), the read-only data cache (``const __restrict__`` + ``__ldg``), or plain
+        global loads.
+    block : int
+        Threads per block, a multiple of 32 up to 1024 (the book's 32 is slow: 256 is not).
+    items : {1, 2, 4, 8}
+        Outputs per thread (1 is the book's kernel); more loads in flight per thread.
+    out : DeviceArray, optional
+        Where to write the result (shape ``(n,)``, float32, not ``x``).
+
+    Returns
+    -------
+    numpy.ndarray when ``x`` is an ndarray, else DeviceArray (``out`` if given).
+    """
+    return _core.stencil_1d(x, coef, memory=memory, block=block, items=items, out=out)
+
+
+def stencil_1d_reference(x: np.ndarray,
+                         coef: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
+    """NumPy reference of :func:`stencil_1d` in float64 (weights rounded to float32 first)."""
+    w = STENCIL_8TH_ORDER if coef is None else np.asarray(coef)
+    w = w.astype(np.float32).astype(np.float64)
+    r = len(w) // 2
+    xp = np.pad(np.asarray(x, dtype=np.float64), r)
+    return np.correlate(xp, w, mode="valid")
+
+
+# ---- constant broadcast ----------------------------------------------------------
+def constant_broadcast(distinct: int, *, memory: Literal["constant", "readonly"] = "constant",
+                       n: int = 1 << 20, iters: int = 256, block: int = 256,
+                       out: DeviceArray | None = None):
+    """Each warp reads ``distinct`` different table words per load, ``iters`` times.
+
+    Thread ``t`` (lane ``l = t % 32``) sums ``table[(l % distinct + 32 i) % 256]`` for
+    ``i < iters``; :func:`broadcast_table` is the table.  With ``memory="constant"``
+    the table is in ``__constant__`` memory and the constant cache serves one word
+    per pass, so a warp's load costs ``distinct`` passes; with ``"readonly"`` it
+    goes through the read-only data cache, where the words share one 128-byte line.
+
+    Parameters
+    ----------
+    distinct : int
+        Distinct words per warp load, 1..32.
+    memory : {"constant", "readonly"}
+        Where the table lives.
+    n : int
+        Threads (and results), >= 1.
+    iters : int
+        Loads per thread, >= 1.
+    block : int
+        Threads per block, a multiple of 32 up to 1024.
+    out : DeviceArray, optional
+        float32, shape ``(n,)``.
+
+    Returns
+    -------
+    numpy.ndarray of ``n`` float32 sums (a DeviceArray when ``out`` is given).
+    """
+    return _core.constant_broadcast(distinct, memory=memory, n=n, iters=iters, block=block,
+                                    out=out)
+
+
+def broadcast_table() -> np.ndarray:
+    """The 256-float table :func:`constant_broadcast` reads: ``(j % 13) / 4``."""
+    return ((np.arange(BROADCAST_TABLE) % 13) * 0.25).astype(np.float32)
+
+
+def constant_broadcast_reference(distinct: int, n: int = 1 << 20, iters: int = 256) -> np.ndarray:
+    """NumPy reference of :func:`constant_broadcast` (exact: every partial sum is a
+    multiple of 1/4 well below 2**22)."""
+    table = broadcast_table().astype(np.float64)
+    words = np.arange(32) % distinct
+    idx = (words[:, None] + 32 * np.arange(iters)[None, :]) & (BROADCAST_TABLE - 1)
+    per_lane = table[idx].sum(axis=1)
+    return per_lane[np.arange(n) % 32].astype(np.float32)
+
+
+# ---- sweeps ----------------------------------------------------------------------
+def broadcast_sweep(distincts: Sequence[int] = (1, 2, 4, 8, 16, 32), *, n: int = 1 << 20,
+                    iters: int = 256, repeat: int = 20) -> Table:
+    """:func:`constant_broadcast` through both caches for each number of distinct words
+    per warp: time, and time per load relative to one word."""
+    rows = []
+    for d in distincts:
+        row = {"distinct": d}
+        for mem in (v[1] for v in _core.variants("constant_broadcast")):   # constant, readonly
+            r, _ = _bench(constant_broadcast, d, memory=mem, n=n, iters=iters, repeat=repeat,
+                          warmup=2)
+            row[f"{mem}_ms"] = r.median_ms
+        rows.append(row)
+    for row in rows:
+        row["constant / readonly"] = row["constant_ms"] / row["readonly_ms"]
+        row["constant vs 1 word"] = row["constant_ms"] / rows[0]["constant_ms"]
+    return Table(rows, sources={c: "measured" for c in rows[0] if c != "distinct"},
+                 title=f"constant broadcast vs serialisation ({n} threads x {iters} loads)")
