@@ -30,36 +30,60 @@
 # hardware counters can be read, the efficiencies are measured. Without a GPU the same
 # tables come from `gpumem.model`, which counts the sectors of every warp of the launch.
 
+# %% [markdown]
+# **Sizes.** On a GPU each array holds 2^23 floats (32 MiB; the three arrays are about twice an
+# H100's 50 MB L2, so the times are DRAM times), each row is timed over 5 launches, and the
+# sweeps stay short: offsets 0 to 32 (four periods of the 8-float sector grid), reads and
+# writes in one sweep, a handful of offsets for the unrolled kernel and the five cache paths.
+# Every sweep reads its counters in one profile block. The notebook runs in well under 20 s
+# on an H100. Without a GPU the model alone runs on 2^20 floats (the efficiencies do not
+# depend on n).
+
 # %%
+import os
+
 import numpy as np
 import matplotlib.pyplot as plt
 import gpumem as gm
-from gpumem import experiments
+from gpumem import access
 
 gpu = gm.is_available()
-counters = getattr(gm, "profiler_available", lambda: False)()
-# On a GPU: 64 MiB per array, as in the book's lesson scaled to today's GPUs.
-# Without one, the model alone runs (the efficiencies do not depend on n).
-n = 2**24 if gpu else 2**20
-print(gm.device().summary() if gpu else "No GPU here: times are not measured, efficiencies come from gpumem.model.")
+counters = gpu and gm.profiler_available()
+n = 2**23 if gpu else 2**20
+REPEAT = 5
+OFFSETS = range(0, 33)
+print(gm.device().summary() if gpu else
+      "No GPU here: times are not measured (they need a GPU), efficiencies come from gpumem.model.")
 print("efficiency columns:", "measured (hardware counters)" if counters else "model")
 
 
 def panels(table, x, ys, by=None):
-    """One row of plots of table columns against x; an empty column says why."""
+    """One row of plots of table columns against x: only the columns that hold numbers here."""
+    have = lambda c: c in table.columns and any(v is not None for v in table[c])
+    ys = [[c for c in y if have(c)] if isinstance(y, list) else y for y in ys]
+    ys = [y for y in ys if (y if isinstance(y, list) else have(y))]
+    if not ys:
+        return
     fig, axes = plt.subplots(1, len(ys), figsize=(5 * len(ys), 3.5), squeeze=False)
     for ax, y in zip(axes[0], ys):
-        first = y[0] if isinstance(y, list) else y
-        if all(v is None for v in table[first]):
-            ax.text(0.5, 0.5, f"{first}: not available here\n(times need a GPU)",
-                    ha="center", va="center", transform=ax.transAxes)
-            ax.set_xlabel(x)
-        else:
-            table.plot(x=x, y=y, by=by, ax=ax)
+        table.plot(x=x, y=y, by=by, ax=ax)
         ax.set_title("")
     fig.suptitle(table.title)
     fig.tight_layout()
     plt.show()
+
+
+def where(table, title, **match):
+    """The rows of a table whose columns equal the given values, as a Table of their own."""
+    rows = [r for r in table.rows if all(r.get(k) == v for k, v in match.items())]
+    return gm.Table(rows, columns=table.columns, sources=table.sources, title=title)
+
+
+def save_for_docs(fig, name):
+    """tools/run-notebooks sets GPUMEM_DOCS_DIR: the headline figure goes to docs/."""
+    folder = os.environ.get("GPUMEM_DOCS_DIR")
+    if folder and gpu:
+        fig.savefig(os.path.join(folder, name), dpi=120, bbox_inches="tight")
 
 
 # %% [markdown]
@@ -106,14 +130,40 @@ for off in (0, 1, 11, 31, 32, 128):
 # old rule for a whole launch.
 #
 # ## Misaligned reads: efficiency and time against the offset
+#
+# One sweep gives both halves of the lesson, misaligned reads and (further down) misaligned
+# writes; its rows are split by kernel.
 
 # %%
-reads = experiments.offset_sweep(range(0, 129), kind="read", n=n)
-panels(reads, "offset", ["gld_efficiency", "gld_transactions", "GB/s"])
+sweep = access.offset_sweep(OFFSETS, kind=["read", "write"], n=n, repeat=REPEAT)
+reads = where(sweep, f"misaligned reads, n={n}", kernel="read_offset")
+writes = where(sweep, f"misaligned writes, n={n}", kernel="write_offset")
+panels(reads, "offset", ["gld_transactions", "GB/s"])
+
+# %% [markdown]
+# The headline: the load efficiency against the offset, with the model's line over the
+# counters where they can be read (the model alone otherwise).
 
 # %%
-rows = [r for r in reads.rows if r["offset"] in (0, 1, 11, 32, 33, 128)]
-gm.Table(rows, columns=["offset", "ms", "GB/s", "gld_efficiency", "gld_transactions", "gld_requests"],
+fig, ax = plt.subplots(figsize=(6.5, 3.5))
+off = reads["offset"]
+if "gld_efficiency_model" in reads.columns:
+    ax.plot(off, reads["gld_efficiency"], "o", ms=5, label="measured (counters)")
+    ax.plot(off, reads["gld_efficiency_model"], "-", color="black", lw=1, label="model")
+else:
+    ax.plot(off, reads["gld_efficiency"], "-o", ms=3, label="model")
+ax.set_xlabel("offset (floats)")
+ax.set_ylabel("gld_efficiency (%)")
+ax.set_ylim(0, 105)
+ax.set_title(f"read_offset: load efficiency against the offset"
+             + (f" on {gm.device().name}" if gpu else " (model)"))
+ax.legend(loc="lower right")
+save_for_docs(fig, "gld_efficiency_vs_offset.png")
+plt.show()
+
+# %%
+gm.Table([r for r in reads.rows if r["offset"] in (0, 1, 8, 11, 32)],
+         columns=["offset", "ms", "GB/s", "gld_efficiency", "gld_transactions", "gld_requests"],
          sources=reads.sources, title="misaligned reads")
 
 # %% [markdown]
@@ -135,8 +185,9 @@ gm.Table(rows, columns=["offset", "ms", "GB/s", "gld_efficiency", "gld_transacti
 # `"cs"` marks the data evict-first (streaming).
 
 # %%
-print("\n".join(f"{k:8s} {v}" for k, v in gm.access.CACHE_PATHS.items()))
-paths = experiments.cache_path_compare(offsets=range(0, 65), n=n)
+print("\n".join(f"{k:8s} {v}" for k, v in access.CACHE_PATHS.items()))
+paths = access.cache_path_compare(offsets=(0, 1, 8, 11, 32), n=n, repeat=REPEAT,
+                                  metrics=["gld_efficiency"])
 panels(paths, "offset", ["gld_efficiency", "GB/s"], by="cache")
 
 # %% [markdown]
@@ -152,7 +203,8 @@ panels(paths, "offset", ["gld_efficiency", "GB/s"], by="cache")
 # threads, more independent loads in flight per thread.
 
 # %%
-unrolled = experiments.offset_sweep(range(0, 129, 4), unroll=[1, 4], n=n)
+unrolled = access.offset_sweep(range(0, 33, 4), unroll=[1, 4], n=n, repeat=REPEAT,
+                               metrics=["gld_efficiency"])
 panels(unrolled, "offset", ["ms", "gld_efficiency"], by="unroll")
 
 # %% [markdown]
@@ -163,7 +215,6 @@ panels(unrolled, "offset", ["ms", "gld_efficiency"], by="unroll")
 # worth of data: `gst_efficiency` 80%, `gld_efficiency` 100%.
 
 # %%
-writes = experiments.offset_sweep(range(0, 129), kind="write", n=n)
 panels(writes, "offset", [["gld_efficiency", "gst_efficiency"], "GB/s"])
 
 # %% [markdown]
@@ -175,7 +226,7 @@ panels(writes, "offset", [["gld_efficiency", "gst_efficiency"], "GB/s"])
 # sector grid; a block that is not a multiple of 32 also leaves idle lanes in its last warp.
 
 # %%
-blocks = experiments.block_size_sweep(n=n)
+blocks = access.idle_lanes_sweep(n=n, repeat=REPEAT, metrics=["gld_efficiency"])
 print(blocks)
 panels(blocks, "block", ["gld_efficiency", "GB/s"])
 

@@ -30,10 +30,9 @@
 
 # %%
 import numpy as np
-import matplotlib
 import matplotlib.pyplot as plt
 import gpumem as gm
-from gpumem import spaces
+from gpumem import model, spaces
 
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else
@@ -48,15 +47,13 @@ def compiler(family):
         print(e)
         return None
 
-def model_or_none(cc, threads, regs, smem):
-    try:
-        return spaces.model_occupancy(cc, threads, regs, smem)
-    except ImportError as e:
-        print(e)
-        return None
-
 
 # %% [markdown]
+# **Sizes.** The timed parts (GPU only) stay small: a 2^24-float histogram over 2^16 threads,
+# 2^20 threads × 64 live floats for the register caps (256 MiB), 2^22 elements for the
+# divergence, 2^24 floats for the block-size sweep, 20 timed launches each. The notebook runs
+# in well under 20 s on an H100; most of it is the compiler's report (`cuobjdump`).
+#
 # ## The seed's arithmetic: a G80 SM (no GPU, no model needed)
 #
 # A GeForce 8800 GTX SM has 8 K registers, at most 768 threads and 8 blocks, and 16 KiB of
@@ -95,15 +92,13 @@ gm.Table(rows, sources={"blocks/SM": "model", "threads/SM": "model", "limiter": 
 cc = "%d.%d" % gm.device().compute_capability if HAVE_GPU else "9.0"
 rows = []
 for regs in (16, 32, 40, 48, 64, 80, 96, 128, 168, 255):
-    m = model_or_none(cc, 256, regs, 0)
-    if m is None:
-        break
-    rows.append({"regs/thread": regs, **{k: m.get(k) for k in ("blocks_per_sm", "occupancy", "limiter")}})
-if rows:
-    t = gm.Table(rows, sources={"blocks_per_sm": "model", "occupancy": "model", "limiter": "model"},
-                 title=f"occupancy at 256 threads per block, cc {cc} (model)")
-    display(t)
-    t.plot("regs/thread", "occupancy"); plt.show()
+    m = model.occupancy(cc, 256, regs, 0)
+    rows.append({"regs/thread": regs, "blocks_per_sm": m.blocks_per_sm, "occupancy": m.occupancy,
+                 "limiter": m.limiter})
+t = gm.Table(rows, sources={"blocks_per_sm": "model", "occupancy": "model", "limiter": "model"},
+             title=f"occupancy at 256 threads per block, cc {cc} (model)")
+display(t)
+t.plot("regs/thread", "occupancy"); plt.show()
 
 # %% [markdown]
 # ## Local memory: a per-thread array indexed at run time
@@ -115,7 +110,7 @@ if rows:
 # compile-time indices only — and `h` stays in registers. The compiler says so (no GPU needed):
 
 # %%
-report = compiler("private_array")
+report = compiler("thread_histogram")
 if report is not None:
     display(report)
 
@@ -153,24 +148,21 @@ else:
 # traffic. The compiler's side (no GPU):
 
 # %%
-report = compiler("register_cap")
+report = compiler("register_pressure")
 if report is not None:
     display(report)
     rows = []
     for r in report:
-        m = model_or_none(cc, 256, r["registers"], 0)
-        if m is None:
-            break
+        m = model.occupancy(cc, 256, r["registers"], 0)
         rows.append({"variant": r["variant"], "registers": r["registers"],
-                     "stack bytes": r["stack bytes"], "occupancy": m.get("occupancy"),
-                     "limiter": m.get("limiter")})
-    if rows:
-        display(gm.Table(rows, sources={"occupancy": "model", "limiter": "model"},
-                         title="register caps: compiler + model"))
+                     "stack bytes": r["stack bytes"], "occupancy": m.occupancy,
+                     "limiter": m.limiter})
+    display(gm.Table(rows, sources={"occupancy": "model", "limiter": "model"},
+                     title="register caps: compiler + model"))
 
 # %%
 if HAVE_GPU:
-    caps = spaces.register_cap_sweep(1 << 22, rounds=8)
+    caps = spaces.register_pressure_sweep(1 << 20, rounds=8)
     display(caps)
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ax.bar(caps["variant"], caps["median_ms"], color="tab:blue")
@@ -225,14 +217,12 @@ if HAVE_GPU:
 else:
     rows = []
     for block in (32, 64, 128, 256, 512, 1024):
-        m = model_or_none("9.0", block, 18, (block + 8) * 4 + 1024)
-        if m is None:
-            break
-        rows.append({"block": block, **{k: m.get(k) for k in ("blocks_per_sm", "occupancy", "limiter")}})
-    if rows:
-        display(gm.Table(rows, sources={"blocks_per_sm": "model", "occupancy": "model",
-                                        "limiter": "model"},
-                         title="stencil (items=1, 18 registers) on an H100: occupancy by block size (model)"))
+        m = model.occupancy("9.0", block, 18, (block + 8) * 4 + 1024)
+        rows.append({"block": block, "blocks_per_sm": m.blocks_per_sm, "occupancy": m.occupancy,
+                     "limiter": m.limiter})
+    display(gm.Table(rows, sources={"blocks_per_sm": "model", "occupancy": "model",
+                                    "limiter": "model"},
+                     title="stencil (items=1, 18 registers) on an H100: occupancy by block size (model)"))
     print("(timing the sweep needs a GPU)")
 
 # %% [markdown]
