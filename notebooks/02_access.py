@@ -135,7 +135,8 @@ for off in (0, 1, 11, 31, 32, 128):
 # writes; its rows are split by kernel.
 
 # %%
-sweep = access.offset_sweep(OFFSETS, kind=["read", "write"], n=n, repeat=REPEAT)
+sweep = access.offset_sweep(OFFSETS, kind=["read", "write"], n=n, repeat=REPEAT,
+                           progress=False)
 reads = where(sweep, f"misaligned reads, n={n}", kernel="read_offset")
 writes = where(sweep, f"misaligned writes, n={n}", kernel="write_offset")
 panels(reads, "offset", ["gld_transactions", "GB/s"])
@@ -186,7 +187,7 @@ gm.Table([r for r in reads.rows if r["offset"] in (0, 1, 8, 11, 32)],
 
 # %%
 print("\n".join(f"{k:8s} {v}" for k, v in access.CACHE_PATHS.items()))
-paths = access.cache_path_compare(offsets=(0, 1, 8, 11, 32), n=n, repeat=REPEAT,
+paths = access.cache_path_compare(offsets=(0, 1, 8, 11, 32), n=n, repeat=REPEAT, progress=False,
                                   metrics=["gld_efficiency"])
 panels(paths, "offset", ["gld_efficiency", "GB/s"], by="cache")
 
@@ -203,7 +204,7 @@ panels(paths, "offset", ["gld_efficiency", "GB/s"], by="cache")
 # threads, more independent loads in flight per thread.
 
 # %%
-unrolled = access.offset_sweep(range(0, 33, 4), unroll=[1, 4], n=n, repeat=REPEAT,
+unrolled = access.offset_sweep(range(0, 33, 4), unroll=[1, 4], n=n, repeat=REPEAT, progress=False,
                                metrics=["gld_efficiency"])
 panels(unrolled, "offset", ["ms", "gld_efficiency"], by="unroll")
 
@@ -226,7 +227,7 @@ panels(writes, "offset", [["gld_efficiency", "gst_efficiency"], "GB/s"])
 # sector grid; a block that is not a multiple of 32 also leaves idle lanes in its last warp.
 
 # %%
-blocks = access.idle_lanes_sweep(n=n, repeat=REPEAT, metrics=["gld_efficiency"])
+blocks = access.idle_lanes_sweep(n=n, repeat=REPEAT, progress=False, metrics=["gld_efficiency"])
 print(blocks)
 panels(blocks, "block", ["gld_efficiency", "GB/s"])
 

@@ -92,7 +92,7 @@ else:
 # sectors in L1, but the counters still charge it. SoA loads are dense: 100%.
 
 # %%
-layouts = layout.aos_vs_soa(n=n // 4, repeat=REPEAT)
+layouts = layout.aos_vs_soa(n=n // 4, repeat=REPEAT, progress=False)
 layouts
 
 # %%
@@ -119,7 +119,8 @@ plt.show()
 # `gm.strided_read(a, stride=s)` is `a[::s]` on the GPU: lane `t` reads `a[t * s]`.
 
 # %%
-strides = layout.stride_sweep((1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64), n=n, repeat=REPEAT)
+strides = layout.stride_sweep((1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64), n=n, repeat=REPEAT,
+                            progress=False)
 panels(strides, "stride", ["gld_efficiency", "gld_transactions", "GB/s"])
 
 # %%
