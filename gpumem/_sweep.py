@@ -40,29 +40,27 @@ def _int(fn: str, name: str, v: Any, lo: int, hi: int | None = None) -> int:
     return v
 
 
-def _ints(fn: str, name: str, vs: Any, lo: int, hi: int | None = None) -> list[int]:
-    if isinstance(vs, (int, np.integer)) and not isinstance(vs, bool):
+def _listed(fn: str, name: str, vs: Any, one: tuple, what: str, whats: str) -> list:
+    """``vs`` as a non-empty list; a single value of a type in ``one`` becomes ``[vs]``."""
+    if isinstance(vs, one) and not isinstance(vs, bool):
         vs = [vs]
     try:
         vs = list(vs)
     except TypeError:
-        raise TypeError(f"{fn}: {name} must be an int or a sequence of ints, "
+        raise TypeError(f"{fn}: {name} must be {what} or a sequence of {whats}, "
                         f"not {type(vs).__name__}") from None
     if not vs:
         raise ValueError(f"{fn}: {name} is empty; give at least one value")
+    return vs
+
+
+def _ints(fn: str, name: str, vs: Any, lo: int, hi: int | None = None) -> list[int]:
+    vs = _listed(fn, name, vs, (int, np.integer), "an int", "ints")
     return [_int(fn, name, v, lo, hi) for v in vs]
 
 
 def _choices(fn: str, name: str, vs: Any, allowed: Sequence[str]) -> list[str]:
-    if isinstance(vs, str):
-        vs = [vs]
-    try:
-        vs = list(vs)
-    except TypeError:
-        raise TypeError(f"{fn}: {name} must be a str or a sequence of str, "
-                        f"not {type(vs).__name__}") from None
-    if not vs:
-        raise ValueError(f"{fn}: {name} is empty; give at least one value")
+    vs = _listed(fn, name, vs, (str,), "a str", "str")
     for v in vs:
         if not isinstance(v, str):
             raise TypeError(f"{fn}: {name} must be a str or a sequence of str, "

@@ -1,6 +1,8 @@
 """GPU tests are marked ``gpu``: skipped without a GPU, and failed instead
 when GPUMEM_REQUIRE_GPU=1 (so a GPU run can never pass by skipping)."""
 import os
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -63,3 +65,28 @@ def pytest_sessionstart(session):
     # .ci/run tests the installed wheel: make sure that is what was imported.
     if os.environ.get("GPUMEM_EXPECT_INSTALLED") and "site-packages" not in gpumem.__file__:
         raise pytest.UsageError(f"expected an installed gpumem, imported {gpumem.__file__}")
+
+
+# ---- sweeps without a GPU: a stand-in model that remembers what it was asked -----------
+class FakeModel(types.ModuleType):
+    def __init__(self):
+        super().__init__("gpumem.model")
+        self.calls = []
+
+    def predict(self, family, variant, **params):
+        self.calls.append((family, variant, params))
+        off = params.get("offset", 0) + params.get("stride", 0)
+        return {"gld_efficiency": 100.0 - off, "gld_transactions": 1000 + off, "gld_requests": 7,
+                "gst_efficiency": 50.0 + off, "gst_transactions": 2000 + off, "gst_requests": 9}
+
+
+@pytest.fixture
+def fake_model(monkeypatch):
+    m = FakeModel()
+    monkeypatch.setitem(sys.modules, "gpumem.model", m)
+    return m
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(gpumem, "is_available", lambda: False)

@@ -1,40 +1,24 @@
-"""Access-pattern kernels (gpumem.access): validation without a GPU, and on a
-GPU element-wise comparison with NumPy on fresh random data of awkward sizes,
-outputs poisoned with NaN first so an unwritten element fails and an element
-that must stay unwritten is checked to stay NaN."""
+"""Access kernels (gpumem.access: vec_add, read_offset, write_offset, copy) and
+their sweeps: validation without a GPU, the sweeps in model mode and their
+measured mode's plumbing with stand-ins; on a GPU element-wise comparison with
+NumPy on fresh random data of awkward sizes, outputs poisoned with NaN first so
+an unwritten element fails and an element that must stay unwritten is checked to
+stay NaN."""
+import contextlib
 import math
+import types
 
 import numpy as np
 import pytest
 
 import gpumem as gm
+from gpumem import _core, _sweep, access
+from gpumem import experiments as ex
+from _helpers import awkward_n, f32, huge, m, poisoned
 
 OFFSETS = [0, 1, 11, 31, 32, 33, 127, 128]
 BLOCKS = [1, 33, 100, 512, 1024]
 CACHES = ["default", "ca", "cg", "ldg", "cs"]
-
-
-def f32(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
-
-
-def awkward_n(rng, block, per_thread=1, at_least=300):
-    """A length that is no multiple of the block (nor of per_thread*block)."""
-    chunk = per_thread * block
-    base = chunk * max(2, math.ceil(at_least / chunk))
-    r = int(rng.integers(1, chunk)) if chunk > 1 else 0
-    if block > 1 and r % block == 0:
-        r += 1
-    return base + r
-
-
-def poisoned(shape):
-    return gm.to_device(np.full(shape, np.nan, np.float32))
-
-
-def huge(n):
-    """An ndarray of n float32 that takes no memory (validation never reads it)."""
-    return np.broadcast_to(np.float32(0), (n,))
 
 
 # ---- CPU references ----------------------------------------------------------------
@@ -46,23 +30,7 @@ def ref_write_offset(a, b, offset):
     return a[:len(a) - offset] + b[:len(b) - offset]   # C[offset + i]
 
 
-def ref_struct_update(data, layout):
-    r = data.copy()
-    if layout == "aos":
-        r[:, 0] += np.float32(10)
-        r[:, 1] += np.float32(20)
-    else:
-        r[0] += np.float32(10)
-        r[1] += np.float32(20)
-    return r
-
-
-def ref_distance(points, layout):
-    x, y, z = points.T if layout == "aos" else points
-    return np.sqrt((x * x + y * y) + z * z)
-
-
-# ---- the variant table (no GPU) ----------------------------------------------------------
+# ---- the variant table and the load paths (no GPU) -----------------------------------
 def test_variants_listed_with_bytes():
     got = {(v.family, v.name): v.bytes for v in gm.variants()}
     assert got[("read_offset", "unroll1")] == "12*(n - offset)"
@@ -76,8 +44,32 @@ def test_variants_listed_with_bytes():
     assert [v.name for v in gm.variants("copy")] == ["float", "float4"]
 
 
+def test_cache_paths_are_the_cores_in_order():
+    assert tuple(access.CACHE_PATHS) == _core.CACHE_PATHS == tuple(CACHES)
+    assert ex.CACHES == _core.CACHE_PATHS
+    assert all(text.startswith("ld.global") for text in access.CACHE_PATHS.values())
+
+
 # ---- validation (no GPU: every check comes before any device call) -----------------------
+@pytest.mark.parametrize("args,kw,exc,msg", [
+    ((m(3), [1, 2, 3]), {}, TypeError, "vec_add: b must be a numpy.ndarray or gpumem.DeviceArray, not list"),
+    ((m(3, dtype=np.float64), m(3)), {}, TypeError, r"vec_add: a has dtype dtype\('float64'\)"),
+    ((m(3), m(4)), {}, ValueError, r"a and b must have the same shape, not \(3,\) and \(4,\)"),
+    ((m(2, 3), m(3, 2)), {}, ValueError, r"not \(2, 3\) and \(3, 2\)"),
+    ((m(3), m(3)), {"block": 0}, ValueError, "block=0 is not allowed; block must be 1..1024 threads"),
+    ((m(3), m(3)), {"block": 1025}, ValueError, "block=1025 is not allowed"),
+    ((m(3), m(3)), {"block": -1}, ValueError, "block=-1 is not allowed"),
+    ((m(3), m(3)), {"block": "256"}, TypeError, "block must be an int, not str"),
+    ((m(3), m(3)), {"out": 5}, TypeError, "out must be a gpumem.DeviceArray, not int"),
+])
+def test_vec_add_rejects_bad_arguments(args, kw, exc, msg):
+    with pytest.raises(exc, match=msg):
+        gm.vec_add(*args, **kw)
+
+
 A = np.zeros(100, np.float32)
+
+
 B = np.zeros(100, np.float32)
 
 
@@ -153,46 +145,6 @@ def test_write_offset_has_no_cache():
         gm.write_offset(A, B, cache="cg")
 
 
-@pytest.mark.parametrize("stride", [0, -1, 65, 128])
-def test_strided_read_stride(stride):
-    with pytest.raises(ValueError, match=rf"stride={stride} is not allowed; stride must be 1..64"):
-        gm.strided_read(A, stride=stride)
-
-
-def test_strided_read_validation():
-    with pytest.raises(TypeError, match="stride must be an int"):
-        gm.strided_read(A, stride=2.0)
-    with pytest.raises(TypeError, match="a has dtype"):
-        gm.strided_read(A.astype(np.float16))
-    with pytest.raises(ValueError, match="a must be 1-D"):
-        gm.strided_read(A.reshape(4, 25))
-    with pytest.raises(ValueError, match="block=0 is not allowed"):
-        gm.strided_read(A, block=0)
-    with pytest.raises(TypeError, match="out must be a gpumem.DeviceArray"):
-        gm.strided_read(A, stride=2, out=np.empty(50, np.float32))
-
-
-@pytest.mark.parametrize("fn,arg,fields", [(gm.struct_update, "data", 2), (gm.distance, "points", 3)])
-def test_layout_validation(fn, arg, fields):
-    aos = np.zeros((10, fields), np.float32)
-    with pytest.raises(ValueError, match=r"layout='AoS' is unknown; allowed: 'aos'.*'soa'"):
-        fn(aos, layout="AoS")
-    with pytest.raises(TypeError, match="layout must be a str"):
-        fn(aos, layout=0)
-    with pytest.raises(ValueError, match=rf"{arg} has shape \(10, {fields}\); layout='soa' takes shape \({fields}, n\)"):
-        fn(aos, layout="soa")
-    with pytest.raises(ValueError, match=rf"{arg} has shape \({fields}, 10\); layout='aos' takes shape \(n, {fields}\)"):
-        fn(aos.T.copy(), layout="aos")
-    with pytest.raises(ValueError, match=rf"{arg} has shape \(30,\); layout='aos'"):
-        fn(np.zeros(30, np.float32))
-    with pytest.raises(TypeError, match=rf"{arg} has dtype"):
-        fn(aos.astype(np.float64))
-    with pytest.raises(ValueError, match="block=1025 is not allowed"):
-        fn(aos, block=1025)
-    with pytest.raises(TypeError, match="out must be a gpumem.DeviceArray"):
-        fn(aos, out=aos)
-
-
 def test_copy_validation():
     with pytest.raises(ValueError, match=r"variant='double' is unknown; allowed: 'float', 'float4'"):
         gm.copy(A, variant="double")
@@ -220,7 +172,169 @@ def test_valid_call_without_gpu_says_so():
             gm.read_offset(A, B, offset=3)
 
 
-# ---- GPU: read_offset --------------------------------------------------------------------
+# ---- the sweeps: argument checks --------------------------------------------------------
+@pytest.mark.parametrize("call,exc,msg", [
+    (lambda: access.offset_sweep(kind="load"), ValueError, r"kind='load' is unknown; allowed: 'read', 'write'"),
+    (lambda: access.offset_sweep(cache="l1"), ValueError, r"cache='l1' is unknown"),
+    (lambda: access.offset_sweep(kind="write", cache="cg"), ValueError, r"applies to kind='read' only"),
+    (lambda: access.offset_sweep(unroll=2), ValueError, r"unroll=2 is not allowed; unroll must be 1 or 4"),
+    (lambda: access.offset_sweep([0, 200], n=100), ValueError, r"offsets=200 is not allowed; offsets must be 0..100"),
+    (lambda: access.offset_sweep([-1]), ValueError, r"offsets=-1 is not allowed"),
+    (lambda: access.offset_sweep([]), ValueError, r"offsets is empty"),
+    (lambda: access.offset_sweep([1.5]), TypeError, r"offsets must be an int"),
+    (lambda: access.offset_sweep(block=0), ValueError, r"block=0 is not allowed; block must be 1..1024"),
+    (lambda: access.offset_sweep(n=0), ValueError, r"n=0 is not allowed; n must be >= 1"),
+    (lambda: access.offset_sweep(repeat=0), ValueError, r"repeat=0 is not allowed"),
+    (lambda: access.offset_sweep(progress="yes"), TypeError, r"progress must be a bool"),
+    (lambda: access.offset_sweep(metrics="gld_efficiency"), TypeError, r"metrics must be a sequence"),
+    (lambda: access.idle_lanes_sweep(blocks=[32, 2048]), ValueError, r"blocks=2048 is not allowed"),
+    (lambda: access.idle_lanes_sweep(kind="write", cache="cs"), ValueError, r"applies to kind='read' only"),
+    (lambda: access.idle_lanes_sweep(offset=10, n=5), ValueError, r"offset=10 is not allowed"),
+    (lambda: access.cache_path_compare(caches=["texture"]), ValueError, r"cache='texture' is unknown"),
+])
+def test_sweep_arguments(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call()
+
+
+# ---- the sweeps in model mode (no GPU) -----------------------------------------------------
+def test_offset_sweep_model_mode(fake_model, no_gpu):
+    t = access.offset_sweep([0, 11, 128], kind=["read", "write"], cache=["default", "cg"],
+                            unroll=[1, 4], n=1000, block=100, progress=False)
+    # reads: 2 unrolls x 2 caches x 3 offsets; writes: 2 unrolls x 3 offsets (no cache)
+    assert len(t) == 12 + 6
+    assert t.columns[:6] == ["kernel", "unroll", "cache", "offset", "ms", "GB/s"]
+    assert t["ms"] == [None] * 18 and t["GB/s"] == [None] * 18
+    assert t.sources == {m: "model" for m in ex.METRICS}
+    assert "no GPU" in t.title
+    calls = fake_model.calls
+    assert calls[0] == ("read_offset", "unroll1", {"n": 1000, "offset": 0, "block": 100, "cache": "default"})
+    assert ("read_offset", "unroll4", {"n": 1000, "offset": 128, "block": 100, "cache": "cg"}) in calls
+    assert ("write_offset", "unroll4", {"n": 1000, "offset": 11, "block": 100}) in calls
+    assert len(calls) == 18
+    r = t.rows[2]
+    assert (r["kernel"], r["unroll"], r["cache"], r["offset"]) == ("read_offset", 1, "default", 128)
+    assert r["gld_efficiency"] == 100.0 - 128 and r["gst_transactions"] == 2000 + 128
+    w = [r for r in t.rows if r["kernel"] == "write_offset"]
+    assert {r["cache"] for r in w} == {None}
+
+
+def test_idle_lanes_and_cache_path_sweeps_model_mode(fake_model, no_gpu):
+    t = access.idle_lanes_sweep([32, 33, 100], offset=3, n=1000, progress=False)
+    assert t["warps_per_block"] == [1, 2, 4] and t["idle_lanes"] == [0, 31, 28]
+    assert t["grid"] == [32, 31, 10]
+    assert fake_model.calls[-1] == ("read_offset", "unroll1",
+                                    {"n": 1000, "offset": 3, "block": 100, "cache": "default"})
+
+    t = access.cache_path_compare(offsets=[0, 11], n=500, progress=False)
+    assert [(r["cache"], r["offset"]) for r in t.rows] == [(c, o) for c in ex.CACHES for o in (0, 11)]
+
+
+def test_without_model_columns_are_empty(monkeypatch, no_gpu):
+    monkeypatch.setattr(_sweep, "_model_predict", lambda: None)
+    t = access.offset_sweep([0, 1], n=100, progress=False)
+    assert t["gld_efficiency"] == [None, None] and t.sources == {}
+
+
+# ---- the measured mode, with stand-ins for the GPU ---------------------------------------
+class FakeProfile:
+    active = None
+
+    def __init__(self, metrics):
+        self.metrics = metrics
+        self.records = []
+
+
+def test_measured_mode_plumbing(monkeypatch, fake_model):
+    launches, profiled = [], []
+    monkeypatch.setattr(gm, "is_available", lambda: True)
+    monkeypatch.setattr(gm, "profiler_available", lambda: True, raising=False)
+    monkeypatch.setattr(gm, "to_device", lambda a: ("dev", a.shape))
+    monkeypatch.setattr(gm, "empty", lambda shape: ("out", shape))
+
+    @contextlib.contextmanager
+    def profile(metrics):
+        p = FakeProfile(metrics)
+        FakeProfile.active = p
+        yield p
+        FakeProfile.active = None
+
+    def read_offset(a, b, **kw):
+        launches.append(kw)
+        if FakeProfile.active is not None:
+            profiled.append(kw)
+            m = {name: 42.0 + kw["offset"] for name in FakeProfile.active.metrics}
+            FakeProfile.active.records.append(types.SimpleNamespace(metrics=m))
+
+    def bench(fn, *args, repeat, warmup, **kw):
+        assert fn is read_offset and args == (("dev", (64,)), ("dev", (64,)))
+        assert kw["out"] == ("out", (64,)) and repeat == 5
+        for _ in range(repeat):
+            fn(*args, **kw)
+        return types.SimpleNamespace(median_ms=0.5 + kw["offset"], gbps=1000.0 - kw["offset"])
+
+    monkeypatch.setattr(gm, "profile", profile, raising=False)
+    monkeypatch.setattr(gm, "bench", bench)
+    monkeypatch.setattr(access, "read_offset", read_offset)
+    t = access.offset_sweep([0, 11], n=64, block=32, cache="cs", repeat=5, progress=False)
+    assert t["ms"] == [0.5, 11.5] and t["GB/s"] == [1000.0, 989.0]
+    assert t["gld_efficiency"] == [42.0, 53.0] and t["gst_requests"] == [42.0, 53.0]
+    assert t["gld_efficiency_model"] == [100.0, 89.0]
+    assert t["gst_efficiency_model"] == [50.0, 61.0]
+    assert t.sources["ms"] == t.sources["GB/s"] == "measured"
+    assert all(t.sources[m] == "measured" for m in ex.METRICS)
+    assert t.sources["gld_efficiency_model"] == "model"
+    assert t.columns[-2:] == ["gld_efficiency_model", "gst_efficiency_model"]
+    # one profiled launch per row, outside the timed ones
+    assert profiled == [{"offset": 0, "unroll": 1, "block": 32, "cache": "cs", "out": ("out", (64,))},
+                        {"offset": 11, "unroll": 1, "block": 32, "cache": "cs", "out": ("out", (64,))}]
+    assert len(launches) == 2 * 5 + 2
+
+
+def test_real_model_offset_figures(no_gpu):
+    pytest.importorskip("gpumem.model")
+    t = access.offset_sweep([0, 11, 128], kind=["read", "write"], n=2**16, progress=False)
+    assert t.sources["gld_efficiency"] == "model"
+    reads = [r for r in t.rows if r["kernel"] == "read_offset"]
+    writes = [r for r in t.rows if r["kernel"] == "write_offset"]
+    assert [round(r["gld_efficiency"]) for r in reads] == [100, 80, 100]
+    assert [round(r["gst_efficiency"]) for r in writes] == [100, 80, 100]
+    assert [round(r["gst_efficiency"]) for r in reads] == [100, 100, 100]
+
+
+# ---- GPU: vec_add -------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1, 31, 257, 1000, 1 << 20, (1 << 20) + 3])
+@pytest.mark.parametrize("block", [1, 32, 100, 256, 1024])
+def test_vec_add_matches_numpy(rng, n, block, no_leak):
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    out = poisoned((n,))
+    gm.vec_add(gm.to_device(a), gm.to_device(b), block=block, out=out)
+    np.testing.assert_array_equal(out.get(), a + b)
+    rec = gm.last_record()
+    assert rec.block == (block, 1, 1) and rec.grid == (-(-n // block), 1, 1)
+    assert rec.bytes == 12 * n and rec.flops == n
+
+
+@pytest.mark.gpu
+def test_vec_add_any_shape_and_views(rng):
+    a = rng.standard_normal((7, 11, 3)).astype(np.float32)
+    b = rng.standard_normal((3, 11, 7)).astype(np.float32).T
+    np.testing.assert_array_equal(gm.vec_add(a, b), a + b)
+    z = np.zeros((0, 3), np.float32)
+    assert gm.vec_add(z, z).shape == (0, 3)
+
+
+@pytest.mark.gpu
+def test_vec_add_in_place_through_out(rng):
+    a = rng.standard_normal(999).astype(np.float32)
+    d = gm.to_device(a)
+    gm.vec_add(d, d, out=d)  # elementwise: aliasing is allowed
+    np.testing.assert_array_equal(d.get(), a + a)
+
+
+# ---- GPU: read_offset, write_offset --------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("unroll", [1, 4])
 @pytest.mark.parametrize("block", BLOCKS)
@@ -333,83 +447,6 @@ def test_out_validation_on_device(rng, no_leak):
         gm.strided_read(a, stride=3, out=gm.empty((100,), np.float64))
 
 
-# ---- GPU: strided_read -------------------------------------------------------------------
-@pytest.mark.gpu
-@pytest.mark.parametrize("block", BLOCKS)
-@pytest.mark.parametrize("stride", [1, 2, 3, 4, 7, 8, 9, 16, 31, 32, 33, 63, 64])
-def test_strided_read(rng, no_leak, stride, block):
-    n = awkward_n(rng, block) * 3 + 1
-    a = f32(rng, n)
-    m = -(-n // stride)
-    out = poisoned(m)
-    assert gm.strided_read(gm.to_device(a), stride=stride, block=block, out=out) is out
-    np.testing.assert_array_equal(out.get(), a[::stride])
-    got = gm.strided_read(a, stride=stride, block=block)
-    assert got.shape == (m,)
-    np.testing.assert_array_equal(got, a[::stride])
-    r = gm.last_record()
-    assert r.params == {"n": n, "stride": stride, "block": block}
-    assert r.grid == (-(-m // block), 1, 1) and r.bytes == 8 * m
-
-
-@pytest.mark.gpu
-def test_strided_read_small(rng, no_leak):
-    for n in range(0, 70):
-        a = f32(rng, n)
-        for stride in (1, 5, 64):
-            np.testing.assert_array_equal(gm.strided_read(a, stride=stride, block=32), a[::stride])
-
-
-# ---- GPU: AoS vs SoA ---------------------------------------------------------------------
-@pytest.mark.gpu
-@pytest.mark.parametrize("block", BLOCKS)
-@pytest.mark.parametrize("layout", ["aos", "soa"])
-def test_struct_update(rng, no_leak, layout, block):
-    n = awkward_n(rng, block)
-    data = f32(rng, n, 2) if layout == "aos" else f32(rng, 2, n)
-    want = ref_struct_update(data, layout)
-    out = poisoned(data.shape)
-    assert gm.struct_update(gm.to_device(data), layout=layout, block=block, out=out) is out
-    np.testing.assert_array_equal(out.get(), want)
-    got = gm.struct_update(data, layout=layout, block=block)
-    assert got.shape == data.shape
-    np.testing.assert_array_equal(got, want)
-    r = gm.last_record()
-    assert (r.kernel, r.variant, r.params) == ("struct_update", layout, {"n": n, "block": block})
-    assert r.grid == (-(-n // block), 1, 1) and r.bytes == 16 * n
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("block", BLOCKS)
-@pytest.mark.parametrize("layout", ["aos", "soa"])
-def test_distance(rng, no_leak, layout, block):
-    n = awkward_n(rng, block)
-    pts = f32(rng, n, 3) if layout == "aos" else f32(rng, 3, n)
-    pts *= np.float32(rng.uniform(0.01, 100))
-    want = ref_distance(pts, layout)
-    out = poisoned(n)
-    assert gm.distance(gm.to_device(pts), layout=layout, block=block, out=out) is out
-    np.testing.assert_array_equal(out.get(), want)   # bit for bit: no FMA, IEEE sqrt
-    got = gm.distance(pts, layout=layout, block=block)
-    assert got.shape == (n,)
-    np.testing.assert_array_equal(got, want)
-    r = gm.last_record()
-    assert (r.kernel, r.variant, r.params) == ("distance", layout, {"n": n, "block": block})
-    assert r.bytes == 16 * n
-
-
-@pytest.mark.gpu
-def test_layouts_agree(rng, no_leak):
-    """The same data in both layouts gives the same answer."""
-    n = 12_345
-    aos = f32(rng, n, 2)
-    np.testing.assert_array_equal(gm.struct_update(aos, layout="aos"),
-                                  gm.struct_update(aos.T.copy(), layout="soa").T)
-    pts = f32(rng, n, 3)
-    np.testing.assert_array_equal(gm.distance(pts, layout="aos"),
-                                  gm.distance(pts.T.copy(), layout="soa"))
-
-
 # ---- GPU: copy ------------------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.parametrize("block", BLOCKS + [256])
@@ -443,3 +480,21 @@ def test_bench_counts_useful_bytes(rng, no_leak):
     res = gm.bench(gm.read_offset, f32(rng, n), f32(rng, n), offset=offset, repeat=3, warmup=1)
     assert res.gbps == pytest.approx(12 * (n - offset) / (res.median_ms * 1e-3) / 1e9)
     assert res.params["offset"] == offset
+
+
+# ---- GPU: the sweeps -------------------------------------------------------------------
+@pytest.mark.gpu
+def test_offset_sweeps_on_gpu(no_leak):
+    t = access.offset_sweep([0, 11], kind=["read", "write"], unroll=[1, 4], n=2**18, repeat=3,
+                            progress=False)
+    assert len(t) == 8
+    assert all(v > 0 for v in t["ms"]) and all(v > 0 for v in t["GB/s"])
+    assert t.sources["ms"] == "measured"
+    if t.sources.get("gld_efficiency") == "measured":
+        eff = {(r["kernel"], r["unroll"], r["offset"]): r for r in t.rows}
+        assert eff[("read_offset", 1, 11)]["gld_efficiency"] == pytest.approx(80.0, abs=0.1)
+        assert eff[("write_offset", 1, 11)]["gst_efficiency"] == pytest.approx(80.0, abs=0.1)
+        assert eff[("read_offset", 4, 0)]["gld_efficiency"] == pytest.approx(100.0, abs=0.01)
+    for sweep in (access.idle_lanes_sweep([33, 512], n=2**16, repeat=2, progress=False),
+                  access.cache_path_compare(offsets=[11], n=2**16, repeat=2, progress=False)):
+        assert all(v > 0 for v in sweep["ms"]), sweep.title

@@ -1,19 +1,17 @@
-"""The core without a GPU: import, discovery, exceptions, every validation path.
+"""The core: import, discovery, exceptions, DeviceArray, records, bench and the
+variant table -- without a GPU every validation path (validation must happen
+before any device call, so each bad argument raises its own TypeError/ValueError,
+never CudaUnavailableError; with a GPU the same tests prove nothing reached it),
+and on a GPU device discovery, memory accounting, records and bench.  Also the
+experiments facade and the deprecated old names."""
+import gc
+import warnings
 
-Validation must happen before any device call, so on a machine without a GPU
-each bad argument raises its own TypeError/ValueError, never
-CudaUnavailableError; with a GPU the same tests prove nothing reached it.
-"""
 import numpy as np
 import pytest
 
 import gpumem as gm
-
-F = np.float32
-
-
-def m(*shape, dtype=F):
-    return np.ones(shape, dtype=dtype)
+from _helpers import F, m
 
 
 def test_is_available_is_a_bool_and_never_raises():
@@ -28,7 +26,7 @@ def test_exception_hierarchy():
     assert issubclass(gm.DeviceMemoryError, MemoryError)
 
 
-@pytest.mark.skipif(gm.is_available(), reason="this machine has a GPU: see test_device_gpu")
+@pytest.mark.skipif(gm.is_available(), reason="this machine has a GPU: see the gpu tests below")
 def test_no_gpu_behaviour():
     # Every GPU use raises CudaUnavailableError with the reason; nothing crashes.
     for call in (gm.device, gm.memory_info, lambda: gm.to_device(m(3)), lambda: gm.empty((3,)),
@@ -57,70 +55,6 @@ def test_variants_lists_named_variants_with_bytes_and_flops():
         gm.variants("conv")
     with pytest.raises(TypeError, match="family must be a str"):
         gm.variants(3)
-
-
-# ---- matmul validation -------------------------------------------------------
-@pytest.mark.parametrize("a,b,exc,msg", [
-    ([[1.0]], m(1, 1), TypeError, "a must be a numpy.ndarray or gpumem.DeviceArray, not list"),
-    (m(1, 1), "x", TypeError, "b must be a numpy.ndarray or gpumem.DeviceArray, not str"),
-    (m(2, 2, dtype=np.float64), m(2, 2), TypeError, r"a has dtype dtype\('float64'\); this kernel takes dtype\('float32'\) only"),
-    (m(2, 2), m(2, 2, dtype=np.int32), TypeError, r"b has dtype dtype\('int32'\)"),
-    (m(2, 2), m(2, 2, dtype=np.float16), TypeError, r"b has dtype dtype\('float16'\)"),
-    (m(2, 2).astype(">f4"), m(2, 2), TypeError, "a has dtype"),
-    (m(4), m(4, 2), ValueError, r"a must be 2-D \(a matrix\), not 1-D with shape \(4,\)"),
-    (m(2, 2), m(2, 2, 2), ValueError, r"b must be 2-D \(a matrix\), not 3-D with shape \(2, 2, 2\)"),
-    (m(3, 4), m(5, 2), ValueError, r"inner dimensions differ: a is \(3, 4\) and b is \(5, 2\)"),
-])
-def test_matmul_rejects_bad_operands(a, b, exc, msg):
-    with pytest.raises(exc, match=msg):
-        gm.matmul(a, b)
-
-
-@pytest.mark.parametrize("kw,exc,msg", [
-    ({"tile": 12}, ValueError, "tile=12 is not allowed; tile must be one of 8, 16, 32"),
-    ({"tile": 0}, ValueError, "tile=0 is not allowed"),
-    ({"tile": 64}, ValueError, "tile=64 is not allowed"),
-    ({"tile": 16.0}, TypeError, "tile must be an int, not float"),
-    ({"tile": True}, TypeError, "tile must be an int, not bool"),
-    ({"tile": 2**70}, ValueError, "tile=.* is out of range"),
-    ({"variant": "tiledd"}, ValueError, "variant='tiledd' is unknown; allowed: 'naive', 'tiled'"),
-    ({"variant": 1}, TypeError, "variant must be a str, not int"),
-    ({"out": m(3, 2)}, TypeError, "out must be a gpumem.DeviceArray, not numpy.ndarray"),
-])
-def test_matmul_rejects_bad_options(kw, exc, msg):
-    with pytest.raises(exc, match=msg):
-        gm.matmul(m(3, 4), m(4, 2), **kw)
-
-
-def test_matmul_rejects_unknown_keyword_and_positional_options():
-    with pytest.raises(TypeError):
-        gm.matmul(m(3, 4), m(4, 2), tile_size=16)
-    with pytest.raises(TypeError):
-        gm._core.matmul(m(3, 4), m(4, 2), 16)
-
-
-def test_matmul_rejects_too_many_rows_for_one_grid():
-    # 65535 blocks of 8 rows at most in grid.y; a 0-column view costs no memory.
-    a = np.lib.stride_tricks.as_strided(np.zeros(1, F), shape=(65535 * 8 + 1, 0), strides=(0, 4))
-    with pytest.raises(ValueError, match="too large for one launch with tile=8"):
-        gm.matmul(a, np.zeros((0, 3), F), tile=8)
-
-
-# ---- vec_add validation -------------------------------------------------------
-@pytest.mark.parametrize("args,kw,exc,msg", [
-    ((m(3), [1, 2, 3]), {}, TypeError, "vec_add: b must be a numpy.ndarray or gpumem.DeviceArray, not list"),
-    ((m(3, dtype=np.float64), m(3)), {}, TypeError, r"vec_add: a has dtype dtype\('float64'\)"),
-    ((m(3), m(4)), {}, ValueError, r"a and b must have the same shape, not \(3,\) and \(4,\)"),
-    ((m(2, 3), m(3, 2)), {}, ValueError, r"not \(2, 3\) and \(3, 2\)"),
-    ((m(3), m(3)), {"block": 0}, ValueError, "block=0 is not allowed; block must be 1..1024 threads"),
-    ((m(3), m(3)), {"block": 1025}, ValueError, "block=1025 is not allowed"),
-    ((m(3), m(3)), {"block": -1}, ValueError, "block=-1 is not allowed"),
-    ((m(3), m(3)), {"block": "256"}, TypeError, "block must be an int, not str"),
-    ((m(3), m(3)), {"out": 5}, TypeError, "out must be a gpumem.DeviceArray, not int"),
-])
-def test_vec_add_rejects_bad_arguments(args, kw, exc, msg):
-    with pytest.raises(exc, match=msg):
-        gm.vec_add(*args, **kw)
 
 
 # ---- DeviceArray and allocation validation -------------------------------------
@@ -204,3 +138,250 @@ def test_submodules_are_reachable_from_the_package():
     assert callable(gm.experiments.offset_sweep)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         gm.nope
+
+
+# ---- on the GPU ------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_device_reports_limits():
+    d = gm.device()
+    assert d.name and d.compute_capability >= (7, 5)
+    assert d.multiprocessors > 0 and d.warp_size == 32
+    assert d.max_threads_per_block == 1024
+    assert d.max_threads_per_multiprocessor >= 1024
+    assert d.registers_per_multiprocessor == 65536
+    assert d.shared_memory_per_block == 48 * 1024
+    assert d.shared_memory_per_block_optin >= d.shared_memory_per_block
+    assert d.shared_memory_per_multiprocessor >= d.shared_memory_per_block_optin
+    assert d.constant_memory == 64 * 1024
+    assert d.l2_cache_size > 0 and d.total_memory > 0
+    expected = 2 * d.memory_clock_khz * 1e3 * d.memory_bus_width / 8 / 1e9
+    assert d.theoretical_bandwidth_gbps == pytest.approx(expected)
+    assert d.driver_version >= d.runtime_version[:1] + (0,)
+    assert d.runtime_version == gm._core.runtime_version()
+    assert d.name in d.summary()
+    if d.compute_capability == (9, 0) and "H100" in d.name:
+        assert d.multiprocessors == 132
+        assert d.shared_memory_per_block_optin == 227 * 1024
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int32, np.uint16, np.complex64, np.bool_])
+@pytest.mark.parametrize("shape", [(0,), (1,), (1023,), (3, 5, 7), (0, 4)])
+def test_device_array_round_trip(rng, dtype, shape, no_leak):
+    a = (rng.standard_normal(shape) * 100).astype(dtype)
+    d = gm.to_device(a)
+    assert d.shape == shape and d.dtype == a.dtype and d.nbytes == a.nbytes
+    assert d.ndim == len(shape) and d.size == a.size
+    back = d.get()
+    assert back.dtype == a.dtype and back.flags.c_contiguous
+    np.testing.assert_array_equal(back, a)
+    assert "DeviceArray(shape=" in repr(d)
+    del d
+
+
+@pytest.mark.gpu
+def test_device_array_from_non_contiguous(rng):
+    a = rng.standard_normal((40, 30)).astype(np.float32)
+    for view in (a.T, a[::3, 1::2], a[:, ::-1]):
+        np.testing.assert_array_equal(gm.to_device(view).get(), view)
+
+
+@pytest.mark.gpu
+def test_cuda_array_interface(rng):
+    a = rng.standard_normal((7, 9)).astype(np.float32)
+    d = gm.to_device(a)
+    cai = d.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["shape"] == (7, 9) and cai["typestr"] == "<f4"
+    assert cai["data"] == (d.ptr, False) and cai["strides"] is None
+    cupy = pytest.importorskip("cupy", reason="CuPy reads __cuda_array_interface__")
+    np.testing.assert_array_equal(cupy.asnumpy(cupy.asarray(d)), a)
+
+
+@pytest.mark.gpu
+def test_memory_info_counts_what_gpumem_holds(no_leak):
+    before = gm.memory_info()
+    assert before["total"] > before["free"] > 0
+    d = gm.empty((1 << 20,), dtype=np.float32)
+    assert gm.memory_info()["gpumem_bytes"] - before["gpumem_bytes"] == 4 * (1 << 20)
+    del d
+    gc.collect()
+    assert gm.memory_info()["gpumem_bytes"] == before["gpumem_bytes"]
+
+
+@pytest.mark.gpu
+def test_out_of_device_memory_is_clean_and_recoverable(rng, no_leak):
+    total = gm.memory_info()["total"]
+    with pytest.raises(gm.DeviceMemoryError, match="out of device memory") as info:
+        gm.empty((2 * total // 4,), dtype=np.float32)
+    assert isinstance(info.value, MemoryError)
+    # the next call works
+    a = rng.standard_normal(1000).astype(np.float32)
+    np.testing.assert_array_equal(gm.vec_add(a, a), a + a)
+
+
+@pytest.mark.gpu
+def test_every_launch_leaves_a_record(rng):
+    a = rng.standard_normal((33, 17)).astype(np.float32)
+    b = rng.standard_normal((17, 40)).astype(np.float32)
+    with gm.record() as launches:
+        gm.matmul(a, b, tile=8, variant="naive")
+        gm.matmul(a, b, tile=32)
+    assert [(r.kernel, r.variant) for r in launches] == [("matmul", "naive"), ("matmul", "tiled")]
+    r0, r1 = launches
+    assert r0.params == {"m": 33, "n": 40, "k": 17, "tile": 8}
+    assert r0.grid == (5, 5, 1) and r0.block == (8, 8, 1) and r0.smem == 0
+    assert r1.grid == (2, 2, 1) and r1.block == (32, 32, 1) and r1.smem == 2 * 32 * 32 * 4
+    assert r1.flops == 2 * 33 * 40 * 17 and r1.bytes == 4 * (33 * 17 + 17 * 40 + 33 * 40)
+    assert all(r.ms > 0 and r.metrics is None for r in launches)
+    assert gm.last_record() == r1
+
+
+@pytest.mark.gpu
+def test_bench_reports_event_times(rng):
+    a = rng.standard_normal((512, 512)).astype(np.float32)
+    res = gm.bench(gm.matmul, a, a, tile=16, repeat=20, warmup=3)
+    assert res.kernel == "matmul" and res.variant == "tiled" and res.repeat == 20
+    assert len(res.samples_ms) == 20
+    assert 0 < res.min_ms <= res.median_ms <= res.max_ms
+    assert res.gflops == pytest.approx(2 * 512**3 / (res.median_ms * 1e-3) / 1e9)
+    assert res.gbps == pytest.approx(4 * 3 * 512 * 512 / (res.median_ms * 1e-3) / 1e9)
+
+
+@pytest.mark.gpu
+def test_bench_rejects_a_function_that_launches_nothing():
+    with pytest.raises(ValueError, match="launched no gpumem kernel"):
+        gm.bench(lambda: None)
+
+
+@pytest.mark.gpu
+def test_launches_from_several_threads(rng):
+    # The GIL is released while the host waits on the device; each launch keeps
+    # its own events, so concurrent callers get right results and sane times.
+    import threading
+
+    a = rng.standard_normal((256, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 200)).astype(np.float32)
+    ref = a.astype(np.float64) @ b
+    errors, times = [], []
+
+    def work():
+        for _ in range(10):
+            with gm.record() as launches:
+                c = gm.matmul(a, b, tile=16)
+            times.append(launches[-1].ms)
+            errors.append(np.linalg.norm(c - ref) / np.linalg.norm(ref))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 40 and max(errors) < 1e-5
+    assert all(0 < t < 1000 for t in times)
+
+
+# ---- the variant table: select values ------------------------------------------------
+def test_variants_carry_their_select_value():
+    sel = {(v.family, v.name): v.select for v in gm.variants()}
+    assert (sel[("matmul", "naive")], sel[("matmul", "tiled")]) == (0, 1)
+    assert [sel[("stencil_1d", m)] for m in ("constant", "readonly", "global")] == [0, 1, 2]
+    assert [sel[("register_pressure", c)] for c in ("uncapped", "cap128", "cap64", "cap40",
+                                                     "cap32")] == [1, 2, 4, 6, 8]
+    assert all(isinstance(s, int) for s in sel.values())
+    assert gm.Variant("f", "n", "idea", "bytes", "flops").select == 0
+
+
+# ---- one module per lesson --------------------------------------------------------------
+LESSONS = ("matmul", "access", "layout", "stencil", "spaces", "introspect")
+
+
+def test_lessons_do_not_import_each_other():
+    import ast
+    import importlib
+
+    for name in LESSONS:
+        path = importlib.import_module(f"gpumem.{name}").__file__
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                mods = [node.module] if node.module else [a.name for a in node.names]
+                assert not set(mods) & set(LESSONS), f"gpumem.{name} imports {mods}"
+
+
+def test_experiments_facade_reexports_every_lessons_sweeps():
+    from gpumem import access, layout, spaces, stencil
+    from gpumem import experiments as ex
+
+    assert (ex.offset_sweep, ex.cache_path_compare, ex.idle_lanes_sweep) == (
+        access.offset_sweep, access.cache_path_compare, access.idle_lanes_sweep)
+    assert (ex.stride_sweep, ex.aos_vs_soa) == (layout.stride_sweep, layout.aos_vs_soa)
+    assert ex.broadcast_sweep is stencil.broadcast_sweep
+    assert (ex.local_vs_registers, ex.register_pressure_sweep, ex.divergence_compare) == (
+        spaces.local_vs_registers, spaces.register_pressure_sweep, spaces.divergence_compare)
+    assert all(hasattr(ex, n) for n in ex.__all__)
+    assert all(hasattr(gm, n) for n in gm.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        ex.nope
+
+
+# ---- old names: they work for one release, with a DeprecationWarning --------------------
+@pytest.mark.parametrize("old,new", [("stencil", "stencil_1d"), ("broadcast", "constant_broadcast"),
+                                     ("private_array", "thread_histogram"),
+                                     ("lifetime", "lifetimes"), ("register_cap", "register_pressure")])
+def test_old_family_names_still_work_with_a_warning(old, new):
+    from gpumem._names import FAMILY_ALIASES
+
+    assert FAMILY_ALIASES[old] == new
+    with pytest.warns(DeprecationWarning, match=rf"variants: family '{old}' is deprecated; "
+                                                rf"it is '{new}' now"):
+        got = gm.variants(old)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # the new name does not warn
+        assert got == gm.variants(new) and got
+
+
+def test_old_family_names_in_introspection(monkeypatch):
+    from gpumem import introspect
+
+    with pytest.warns(DeprecationWarning, match="kernel_attributes: family 'stencil'"):
+        with pytest.raises(ValueError, match="items=3 is not allowed"):
+            gm.kernel_attributes("stencil", "readonly", items=3)
+    with pytest.warns(DeprecationWarning, match="kernel_occupancy: family 'register_cap'"):
+        with pytest.raises(ValueError, match="block=0 is not allowed"):
+            gm.kernel_occupancy("register_cap", "cap32", 0)
+    monkeypatch.setattr(introspect, "_find_tool", lambda name: None)
+    with pytest.warns(DeprecationWarning, match="compiler_report: family 'private_array'"):
+        with pytest.raises(FileNotFoundError, match="needs cuobjdump"):
+            gm.compiler_report("private_array")
+
+
+def test_renamed_and_moved_functions_still_work_with_a_warning():
+    from gpumem import access, introspect, spaces, stencil
+    from gpumem import experiments as ex
+
+    with pytest.warns(DeprecationWarning, match="gpumem.occupancy is deprecated; use "
+                                                "gpumem.introspect.kernel_occupancy"):
+        assert gm.occupancy is gm.kernel_occupancy
+    with pytest.warns(DeprecationWarning, match="gpumem.experiments.block_size_sweep is "
+                                                "deprecated; use gpumem.access.idle_lanes_sweep"):
+        assert ex.block_size_sweep is access.idle_lanes_sweep
+    with pytest.warns(DeprecationWarning, match="gpumem.spaces.register_cap_sweep is deprecated"):
+        assert spaces.register_cap_sweep is spaces.register_pressure_sweep
+    with pytest.warns(DeprecationWarning, match="gpumem.spaces.occupancy is deprecated"):
+        assert spaces.occupancy is introspect.kernel_occupancy
+    for name in ("STENCIL_8TH_ORDER", "stencil_1d", "stencil_1d_reference", "constant_broadcast",
+                 "constant_broadcast_reference", "broadcast_table", "broadcast_sweep"):
+        with pytest.warns(DeprecationWarning, match=rf"gpumem.spaces.{name} is deprecated; "
+                                                    rf"use gpumem.stencil.{name}"):
+            assert getattr(spaces, name) is getattr(stencil, name)
+    for name in ("KernelAttributes", "Occupancy", "kernel_attributes", "kernel_occupancy",
+                 "block_size_sweep", "compiler_report"):
+        with pytest.warns(DeprecationWarning, match=rf"use gpumem.introspect.{name}"):
+            assert getattr(spaces, name) is getattr(introspect, name)
+    with pytest.warns(DeprecationWarning, match="gpumem.spaces.stencil_1d"):
+        from gpumem.spaces import stencil_1d
+    assert stencil_1d is gm.stencil_1d
+    with pytest.warns(DeprecationWarning, match="gpumem.spaces.model_occupancy is deprecated"):
+        model_occupancy = spaces.model_occupancy
+    assert model_occupancy("9.0", 256, 32, 0)["blocks_per_sm"] == 8
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        spaces.nope

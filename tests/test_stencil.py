@@ -1,15 +1,17 @@
-"""stencil_1d: validation without a GPU; against NumPy on awkward n with
-poisoned outputs on a GPU."""
+"""gpumem.stencil: stencil_1d and constant_broadcast -- validation and the NumPy
+references without a GPU; against the references on awkward n with poisoned
+outputs on a GPU, and the broadcast sweep."""
 import numpy as np
 import pytest
 
 import gpumem as gm
-from gpumem.spaces import STENCIL_8TH_ORDER, stencil_1d_reference
+from gpumem import stencil
+from gpumem.stencil import STENCIL_8TH_ORDER, constant_broadcast_reference, stencil_1d_reference
 
 X = np.ones(10, np.float32)
 
 
-# ---- the reference and the table (no GPU) ---------------------------------------
+# ---- the references and the table (no GPU) ---------------------------------------
 def test_default_coefficients_are_the_books_antisymmetric_radius_4():
     a = np.array([0.8, -0.2, 0.03809, -0.00357], np.float32)
     np.testing.assert_array_equal(STENCIL_8TH_ORDER[5:], a)
@@ -30,10 +32,20 @@ def test_reference_is_the_books_formula_with_zero_padding(rng):
 
 
 def test_variants_table():
-    vs = {v.name: v for v in gm.variants("stencil")}
+    vs = {v.name: v for v in gm.variants("stencil_1d")}
     assert set(vs) == {"constant", "readonly", "global"}
     assert all(v.bytes == "8*n" for v in vs.values())
     assert "__constant__" in vs["constant"].idea and "__ldg" in vs["readonly"].idea
+
+
+def test_broadcast_reference():
+    table = stencil.broadcast_table()
+    one = constant_broadcast_reference(1, n=64, iters=8)
+    assert np.all(one == one[0])
+    assert one[0] == sum(table[(32 * i) % 256] for i in range(8))
+    many = constant_broadcast_reference(32, n=64, iters=3)
+    assert many[33] == table[1] + table[33] + table[65]
+    assert np.array_equal(many[:32], many[32:])
 
 
 # ---- validation before any device call (no GPU) ------------------------------------
@@ -110,8 +122,31 @@ def test_out_must_be_device_array():
         gm.stencil_1d(X, out=np.empty(10, np.float32))
 
 
+@pytest.mark.parametrize("distinct", [0, 33, -1])
+def test_broadcast_bad_distinct(distinct):
+    with pytest.raises(ValueError, match=rf"distinct={distinct} is not allowed; distinct must "
+                                         r"be 1\.\.32"):
+        gm.constant_broadcast(distinct)
+
+
+def test_broadcast_bad_arguments():
+    with pytest.raises(TypeError, match="distinct must be an int"):
+        gm.constant_broadcast(2.0)
+    with pytest.raises(ValueError, match="memory='global' is unknown; allowed: 'constant', "
+                                         "'readonly'"):
+        gm.constant_broadcast(2, memory="global")
+    with pytest.raises(ValueError, match="n=0 is not allowed"):
+        gm.constant_broadcast(2, n=0)
+    with pytest.raises(ValueError, match="iters=0 is not allowed"):
+        gm.constant_broadcast(2, iters=0)
+    with pytest.raises(ValueError, match="block=100 is not allowed"):
+        gm.constant_broadcast(2, block=100)
+
+
 # ---- on the GPU ----------------------------------------------------------------------
 AWKWARD_N = [1, 3, 31, 33, 255, 1025, 4097, 100_003]
+
+
 MEMORIES = ["constant", "readonly", "global"]
 
 
@@ -159,7 +194,7 @@ def test_any_radius_and_symmetry(rng, radius, antisymmetric, memory, block, n, n
                   out=out)
     _check(out.get(), x, coef)
     rec = gm.last_record()
-    assert rec.kernel == "stencil" and rec.variant == memory
+    assert rec.kernel == "stencil_1d" and rec.variant == memory
     assert rec.params["radius"] == radius and rec.params["antisymmetric"] == int(antisymmetric)
     assert rec.bytes == 8 * n and rec.block == (block, 1, 1)
     assert rec.smem == (block * 2 + 2 * radius) * 4
@@ -208,8 +243,30 @@ def test_out_must_not_alias_x_and_must_match():
 def test_stencil_kernel_attributes():
     for memory in MEMORIES:
         for items in (1, 8):
-            a = gm.kernel_attributes("stencil", memory, items=items)
+            a = gm.kernel_attributes("stencil_1d", memory, items=items)
             assert 0 < a.registers_per_thread <= 64
             assert a.local_bytes_per_thread == 0
             assert a.max_threads_per_block == 1024
-    assert gm.kernel_attributes("stencil", "constant").constant_bytes >= 17 * 4
+    assert gm.kernel_attributes("stencil_1d", "constant").constant_bytes >= 17 * 4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("memory", ["constant", "readonly"])
+@pytest.mark.parametrize("distinct", [1, 2, 3, 4, 8, 16, 32])
+def test_broadcast_matches_reference(memory, distinct, no_leak):
+    n, iters = 5000, 37
+    out = gm.to_device(np.full(n, np.nan, np.float32))
+    got = gm.constant_broadcast(distinct, memory=memory, n=n, iters=iters, block=96, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out.get(), constant_broadcast_reference(distinct, n, iters))
+    host = gm.constant_broadcast(distinct, memory=memory, n=33, iters=5)
+    assert isinstance(host, np.ndarray)
+    np.testing.assert_array_equal(host, constant_broadcast_reference(distinct, 33, 5))
+
+
+@pytest.mark.gpu
+def test_broadcast_sweep_is_consistent():
+    b = stencil.broadcast_sweep((1, 32), n=1 << 14, iters=64, repeat=3)
+    for row in b:
+        assert row["constant / readonly"] == pytest.approx(row["constant_ms"] / row["readonly_ms"])
+    assert b["constant vs 1 word"][0] == 1.0

@@ -1,9 +1,10 @@
 """Call every gpumem kernel variant once on small, awkward sizes.
 
 tools/gpu-check runs this under compute-sanitizer (memcheck, racecheck,
-synccheck).  Each family registers one function in CALLS; the script fails
-when a family listed by gpumem.variants() has no entry, so a new kernel
-cannot skip the sanitizers.
+synccheck).  Each family has one function named as the family, which calls
+every variant gm.variants(family) lists; the script fails when a family
+listed by gpumem.variants() has no function, so a new kernel cannot skip the
+sanitizers.
 """
 import sys
 
@@ -24,22 +25,24 @@ def vec_add():
 
 
 def matmul():
-    for variant in ("naive", "tiled"):
+    for v in gm.variants("matmul"):
         for tile in (8, 16, 32):
-            gm.matmul(f32(37, 41), f32(41, 29), tile=tile, variant=variant)
-            gm.matmul(f32(1, 1), f32(1, 1), tile=tile, variant=variant)
+            gm.matmul(f32(37, 41), f32(41, 29), tile=tile, variant=v.name)
+            gm.matmul(f32(1, 1), f32(1, 1), tile=tile, variant=v.name)
 
 
 def read_offset():
-    for unroll in (1, 4):
-        for cache in ("default", "ca", "cg", "ldg", "cs"):
+    for v in gm.variants("read_offset"):
+        unroll = int(v.name.removeprefix("unroll"))
+        for cache in gm._core.CACHE_PATHS:
             for offset, block in ((0, 512), (11, 100), (128, 33), (1001, 1), (1003, 1024)):
                 gm.read_offset(f32(1003), f32(1003), offset=offset, unroll=unroll, block=block,
                                cache=cache)
 
 
 def write_offset():
-    for unroll in (1, 4):
+    for v in gm.variants("write_offset"):
+        unroll = int(v.name.removeprefix("unroll"))
         for offset, block in ((0, 512), (11, 100), (128, 33), (1001, 1), (1003, 1024)):
             gm.write_offset(f32(1003), f32(1003), offset=offset, unroll=unroll, block=block)
 
@@ -50,67 +53,65 @@ def strided_read():
             gm.strided_read(f32(1001), stride=stride, block=block)
 
 
+def _layouts(fn, fields):
+    for v in gm.variants(fn.__name__):
+        shape = (1001, fields) if v.name == "aos" else (fields, 1001)
+        for block in (1, 100, 1024):
+            fn(f32(*shape), layout=v.name, block=block)
+
+
 def struct_update():
-    for block in (1, 100, 1024):
-        gm.struct_update(f32(1001, 2), layout="aos", block=block)
-        gm.struct_update(f32(2, 1001), layout="soa", block=block)
+    _layouts(gm.struct_update, 2)
 
 
 def distance():
-    for block in (1, 100, 1024):
-        gm.distance(f32(1001, 3), layout="aos", block=block)
-        gm.distance(f32(3, 1001), layout="soa", block=block)
+    _layouts(gm.distance, 3)
 
 
 def copy():
-    for variant in ("float", "float4"):
+    for v in gm.variants("copy"):
         for n in (1, 3, 4, 1001, 1003):
             for block in (1, 100, 256):
-                gm.copy(f32(n), variant=variant, block=block)
+                gm.copy(f32(n), variant=v.name, block=block)
 
 
-
-def stencil():
+def stencil_1d():
     sym = np.array([0.25, 0.5, 1.0, 0.5, 0.25], np.float32)
-    for memory in ("constant", "readonly", "global"):
+    for v in gm.variants("stencil_1d"):
         for items in (1, 2, 4, 8):
             for n in (1, 37, 1000):
-                gm.stencil_1d(f32(n), memory=memory, items=items, block=32)
-        gm.stencil_1d(f32(3001), sym, memory=memory, block=96, items=4)
-        gm.stencil_1d(f32(5), np.ones(33, np.float32), memory=memory, block=1024, items=1)
+                gm.stencil_1d(f32(n), memory=v.name, items=items, block=32)
+        gm.stencil_1d(f32(3001), sym, memory=v.name, block=96, items=4)
+        gm.stencil_1d(f32(5), np.ones(33, np.float32), memory=v.name, block=1024, items=1)
 
 
-def broadcast():
-    for memory in ("constant", "readonly"):
+def constant_broadcast():
+    for v in gm.variants("constant_broadcast"):
         for distinct in (1, 3, 32):
-            gm.constant_broadcast(distinct, memory=memory, n=1000, iters=5, block=96)
+            gm.constant_broadcast(distinct, memory=v.name, n=1000, iters=5, block=96)
 
 
-def private_array():
-    for variant in ("local", "registers"):
-        gm.thread_histogram(f32(1000), variant=variant, threads=77, block=32)
+def thread_histogram():
+    for v in gm.variants("thread_histogram"):
+        gm.thread_histogram(f32(1000), variant=v.name, threads=77, block=32)
 
 
-def lifetime():
+def lifetimes():
     gm.lifetimes(2, blocks=3, block=64)
 
 
-def register_cap():
-    for v in gm.variants("register_cap"):
+def register_pressure():
+    for v in gm.variants("register_pressure"):
         gm.register_pressure(f32(64, 300), variant=v.name, rounds=2, block=96)
 
 
 def divergence():
-    for variant in ("odd_even", "warp"):
-        gm.divergence(f32(1000), variant=variant, iters=3, block=96)
+    for v in gm.variants("divergence"):
+        gm.divergence(f32(1000), variant=v.name, iters=3, block=96)
 
 
-CALLS = {"vec_add": vec_add, "matmul": matmul, "read_offset": read_offset,
-         "write_offset": write_offset, "strided_read": strided_read,
-         "struct_update": struct_update, "distance": distance, "copy": copy,
-         "stencil": stencil, "broadcast": broadcast,
-         "private_array": private_array, "lifetime": lifetime, "register_cap": register_cap,
-         "divergence": divergence}
+# one function per family, named as the family
+CALLS = {fam: globals()[fam] for fam in {v.family for v in gm.variants()} if fam in globals()}
 
 
 def main() -> int:
@@ -121,7 +122,7 @@ def main() -> int:
         return 2
     for fam in sorted(families):
         CALLS[fam]()
-        print(f"{fam}: {len([v for v in gm.variants(fam)])} variants called")
+        print(f"{fam}: {len(gm.variants(fam))} variants called")
     return 0
 
 

@@ -1,0 +1,153 @@
+"""matmul: validation without a GPU, the NumPy reference, and on a GPU both
+variants against NumPy on fresh random data of awkward sizes, with the output
+poisoned first so an element the kernel never wrote fails."""
+import numpy as np
+import pytest
+
+import gpumem as gm
+from _helpers import F, m, poisoned, rel_err
+
+MATMUL_SHAPES = [(1, 1, 1), (17, 33, 5), (31, 1, 64), (64, 64, 64), (100, 257, 3),
+                 (1000, 999, 1001), (33, 4096, 7)]
+
+
+# ---- the reference (no GPU) ---------------------------------------------------
+def test_matmul_reference_is_float64_numpy(rng):
+    a = rng.standard_normal((17, 33)).astype(np.float32)
+    b = rng.standard_normal((33, 5)).astype(np.float32)
+    ref = gm.matmul_reference(a, b)
+    assert ref.dtype == np.float64 and ref.shape == (17, 5)
+    np.testing.assert_array_equal(ref, a.astype(np.float64) @ b.astype(np.float64))
+    assert gm.matmul_reference(np.ones((3, 0)), np.ones((0, 4))).tolist() == [[0.0] * 4] * 3
+
+
+# ---- validation (no GPU) ------------------------------------------------------
+@pytest.mark.parametrize("a,b,exc,msg", [
+    ([[1.0]], m(1, 1), TypeError, "a must be a numpy.ndarray or gpumem.DeviceArray, not list"),
+    (m(1, 1), "x", TypeError, "b must be a numpy.ndarray or gpumem.DeviceArray, not str"),
+    (m(2, 2, dtype=np.float64), m(2, 2), TypeError, r"a has dtype dtype\('float64'\); this kernel takes dtype\('float32'\) only"),
+    (m(2, 2), m(2, 2, dtype=np.int32), TypeError, r"b has dtype dtype\('int32'\)"),
+    (m(2, 2), m(2, 2, dtype=np.float16), TypeError, r"b has dtype dtype\('float16'\)"),
+    (m(2, 2).astype(">f4"), m(2, 2), TypeError, "a has dtype"),
+    (m(4), m(4, 2), ValueError, r"a must be 2-D \(a matrix\), not 1-D with shape \(4,\)"),
+    (m(2, 2), m(2, 2, 2), ValueError, r"b must be 2-D \(a matrix\), not 3-D with shape \(2, 2, 2\)"),
+    (m(3, 4), m(5, 2), ValueError, r"inner dimensions differ: a is \(3, 4\) and b is \(5, 2\)"),
+])
+def test_matmul_rejects_bad_operands(a, b, exc, msg):
+    with pytest.raises(exc, match=msg):
+        gm.matmul(a, b)
+
+
+@pytest.mark.parametrize("kw,exc,msg", [
+    ({"tile": 12}, ValueError, "tile=12 is not allowed; tile must be one of 8, 16, 32"),
+    ({"tile": 0}, ValueError, "tile=0 is not allowed"),
+    ({"tile": 64}, ValueError, "tile=64 is not allowed"),
+    ({"tile": 16.0}, TypeError, "tile must be an int, not float"),
+    ({"tile": True}, TypeError, "tile must be an int, not bool"),
+    ({"tile": 2**70}, ValueError, "tile=.* is out of range"),
+    ({"variant": "tiledd"}, ValueError, "variant='tiledd' is unknown; allowed: 'naive', 'tiled'"),
+    ({"variant": 1}, TypeError, "variant must be a str, not int"),
+    ({"out": m(3, 2)}, TypeError, "out must be a gpumem.DeviceArray, not numpy.ndarray"),
+])
+def test_matmul_rejects_bad_options(kw, exc, msg):
+    with pytest.raises(exc, match=msg):
+        gm.matmul(m(3, 4), m(4, 2), **kw)
+
+
+def test_matmul_rejects_unknown_keyword_and_positional_options():
+    with pytest.raises(TypeError):
+        gm.matmul(m(3, 4), m(4, 2), tile_size=16)
+    with pytest.raises(TypeError):
+        gm._core.matmul(m(3, 4), m(4, 2), 16)
+
+
+def test_matmul_rejects_too_many_rows_for_one_grid():
+    # 65535 blocks of 8 rows at most in grid.y; a 0-column view costs no memory.
+    a = np.lib.stride_tricks.as_strided(np.zeros(1, F), shape=(65535 * 8 + 1, 0), strides=(0, 4))
+    with pytest.raises(ValueError, match="too large for one launch with tile=8"):
+        gm.matmul(a, np.zeros((0, 3), F), tile=8)
+
+
+# ---- on the GPU -----------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["naive", "tiled"])
+@pytest.mark.parametrize("tile", [8, 16, 32])
+@pytest.mark.parametrize("mkn", MATMUL_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_matmul_matches_numpy(rng, variant, tile, mkn, no_leak):
+    M, K, N = mkn
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    out = poisoned((M, N))
+    got = gm.matmul(gm.to_device(a), gm.to_device(b), tile=tile, variant=variant, out=out)
+    assert got is out
+    host = got.get()
+    assert not np.isnan(host).any(), "an output element was never written"
+    assert rel_err(host, ref) < 1e-5 * max(1.0, np.sqrt(K) / 8)
+
+
+@pytest.mark.gpu
+def test_matmul_ndarray_in_ndarray_out(rng):
+    a = rng.standard_normal((45, 70)).astype(np.float32)
+    b = rng.standard_normal((70, 23)).astype(np.float32)
+    got = gm.matmul(a, b)
+    assert isinstance(got, np.ndarray) and got.shape == (45, 23) and got.dtype == np.float32
+    assert rel_err(got, a.astype(np.float64) @ b) < 1e-5
+
+
+@pytest.mark.gpu
+def test_matmul_mixed_inputs_return_device_array(rng):
+    a = rng.standard_normal((9, 8)).astype(np.float32)
+    b = rng.standard_normal((8, 7)).astype(np.float32)
+    got = gm.matmul(a, gm.to_device(b), variant="naive")
+    assert isinstance(got, gm.DeviceArray)
+    assert rel_err(got.get(), a.astype(np.float64) @ b) < 1e-5
+
+
+@pytest.mark.gpu
+def test_matmul_non_contiguous_inputs(rng):
+    a = rng.standard_normal((60, 50)).astype(np.float32)
+    b = rng.standard_normal((80, 60)).astype(np.float32)
+    got = gm.matmul(a.T, b[::2, ::-1].T)
+    ref = a.T.astype(np.float64) @ b[::2, ::-1].T.astype(np.float64)
+    assert rel_err(got, ref) < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,K,N", [(0, 5, 3), (4, 5, 0), (0, 0, 0), (3, 0, 4)])
+def test_matmul_empty_follows_numpy(M, K, N):
+    a = np.ones((M, K), np.float32)
+    b = np.ones((K, N), np.float32)
+    got = gm.matmul(a, b)
+    ref = a @ b
+    assert got.shape == ref.shape
+    np.testing.assert_array_equal(got, ref)  # K == 0: zeros
+
+
+@pytest.mark.gpu
+def test_matmul_k0_writes_zeros_over_poison():
+    out = poisoned((5, 6))
+    gm.matmul(gm.to_device(np.ones((5, 0), np.float32)), np.ones((0, 6), np.float32), out=out)
+    np.testing.assert_array_equal(out.get(), np.zeros((5, 6), np.float32))
+
+
+@pytest.mark.gpu
+def test_matmul_out_must_match_and_not_alias(rng):
+    a = gm.to_device(rng.standard_normal((8, 8)).astype(np.float32))
+    with pytest.raises(ValueError, match=r"out has shape \(8, 7\); the result has shape \(8, 8\)"):
+        gm.matmul(a, a, out=gm.empty((8, 7)))
+    with pytest.raises(TypeError, match="out has dtype"):
+        gm.matmul(a, a, out=gm.empty((8, 8), dtype=np.float64))
+    with pytest.raises(ValueError, match="out must not share memory with an input"):
+        gm.matmul(a, a, out=a)
+
+
+@pytest.mark.gpu
+def test_matmul_tiled_is_deterministic_and_equals_naive_order(rng):
+    # Both variants sum k in the same order, so the float32 results agree exactly
+    # whenever the compiler keeps the order (fma contraction in both).
+    a = rng.standard_normal((130, 77)).astype(np.float32)
+    b = rng.standard_normal((77, 65)).astype(np.float32)
+    r1 = gm.matmul(a, b, tile=16)
+    r2 = gm.matmul(a, b, tile=16)
+    np.testing.assert_array_equal(r1, r2)
