@@ -259,6 +259,8 @@ struct gm_family {
 };
 
 PyObject *gm_entry_call(const gm_family *f, PyObject *args, PyObject *kwargs);
+/* Nonzero: entry points only check their arguments and return None. */
+void gm_set_check_only(int on);
 
 /* For check(): the result's shape and dtype, a size for LaunchRecord.params,
  * the variant by name, the 2^31 - 1 block limit of a 1-D grid, a value out

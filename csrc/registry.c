@@ -118,7 +118,19 @@ static PyObject *call_family(PyObject *self, PyObject *args, PyObject *kwargs)
     return f ? gm_entry_call(f, args, kwargs) : NULL;
 }
 
+static PyObject *check_only(PyObject *self, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    gm_set_check_only(on);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef registry_methods[] = {
+    {"_check_only", check_only, METH_O,
+     "_check_only($module, on, /)\n--\n\nWhile on, every kernel function checks its arguments "
+     "and returns None without touching the device (gpumem.check_arguments() uses it)."},
     {"variants", variants, METH_VARARGS,
      "variants($module, family=None, /)\n--\n\nThe named kernel variants (of one family): "
      "(family, name, idea, bytes, flops, select) tuples."},
