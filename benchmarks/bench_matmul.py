@@ -69,7 +69,8 @@ def run(out_dir: str, quick: bool) -> bool:
     checks.append({"what": f"naive slower than tiled-16 and tiled-32 at {big}^3", "value": naive,
                    "met": all(naive < at[("tiled", t)] for t in (16, 32))})
     met = all(c["met"] for c in checks)
-    notes = [f"{'met' if c['met'] else 'MISSED'}: {c['what']} ({c['value']:.3g})" for c in checks]
+    notes = [f"{'met' if c['met'] else 'MISSED'}: {c['what']} ({c['value']:{'.2g' if c['value'] < 1 else '.0f'}})"
+             for c in checks]
     if cp is None:
         notes.append("CuPy not importable: no cuBLAS anchor in this run")
     write(out_dir, "matmul", {"stamp": stamp(), "rows": rows, "targets": checks, "met": met},
