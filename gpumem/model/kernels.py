@@ -638,7 +638,7 @@ def predict(family: str, variant: str, *, granularity: int = 32,
     --------
     >>> r = predict("read_offset", "unroll1", n=2**24, offset=11, block=512)
     >>> r["gld_transactions"], r["gld_efficiency"]
-    (5242876, 80.0001)
+    (5242876, 80.0)
     """
     return _predict("model.predict", family, variant, granularity, params)
 

@@ -161,14 +161,16 @@ def _norm_cc(cc: Any) -> str:
     int major (``9`` is ``"9.0"``) or a float that reads as a listed one
     (``8.6``; ``9.04`` is unknown, not rounded)."""
     fn = "occupancy"
-    if isinstance(cc, (bool, np.bool_)):
+    if isinstance(cc, np.generic):
+        cc = cc.item()                  # NumPy scalars as the Python ones (and in messages)
+    if isinstance(cc, bool):
         raise TypeError(f"{fn}: cc must be a str such as '9.0' or a (major, minor) tuple, "
                         "not bool")
     if isinstance(cc, tuple) and len(cc) == 2:
         key = f"{index(fn, 'cc[0]', cc[0])}.{index(fn, 'cc[1]', cc[1])}"
-    elif isinstance(cc, (int, np.integer)):
+    elif isinstance(cc, int):
         key = f"{int(cc)}.0"
-    elif isinstance(cc, (float, np.floating)):
+    elif isinstance(cc, float):
         key = repr(float(cc))
     elif isinstance(cc, str):
         key = cc
