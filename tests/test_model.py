@@ -17,6 +17,7 @@ import pytest
 
 import gpumem
 from gpumem import model
+from gpumem.model import kernels
 from gpumem.model import bank_conflicts, coalesce, coalesce_warps, occupancy, predict
 
 WARP = 32
@@ -353,8 +354,6 @@ def test_predicting_a_16m_thread_launch_takes_well_under_a_second():
 
 
 # ---- the fast path: warp classes against the per-warp reference ----------------
-from gpumem.model import kernels  # noqa: E402
-
 ONE_D = [(f, v) for f, vs in model.families().items() if f != "matmul" for v in vs]
 BLOCKS_1D = (1, 3, 31, 32, 33, 64, 100, 128, 257, 512, 1000, 1024)
 
@@ -654,10 +653,7 @@ def test_every_key_and_the_cache_paths_agree():
 
 
 def test_model_cache_paths_are_the_cores():
-    # model.kernels spells the load paths for use without the extension; they must
-    # stay _core's (gm_cache_path order)
-    from gpumem.model import kernels
-
+    # model.kernels reads the load paths from _core (gm_cache_path order), not a copy
     assert kernels.CACHES == gpumem._core.CACHE_PATHS
 
 
