@@ -17,6 +17,7 @@ import pytest
 
 import gpumem
 from gpumem import model
+from gpumem.model import kernels
 from gpumem.model import bank_conflicts, coalesce, coalesce_warps, occupancy, predict
 
 WARP = 32
@@ -107,6 +108,50 @@ def test_coalesce_rejects_bad_arguments():
         coalesce(floats(0), width=3)
     with pytest.raises(ValueError, match="32"):
         coalesce(list(range(33)))
+
+
+def test_coalesce_refuses_what_is_not_a_byte_address():
+    with pytest.raises(TypeError, match="coalesce: addresses must be integer"):
+        coalesce([0.0, 4.5])
+    with pytest.raises(TypeError, match="coalesce: addresses must be integer"):
+        coalesce(np.arange(4, dtype=np.float32))
+    with pytest.raises(TypeError, match="coalesce: addresses must be integer"):
+        coalesce([True, False])
+    for big in ([2 ** 64], [2 ** 63], np.array([2 ** 63], np.uint64), [2 ** 62]):
+        with pytest.raises(ValueError, match=r"coalesce: addresses holds .*2\*\*62"):
+            coalesce(big)
+    with pytest.raises(ValueError, match="coalesce: addresses holds -4; .*non-negative"):
+        coalesce([0, -4])
+    # a zero-stride view of 2^31 lanes is refused by its size, not converted first
+    huge = np.broadcast_to(np.int64(4), (2 ** 31,))
+    with pytest.raises(ValueError, match="2147483648 entries.*at most 32"):
+        coalesce(huge)
+    with pytest.raises(TypeError, match="coalesce: width must be an int"):
+        coalesce([0], width=4.0)
+    with pytest.raises(TypeError, match="coalesce: granularity must be an int"):
+        coalesce([0], granularity=True)
+    # NumPy integers are integers
+    r = coalesce(np.array([0, 4], np.uint32), width=np.int8(4), granularity=np.int64(128))
+    assert (r.requests, r.transactions, r.bytes_requested, r.granularity) == (1, 1, 8, 128)
+    assert coalesce([np.int64(2 ** 62 - 4)]).transactions == 1
+    assert coalesce([]).requests == 0
+
+
+def test_coalesce_warps_refuses_negative_and_float_addresses_of_active_lanes():
+    with pytest.raises(ValueError, match="coalesce_warps: addresses holds -4"):
+        coalesce_warps([[0, -4]])
+    with pytest.raises(TypeError, match="coalesce_warps: addresses must be integer"):
+        coalesce_warps([[0.0, 4.0]])
+    with pytest.raises(TypeError, match="coalesce_warps: active must be booleans"):
+        coalesce_warps([[0, 4]], active=[[1, 0]])
+    with pytest.raises(ValueError, match="coalesce_warps: addresses must have shape"):
+        coalesce_warps(np.zeros((2, 33), np.int64))
+    with pytest.raises(ValueError, match="coalesce_warps: granularity=64"):
+        coalesce_warps([[0]], granularity=64)
+    # inactive lanes may hold anything, as documented
+    w = coalesce_warps([[0, -4, 2 ** 63 - 1]], active=[[True, False, False]])
+    assert (w.requests.tolist(), w.transactions.tolist(), w.bytes_requested.tolist()) == \
+        ([1], [1], [4])
 
 
 # ---- a thread-by-thread reference: the kernels' sources, literally -----------
@@ -308,6 +353,274 @@ def test_predicting_a_16m_thread_launch_takes_well_under_a_second():
         assert time.perf_counter() - t0 < 1.0
 
 
+# ---- the fast path: warp classes against the per-warp reference ----------------
+ONE_D = [(f, v) for f, vs in model.families().items() if f != "matmul" for v in vs]
+BLOCKS_1D = (1, 3, 31, 32, 33, 64, 100, 128, 257, 512, 1000, 1024)
+
+
+def assert_fast_equals_reference(family, variant, **p):
+    """predict (warp classes with weights) == the same generators walking every
+    warp on its own, key for key, for both granularities; and the counts are ints."""
+    for g in (32, 128):
+        fast = predict(family, variant, granularity=g, **p)
+        ref = kernels._predict_reference(family, variant, granularity=g, **p)
+        assert fast == ref, (family, variant, g, p)
+        assert all(type(fast[k]) is int for k in model.METRICS
+                   if not k.endswith(("efficiency", "per_request")))
+
+
+def _one_d_params(family, variant, rng, grid, block, cut):
+    """Parameters of a launch of ``grid`` blocks whose data ends ``cut`` threads
+    before the end of the last block."""
+    unroll = 4 if variant == "unroll4" else 1
+    threads = max(grid * block * unroll - cut, 0)
+    p = {"block": block}
+    if family == "strided_read":
+        s = int(rng.integers(1, 65))
+        p.update(stride=s, n=max(threads * s - int(rng.integers(0, s)), 0))
+    elif family == "copy" and variant == "float4":
+        r = min(int(rng.integers(0, 4)), threads)
+        p["n"] = 4 * (threads - r) + r               # n // 4 + n % 4 == threads
+    else:
+        p["n"] = threads
+    if family in ("read_offset", "write_offset"):
+        n = p["n"]
+        p["offset"] = int(rng.choice([0, 1, 11, 33, 127, n // 3, max(n - 1, 0), n,
+                                      int(rng.integers(0, n + 1))]))
+        p["offset"] = min(p["offset"], n)
+    return p
+
+
+@pytest.mark.parametrize("family,variant", ONE_D)
+def test_fast_path_equals_the_per_warp_reference_1d(family, variant, rng):
+    """Grids past the 128-block period several times, blocks that are not
+    multiples of 32, the data ending anywhere in the last block, random offsets
+    (up to n) and strides: the classes must give the very numbers of the warps."""
+    unroll = 4 if variant == "unroll4" else 1
+    cases = [(1, 32, 0), (1, 1, 0), (128, 32, 0), (129, 33, 1), (257, 100, 99), (300, 3, 2)]
+    for _ in range(10):
+        block = int(rng.choice(BLOCKS_1D))
+        cases.append((int(rng.integers(1, 700)), block, int(rng.integers(0, block * unroll))))
+    for grid, block, cut in cases:
+        assert_fast_equals_reference(family, variant,
+                                     **_one_d_params(family, variant, rng, grid, block, cut))
+    assert_fast_equals_reference(family, variant, n=0)
+
+
+@pytest.mark.parametrize("variant", ["naive", "tiled"])
+@pytest.mark.parametrize("tile", [8, 16, 32])
+def test_fast_path_equals_the_per_warp_reference_matmul(variant, tile, rng):
+    """Block columns, block rows and tile steps past their periods, M, N, K not
+    multiples of the tile, K below 8 (row by row A sectors) and up to 300 (the
+    naive kernel's B rows repeat every up to 32)."""
+    t = tile
+    shapes = [(1, 1, 1), (7 * t, 9 * t, 6 * t), (7 * t + 1, 9 * t - 1, 6 * t + 3),
+              (6 * t + 5, 1, 3), (1, 11 * t + 2, 7), (3 * t, 2, 0), (40, 13 * t + 7, 257)]
+    for _ in range(6):
+        shapes.append(tuple(int(x) for x in (rng.integers(1, 12 * t), rng.integers(1, 12 * t),
+                                             rng.integers(0, 300))))
+    for m, n, k in shapes:
+        assert_fast_equals_reference("matmul", variant, m=m, n=n, k=k, tile=t)
+
+
+def test_representatives_stand_for_every_index_once():
+    rep = kernels._representatives
+    for length, period, cuts in ((1000, 128, (0, 517, 999)), (5, 128, ()), (300, 4, (150, 150)),
+                                 (7, 1, (3,)), (0, 128, (0,)), (2 ** 31 - 1, 128, (12345,))):
+        idx, w = rep(length, period, cuts)
+        assert int(w.sum()) == length and (w >= 1).all()
+        for c in cuts:
+            if c < length:       # a cut index stands for itself alone
+                assert w[idx == c].tolist() == [1]
+        assert idx.size <= (2 * len(set(cuts)) + 1) * period
+        if 0 < length <= 1000:   # every index falls to exactly one representative
+            edges = sorted({0, length, *cuts, *(c + 1 for c in cuts)} & set(range(length + 1)))
+            piece = np.searchsorted(edges, np.arange(length), side="right")
+            key = piece * period + np.arange(length) % period
+            rkey = np.searchsorted(edges, idx, side="right") * period + idx % period
+            assert sorted(rkey.tolist()) == sorted(set(key.tolist()))
+            assert np.bincount(key, minlength=rkey.max() + 1)[rkey].tolist() == w.tolist()
+    assert kernels._every(5, 128, (2,))[1].tolist() == [1] * 5
+
+
+# ---- what a prediction costs, and the launches gpumem cannot make -----------------
+GMAX = 2 ** 31 - 1       # blocks of a grid (gridDim.x)
+
+#: Every family and variant at the largest launch gpumem accepts (block 1024,
+#: 2^31 - 1 blocks; matmul at 65535 block rows with N*K just under 2^61 floats).
+LARGEST = [
+    ("vec_add", "default", dict(n=GMAX * 1024, block=1024)),
+    ("read_offset", "unroll1", dict(n=GMAX * 1024, block=1024, offset=11)),
+    ("read_offset", "unroll4", dict(n=GMAX * 4096, block=1024, offset=GMAX * 1000)),
+    ("write_offset", "unroll1", dict(n=GMAX * 1024, block=1024, offset=3)),
+    ("write_offset", "unroll4", dict(n=GMAX * 4000 - 5, block=1000, offset=33)),
+    ("strided_read", "default", dict(n=GMAX * 1024 * 64, block=1024, stride=64)),
+    ("struct_update", "aos", dict(n=GMAX * 1024, block=1024)),
+    ("struct_update", "soa", dict(n=GMAX * 1024 - 7, block=1024)),
+    ("distance", "aos", dict(n=GMAX * 1024, block=1024)),
+    ("distance", "soa", dict(n=GMAX * 1024 - 1, block=1024)),
+    ("copy", "float", dict(n=GMAX * 1024, block=1024)),
+    ("copy", "float4", dict(n=4 * GMAX * 1024 - 9, block=1024)),
+] + [("matmul", v, dict(m=65535 * t, n=2 ** 30 - 1, k=GMAX, tile=t))
+     for v in ("naive", "tiled") for t in (8, 16, 32)]
+#: The sizes issue 11 names: n = 2^31 with the default block, matmul at 16384^3.
+HEADLINE = [(f, v, dict(m=16384, n=16384, k=16384) if f == "matmul" else dict(n=2 ** 31))
+            for f, vs in model.families().items() for v in vs]
+
+
+def test_predict_at_the_largest_launch_takes_under_a_second_and_100_mb():
+    import tracemalloc
+
+    predict("matmul", "tiled", m=40, n=40, k=40)              # warm-up: imports, caches
+    assert {(f, v) for f, v, _ in LARGEST} == {(f, v) for f, v, _ in HEADLINE}
+    for family, variant, p in LARGEST + HEADLINE:
+        for g in (32, 128):
+            tracemalloc.start()
+            try:
+                t0 = time.perf_counter()
+                r = predict(family, variant, granularity=g, **p)
+                dt = time.perf_counter() - t0
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert dt < 1.0, (family, variant, p, dt)
+            assert peak < 100 * 2 ** 20, (family, variant, p, peak)
+            assert r["gld_requests"] > 0 and r["gst_requests"] > 0
+
+
+def test_the_largest_launches_have_the_closed_form_counts():
+    # vec_add, n = 2^31: 2^26 full warps, 2 loads and a store of 4 sectors each
+    r = predict("vec_add", "default", n=2 ** 31)
+    assert (r["gld_requests"], r["gld_transactions"], r["gst_transactions"]) == \
+        (2 ** 27, 2 ** 29, 2 ** 28)
+    assert r["gld_bytes_requested"] == 2 * 4 * 2 ** 31 and r["gld_efficiency"] == 100.0
+    # the largest vec_add: 2^31 - 1 blocks of 32 full warps
+    r = predict("vec_add", "default", n=GMAX * 1024, block=1024)
+    assert (r["gst_requests"], r["gst_transactions"]) == (GMAX * 32, GMAX * 128)
+    # struct_update aos: every warp spans 8 sectors for 4 of bytes, loads and stores
+    r = predict("struct_update", "aos", n=2 ** 31)
+    assert (r["gld_requests"], r["gld_transactions"]) == (2 * 2 ** 26, 2 * 8 * 2 ** 26)
+    # matmul 16384^3, tile 16: each block column reads A once, each block row B
+    # once, in full 64-byte rows (2 sectors per row, 2 rows per warp)
+    r = predict("matmul", "tiled", m=16384, n=16384, k=16384, tile=16)
+    reads = 2 * 16384 * 16384 * 1024                          # floats of A and B read
+    assert r["gld_bytes_requested"] == 4 * reads == model.matmul_traffic(
+        16384, 16384, 16384, "tiled", 16)["load_bytes"]
+    assert (r["gld_requests"], r["gld_transactions"]) == (reads // 32, reads // 8)
+    assert r["gst_transactions"] == 16384 * 16384 // 8
+    # matmul naive at its largest: exact Python ints far past 2^63
+    r = predict("matmul", "naive", m=65535 * 32, n=2 ** 30 - 1, k=GMAX, tile=32)
+    warps = 65535 * 32 * (2 ** 30 // 32)                       # one row of 32 columns each
+    assert r["gld_requests"] == 2 * warps * GMAX > 2 ** 63
+
+
+def test_launches_gpumem_cannot_make_are_refused():
+    # one past the largest grid (2^31 - 1 blocks), as the C entry points refuse it
+    for family, variant, p, per in (("vec_add", "default", {}, 1024),
+                                    ("read_offset", "unroll4", {}, 4096),
+                                    ("strided_read", "default", {"stride": 64}, 64 * 1024),
+                                    ("copy", "float4", {}, 4 * 1024),
+                                    ("distance", "soa", {}, 1024)):
+        ok = predict(family, variant, n=GMAX * per, block=1024, **p)
+        assert ok["gst_requests"] > 0
+        for n in (GMAX * per + 1, 2 ** 50):
+            with pytest.raises(ValueError, match=rf"model.predict\({family}/{variant}\): "
+                                                 rf"n={n} needs .* blocks of block=1024"):
+                predict(family, variant, n=n, block=1024, **p)
+        with pytest.raises(ValueError, match="model.launch_config.*2\\*\\*31 - 1"):
+            model.launch_config(family, variant, n=GMAX * per + 1, block=1024, **p)
+    # n past 2^63 bytes: no array can hold it
+    for family, n in (("vec_add", 2 ** 61), ("distance", 2 ** 60), ("struct_update", 2 ** 60)):
+        with pytest.raises(ValueError, match=rf"n={n} elements of \d+ bytes exceed"):
+            predict(family, model.families()[family][0], n=n)
+    # matmul: 65535 block rows, 2^31 - 1 per dimension, 2^63 - 1 bytes per matrix
+    for t in (8, 16, 32):
+        assert predict("matmul", "tiled", m=65535 * t, n=5, k=5, tile=t)["gst_requests"] > 0
+        with pytest.raises(ValueError, match=rf"m={65535 * t + 1} needs 65536 block rows "
+                                             rf"with tile={t}.*m <= {65535 * t}"):
+            predict("matmul", "naive", m=65535 * t + 1, n=5, k=5, tile=t)
+    for name in ("n", "k"):
+        p = dict(m=4, n=4, k=4, tile=16)
+        p[name] = 2 ** 31
+        with pytest.raises(ValueError, match=rf"{name}=2147483648 is too large.*2\*\*31 - 1"):
+            predict("matmul", "tiled", **p)
+    with pytest.raises(ValueError, match=r"k=2147483647 and n=2147483647: b \(k x n\)"):
+        predict("matmul", "tiled", m=4, n=GMAX, k=GMAX)
+    with pytest.raises(ValueError, match=r"model.matmul_traffic\(matmul/naive\): m=2097121"):
+        model.matmul_traffic(65535 * 32 + 1, 4, 4, "naive", 32)
+
+
+def test_predict_returns_int_counts_and_percentages_to_four_places():
+    assert model.DECIMALS == 4
+    for family, variant, p in HEADLINE:
+        r = predict(family, variant, **p)
+        for key in model.METRICS:
+            if key.endswith(("efficiency", "per_request")):
+                assert type(r[key]) is float and r[key] == round(r[key], 4), (family, key)
+            else:
+                assert type(r[key]) is int, (family, key)
+    # 8388520 bytes in 327676 sectors: 80.00013733...% -> 80.0001, 4.99993896... -> 4.9999
+    r = predict("read_offset", "unroll4", n=2 ** 20, offset=11, block=256)
+    assert (r["gld_bytes_requested"], r["gld_transactions"], r["gld_requests"]) == \
+        (8_388_520, 327_676, 65_536)
+    assert (r["gld_efficiency"], r["gld_transactions_per_request"]) == (80.0001, 4.9999)
+    assert r["gst_efficiency"] == 99.9997                             # 99.99971...
+    assert predict("distance", "aos", n=2 ** 20)["gld_efficiency"] == 33.3333
+    t = model.matmul_traffic(100, 37, 53, "tiled", 16)
+    assert all(type(t[k]) is int for k in ("load_bytes", "store_bytes", "flops", "min_bytes"))
+    assert t["cgma"] == round(2 * 100 * 37 * 53 / (53 * (3 * 100 + 7 * 37)), 4)
+
+
+def test_predict_refuses_wrong_types_and_values_naming_the_argument():
+    with pytest.raises(TypeError, match="model.predict: family must be a str, not list"):
+        predict(["matmul"], "tiled", m=4, n=4, k=4)
+    with pytest.raises(TypeError, match="model.predict: variant must be a str, not int"):
+        predict("matmul", 1, m=4, n=4, k=4)
+    with pytest.raises(ValueError, match=r"read_offset/unroll1\): offset=1001 .* 0..1000"):
+        predict("read_offset", "unroll1", n=1000, offset=1001)
+    assert predict("write_offset", "unroll4", n=1000, offset=1000)["gst_requests"] == 0
+    with pytest.raises(TypeError, match="cache must be a str, not int"):
+        predict("read_offset", "unroll1", n=10, cache=1)
+    for bad in (True, 4.0, "4", None):
+        with pytest.raises(TypeError, match="n must be an int"):
+            predict("vec_add", "default", n=bad)
+    with pytest.raises(TypeError, match="block must be an int, not bool"):
+        predict("copy", "float", n=10, block=True)
+    with pytest.raises(TypeError, match="model.predict: granularity must be an int"):
+        predict("vec_add", "default", n=10, granularity=32.0)
+    # NumPy integers are integers, everywhere
+    assert predict("read_offset", "unroll4", n=np.int64(10_000), offset=np.uint8(11),
+                   block=np.int32(96), granularity=np.int16(128)) == \
+        predict("read_offset", "unroll4", n=10_000, offset=11, block=96, granularity=128)
+    assert predict("matmul", "tiled", m=np.int32(40), n=np.int64(9), k=np.uint16(3),
+                   tile=np.int64(8)) == predict("matmul", "tiled", m=40, n=9, k=3, tile=8)
+    assert model.launch_config("vec_add", "default", n=np.int64(1000), block=np.int16(100)) == \
+        {"grid": (10, 1, 1), "block": (100, 1, 1)}
+
+
+def test_predict_record_and_matmul_traffic_name_themselves():
+    for bad in (None, 3, {"kernel": "vec_add"}):
+        with pytest.raises(TypeError, match="model.predict_record: record must be a "
+                                            "gpumem.LaunchRecord"):
+            model.predict_record(bad)
+    with pytest.raises(ValueError, match="model.matmul_traffic: variant='x' is unknown"):
+        model.matmul_traffic(4, 4, 4, "x")
+    with pytest.raises(ValueError, match=r"model.matmul_traffic\(matmul/tiled\): tile=12"):
+        model.matmul_traffic(4, 4, 4, "tiled", 12)
+    with pytest.raises(TypeError, match=r"model.matmul_traffic\(matmul/tiled\): k must be an"):
+        model.matmul_traffic(4, 4, 4.0)
+    assert model.matmul_traffic(np.int64(64), np.int32(64), np.uint8(64)) == \
+        model.matmul_traffic(64, 64, 64)
+
+
+def test_model_names_come_from_the_core():
+    from gpumem import _core
+
+    assert kernels.CACHES is _core.CACHE_PATHS
+    for family, variants in model.families().items():
+        assert variants == tuple(row[1] for row in _core.variants(family)), family
+
+
 # ---- families, variants, parameters -------------------------------------------
 def test_predict_names_what_is_allowed():
     with pytest.raises(ValueError, match="family='nope'.*'read_offset'"):
@@ -340,10 +653,7 @@ def test_every_key_and_the_cache_paths_agree():
 
 
 def test_model_cache_paths_are_the_cores():
-    # model.kernels spells the load paths for use without the extension; they must
-    # stay _core's (gm_cache_path order)
-    from gpumem.model import kernels
-
+    # model.kernels reads the load paths from _core (gm_cache_path order), not a copy
     assert kernels.CACHES == gpumem._core.CACHE_PATHS
 
 
@@ -461,6 +771,29 @@ def test_bank_conflicts_warps_equals_one_warp_at_a_time():
     assert model.bank_conflicts_warps(4 * 32 * np.arange(32))[0][0] == 32
 
 
+def test_bank_conflicts_refuse_negative_unaligned_and_float_addresses():
+    for fn in (model.bank_conflicts, model.bank_conflicts_warps):
+        name = fn.__name__
+        with pytest.raises(ValueError, match=f"{name}: addresses holds -4; .*non-negative"):
+            fn([0, -4])
+        with pytest.raises(ValueError, match=f"{name}: addresses holds 6; .*multiple of width=4"):
+            fn([0, 6])
+        with pytest.raises(TypeError, match=f"{name}: addresses must be integer"):
+            fn([0.0, 4.0])
+    with pytest.raises(TypeError, match="bank_conflicts: width must be an int"):
+        bank_conflicts([0], width=4.0)
+    with pytest.raises(ValueError, match="bank_conflicts: width=2"):
+        bank_conflicts([0], width=np.int64(2))
+    with pytest.raises(ValueError, match="bank_conflicts: addresses has 33 entries"):
+        bank_conflicts(np.broadcast_to(np.int64(0), (33,)))
+    # inactive lanes may hold anything; the active ones are checked
+    wf, cf = model.bank_conflicts_warps([[0, -3, 128]], active=[[True, False, True]])
+    assert (wf.tolist(), cf.tolist()) == ([2], [1])
+    with pytest.raises(ValueError, match="bank_conflicts_warps: addresses holds -3"):
+        model.bank_conflicts_warps([[0, -3, 128]], active=[[True, True, True]])
+    assert bank_conflicts(np.array([0, 16], np.uint16), width=np.int32(16)).conflicts == 0
+
+
 def test_matmul_tile_reads_are_conflict_free():
     t = 16  # As[ty][k]: a warp = 2 rows -> 2 words (broadcasts); Bs[k][tx]: 16 consecutive words
     lanes = np.arange(32)
@@ -534,6 +867,35 @@ def test_occupancy_across_architectures():
         occupancy("4.0", 128)
     r = occupancy("9.0", 128, 0, 0)
     assert r["blocks_per_sm"] == 16 and r.as_dict()["limiter"] == "threads"
+
+
+def test_occupancy_takes_known_compute_capabilities_bool_optin_and_numpy_ints():
+    with pytest.raises(ValueError, match=r"occupancy: cc=9.04 is unknown; allowed: '1.0'.*'12.0'"):
+        occupancy(9.04)                          # not rounded to 9.0
+    with pytest.raises(ValueError, match="cc=9.04 is unknown"):
+        occupancy(np.float64(9.04), 256)
+    with pytest.raises(ValueError, match=r"cc=\(9, 1\) is unknown"):
+        occupancy((9, 1), 256)
+    with pytest.raises(TypeError, match="occupancy: cc must be a str"):
+        occupancy(True, 256)
+    with pytest.raises(TypeError, match="occupancy: cc must be a str"):
+        occupancy(["9.0"], 256)
+    with pytest.raises(TypeError, match=r"occupancy: cc\[0\] must be an int"):
+        occupancy((9.0, 0), 256)
+    for bad in ("no", 1, None):
+        with pytest.raises(TypeError, match="occupancy: optin must be a bool"):
+            occupancy("9.0", 128, 32, 100 * 1024, optin=bad)
+    with pytest.raises(TypeError, match="occupancy: threads_per_block must be an int, not bool"):
+        occupancy("9.0", True)
+    with pytest.raises(TypeError, match="occupancy: regs_per_thread must be an int, not float"):
+        occupancy("9.0", 256, 32.0)
+    with pytest.raises(ValueError, match="occupancy: smem_per_block=-1"):
+        occupancy("9.0", 256, 32, -1)
+    want = occupancy("8.6", 256, 32, 1024, optin=True)
+    assert occupancy(8.6, np.int64(256), np.int32(32), np.uint16(1024),
+                     optin=np.bool_(True)) == want
+    assert occupancy(9, 256) == occupancy("9.0", 256) == occupancy((np.int64(9), 0), 256)
+    assert occupancy(12.0, 256).cc == "12.0"
 
 
 # ---- occupancy against cuda_occupancy.h, the toolkit's own calculator ------------

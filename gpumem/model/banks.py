@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._check import active_mask, address_array, check_range, index
+from .coalescing import _warp_rows
+
 __all__ = ["BankResult", "bank_conflicts", "bank_conflicts_warps", "BANKS", "BANK_WIDTH"]
 
 BANKS = 32
@@ -70,6 +73,14 @@ def bank_conflicts(addresses, width: int = 4) -> BankResult:
     -------
     BankResult
 
+    Raises
+    ------
+    TypeError
+        Non-integer addresses or width.
+    ValueError
+        More than 32 addresses, a negative or unaligned address, a width
+        other than 4, 8 or 16.
+
     Examples
     --------
     >>> bank_conflicts([4 * t for t in range(32)]).conflicts          # stride 1
@@ -81,15 +92,10 @@ def bank_conflicts(addresses, width: int = 4) -> BankResult:
     >>> bank_conflicts([4 * 33 * t for t in range(32)]).conflicts     # padded to 33
     0
     """
-    if isinstance(width, bool) or width not in (4, 8, 16):
-        raise ValueError(f"width={width!r} is not allowed; width must be 4, 8 or 16 bytes")
-    a = np.asarray(addresses, dtype=np.int64).ravel()
-    if a.size > 32:
-        raise ValueError(f"addresses has {a.size} entries; one warp has at most 32 active lanes")
-    if np.any(a < 0):
-        raise ValueError("addresses must be non-negative byte offsets into shared memory")
-    if np.any(a % width):
-        raise ValueError(f"every address must be a multiple of width={width} (aligned access)")
+    fn = "bank_conflicts"
+    width = index(fn, "width", width, allowed=(4, 8, 16))
+    a = address_array(fn, addresses, max_lanes=32).ravel()
+    check_range(fn, a, align=width)
     if a.size == 0:
         return BankResult(0, 0, 0, 0, ())
     lanes_per_group = 32 * 4 // width                  # 32, 16 or 8 lanes per group
@@ -114,7 +120,8 @@ def bank_conflicts_warps(addresses, active=None) -> tuple[np.ndarray, np.ndarray
     Parameters
     ----------
     addresses : array_like of int, shape (warps, lanes <= 32)
-        Byte offsets into shared memory, multiples of 4.
+        Byte offsets into shared memory: the active lanes' non-negative
+        multiples of 4 (inactive lanes may hold any integer).
     active : array_like of bool, same shape, optional
         Which lanes take part (default: all).
 
@@ -122,14 +129,18 @@ def bank_conflicts_warps(addresses, active=None) -> tuple[np.ndarray, np.ndarray
     -------
     wavefronts, conflicts : numpy.ndarray of int, shape (warps,)
         A warp with no active lane has 0 of both.
+
+    Raises
+    ------
+    TypeError
+        Non-integer addresses, non-boolean ``active``.
+    ValueError
+        A shape other than (warps, <= 32), a negative or unaligned active address.
     """
-    a = np.asarray(addresses, dtype=np.int64)
-    if a.ndim == 1:
-        a = a[None, :]
-    if a.ndim != 2 or a.shape[1] > 32:
-        raise ValueError(f"addresses must have shape (warps, <=32 lanes), not {a.shape}")
-    act = np.ones(a.shape, bool) if active is None else np.broadcast_to(np.asarray(active, bool),
-                                                                        a.shape)
+    fn = "bank_conflicts_warps"
+    a = _warp_rows(fn, addresses)
+    act = active_mask(fn, active, a.shape)
+    check_range(fn, a, act, align=BANK_WIDTH)
     words = np.where(act, a // BANK_WIDTH, -1)
     words.sort(axis=1)
     new = np.ones(words.shape, bool)

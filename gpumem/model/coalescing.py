@@ -30,25 +30,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._check import active_mask, address_array, check_range, index
+
 __all__ = ["CoalesceResult", "coalesce", "coalesce_warps", "WarpCoalescing"]
 
 _GRANULARITIES = (32, 128)
 _WIDTHS = (1, 2, 4, 8, 16)
 
 
-def _check_granularity(granularity: int) -> int:
-    if isinstance(granularity, bool) or granularity not in _GRANULARITIES:
-        raise ValueError(f"granularity={granularity!r} is not allowed; granularity must be 32 "
+def _check_granularity(granularity: int, fn: str = "coalesce") -> int:
+    g = index(fn, "granularity", granularity)
+    if g not in _GRANULARITIES:
+        raise ValueError(f"{fn}: granularity={g!r} is not allowed; granularity must be 32 "
                          "(bytes per sector, every GPU since Maxwell) or 128 (bytes per L1 line, "
                          "Fermi/Kepler cached loads)")
-    return int(granularity)
+    return g
 
 
-def _check_width(width: int) -> int:
-    if isinstance(width, bool) or width not in _WIDTHS:
-        raise ValueError(f"width={width!r} is not allowed; width must be one of {_WIDTHS} "
-                         "bytes per lane")
-    return int(width)
+def _check_width(width: int, fn: str = "coalesce") -> int:
+    return index(fn, "width", width, allowed=_WIDTHS)
 
 
 def efficiency(bytes_requested: float, transactions: float, granularity: int = 32) -> float:
@@ -109,8 +109,8 @@ def coalesce(addresses, width: int = 4, granularity: int = 32) -> CoalesceResult
     ----------
     addresses : sequence of int
         Byte addresses of the **active** lanes only (at most 32; duplicates
-        allowed: lanes reading the same word, which count once).  Empty means no active lane:
-        no request at all.
+        allowed: lanes reading the same word, which count once), integers in
+        ``0 <= a < 2**62``.  Empty means no active lane: no request at all.
     width : {1, 2, 4, 8, 16}
         Bytes each lane accesses (4 for ``float``, 16 for ``float4``).
     granularity : {32, 128}
@@ -119,6 +119,15 @@ def coalesce(addresses, width: int = 4, granularity: int = 32) -> CoalesceResult
     Returns
     -------
     CoalesceResult
+
+    Raises
+    ------
+    TypeError
+        Addresses that are not integers (floats, bools); width or granularity
+        not an int.
+    ValueError
+        More than 32 addresses, a negative or too large address, a width or
+        granularity not allowed.
 
     Examples
     --------
@@ -129,13 +138,10 @@ def coalesce(addresses, width: int = 4, granularity: int = 32) -> CoalesceResult
     """
     width = _check_width(width)
     granularity = _check_granularity(granularity)
-    a = np.asarray(addresses, dtype=np.int64).ravel()
-    if a.size > 32:
-        raise ValueError(f"addresses has {a.size} entries; one warp has at most 32 active lanes")
+    a = address_array("coalesce", addresses, max_lanes=32).ravel()
     if a.size == 0:
         return CoalesceResult(0, 0, 0, granularity)
-    if np.any(a < 0):
-        raise ValueError("addresses must be non-negative byte addresses")
+    check_range("coalesce", a)
     first, last = _lane_units(a, width, granularity)
     units = np.unique(np.concatenate([first, last]))
     return CoalesceResult(1, int(units.size), int(width * np.unique(a).size), granularity)
@@ -162,7 +168,8 @@ def coalesce_warps(addresses, width: int = 4, granularity: int = 32, active=None
     Parameters
     ----------
     addresses : array_like of int, shape (warps, lanes)
-        Byte address of each lane (lanes <= 32); inactive lanes may hold anything.
+        Byte address of each lane (lanes <= 32), integers; the active lanes'
+        must be in ``0 <= a < 2**62``, inactive lanes may hold any integer.
     width, granularity
         As in :func:`coalesce`.
     active : array_like of bool, shape (warps, lanes), optional
@@ -172,16 +179,21 @@ def coalesce_warps(addresses, width: int = 4, granularity: int = 32, active=None
     -------
     WarpCoalescing
         Arrays of requests (0 or 1), transactions and requested bytes per warp.
+
+    Raises
+    ------
+    TypeError
+        Non-integer addresses, non-boolean ``active``.
+    ValueError
+        A shape other than (warps, <= 32), a negative or too large active
+        address, a width or granularity not allowed.
     """
-    width = _check_width(width)
-    granularity = _check_granularity(granularity)
-    a = np.asarray(addresses, dtype=np.int64)
-    if a.ndim == 1:
-        a = a[None, :]
-    if a.ndim != 2 or a.shape[1] > 32:
-        raise ValueError(f"addresses must have shape (warps, <=32 lanes), not {a.shape}")
-    act = np.ones(a.shape, bool) if active is None else np.broadcast_to(np.asarray(active, bool),
-                                                                        a.shape)
+    fn = "coalesce_warps"
+    width = _check_width(width, fn)
+    granularity = _check_granularity(granularity, fn)
+    a = _warp_rows(fn, addresses)
+    act = active_mask(fn, active, a.shape)
+    check_range(fn, a, act)
     first, last = _lane_units(a, width, granularity)
     # Every lane touches one or two units; inactive lanes do not count.
     distinct = _distinct_per_row(np.concatenate([first, last], axis=1),
@@ -190,6 +202,18 @@ def coalesce_warps(addresses, width: int = 4, granularity: int = 32, active=None
     # requested bytes: distinct addresses of the active lanes (a broadcast counts once)
     nuniq = _distinct_per_row(a, act)
     return WarpCoalescing((nact > 0).astype(np.int64), distinct, nuniq * width, granularity)
+
+
+def _warp_rows(fn: str, addresses) -> np.ndarray:
+    """``addresses`` as an int64 (warps, lanes <= 32) array (one row when 1-D);
+    the shape is checked before any conversion."""
+    shape = np.shape(addresses)
+    if len(shape) == 1:
+        shape = (1,) + shape
+    if len(shape) != 2 or shape[1] > 32:
+        raise ValueError(f"{fn}: addresses must have shape (warps, <=32 lanes), not "
+                         f"{np.shape(addresses)}")
+    return address_array(fn, addresses).reshape(shape)
 
 
 def _distinct_per_row(values: np.ndarray, valid: np.ndarray) -> np.ndarray:

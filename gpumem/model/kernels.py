@@ -10,20 +10,39 @@ kernel says (``struct_update`` and ``distance`` in SoA layout keep x, y, z one
 after the other in one buffer, so y starts ``4*n`` bytes in -- off the
 32-byte grid unless n is a multiple of 8).
 
-The work is vectorized over warps; most instructions of a 1-D kernel are
-"affine" (active lanes a run of lanes, addresses a fixed stride apart), and
-their sector counts depend on the start address only modulo the sector size,
-so a launch of 2^24 threads costs a few passes over its 2^19 warps.
+What a prediction costs: the distinct warps, not the launch
+------------------------------------------------------------
+An instruction's sectors (lines) depend on its addresses only modulo the
+line size (128 bytes, a multiple of the 32-byte sector), as long as every
+address of the instruction moves by the same amount.  Every address of a
+gpumem kernel is an integer-affine function of the block index (and, for
+matmul, of the block column, the block row and the tile step), so warps 128
+blocks apart -- fewer where the step in bytes has a factor of 2 -- cost the
+same, *unless* a bound check cuts through one of them.  A generator
+therefore walks each launch axis through :func:`_representatives`: the axis
+is cut at the few indices where the work changes (the block that holds the
+end of the data, the last block column or row, the last tile step), and in
+each piece only the first ``period`` indices are worked out, each weighted by
+how many indices of the piece share its residue.  The sums are exact, and a
+launch of 2^31 elements costs what a few thousand warps cost.
+:func:`_every` walks every index with weight 1 (the per-warp reference, the
+same generators warp by warp); the tests check that both give the same
+numbers on many small and awkward launches.
 """
 from __future__ import annotations
 
-from typing import Any
+import math
+from collections.abc import Mapping
+from functools import reduce
+from typing import Any, Callable
 
 import numpy as np
 
-from .coalescing import _check_granularity, affine_units, efficiency, runs_units
+from .. import _core
+from ._check import index
+from .coalescing import _check_granularity, affine_units, runs_units
 
-__all__ = ["predict", "launch_config", "matmul_traffic", "families", "METRICS"]
+__all__ = ["predict", "launch_config", "matmul_traffic", "families", "METRICS", "DECIMALS"]
 
 #: The keys of :func:`predict`'s result (nvprof names, plus requested bytes).
 METRICS = (
@@ -32,17 +51,90 @@ METRICS = (
     "gld_bytes_requested", "gst_bytes_requested",
 )
 
+#: Decimal places of the percentages and ratios that :func:`predict` and
+#: :func:`matmul_traffic` return (their counts are exact ints).
+DECIMALS = 4
+
 WARP = 32
-CACHES = ("default", "ca", "cg", "ldg", "cs")
+#: The load paths of ``read_offset``: ``gpumem._core.CACHE_PATHS`` (one list, in the core).
+CACHES = _core.CACHE_PATHS
+
+_LINE = 128                    # the largest transaction unit: every period divides it
+_GRID_MAX = 2 ** 31 - 1        # blocks in gridDim.x
+_GRID_Y_MAX = 65535            # blocks in gridDim.y (matmul's block rows)
+_DIM_MAX = 2 ** 31 - 1         # matmul's M, N, K (ints in the kernel)
+_BYTES_MAX = 2 ** 63 - 1       # bytes one array can hold (npy_intp)
 
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+# ---- walking a launch axis ---------------------------------------------------
+Axis = Callable[..., "tuple[np.ndarray, np.ndarray]"]
+
+
+def _every(length: int, period: int, cuts: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Every index ``0 .. length - 1`` of a launch axis, each with weight 1 (the reference)."""
+    return np.arange(length, dtype=np.int64), np.ones(length, np.int64)
+
+
+def _representatives(length: int, period: int,
+                     cuts: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Representative indices of a launch axis and how many indices each stands for.
+
+    The axis ``0 .. length - 1`` is cut so that every index in ``cuts`` is a
+    piece of its own; in each piece, indices ``period`` apart are alike (their
+    addresses differ by a multiple of the line size), so the first ``period``
+    indices of the piece stand for all of it, each weighted by the number of
+    indices of the piece congruent to it.
+    """
+    edges = {0, length}
+    for c in cuts:
+        if 0 <= c < length:
+            edges.update((c, c + 1))
+    edges = sorted(edges)
+    idx, weight = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for lo, hi in zip(edges, edges[1:]):
+        r = np.arange(min(period, hi - lo), dtype=np.int64)
+        idx.append(lo + r)
+        weight.append((hi - lo - r + period - 1) // period)
+    return np.concatenate(idx), np.concatenate(weight)
+
+
+def _period(*steps: int) -> int:
+    """How many indices apart an axis repeats when one step moves the addresses
+    by ``steps`` bytes (each address stream its own): the smallest p with every
+    ``p * step`` a multiple of the 128-byte line."""
+    return _LINE // math.gcd(_LINE, *steps)
+
+
+def _wmul(*factors) -> np.ndarray:
+    """The product of weights (ints and int64 arrays, broadcast), as int64 where it
+    surely fits and as Python ints (object array) where it might not."""
+    arrs = [np.asarray(f) for f in factors]
+    bound = 1.0
+    for a in arrs:
+        bound *= float(a.max()) if a.size else 0.0
+    dtype = np.int64 if bound < 2.0 ** 62 else object
+    return reduce(np.multiply, [a.astype(dtype) for a in arrs])
+
+
+def _dot(values, weights) -> int:
+    """``sum(values * weights)`` exactly, as a Python int."""
+    v, w = np.broadcast_arrays(np.asarray(values, np.int64), np.asarray(weights))
+    if w.size == 0:
+        return 0
+    if w.dtype != object:
+        bound = float(np.abs(v).max()) * float(np.abs(w).sum(dtype=np.float64))
+        if bound < 2.0 ** 62:
+            return int((v * w).sum(dtype=np.int64))
+    return int((v.astype(object) * w.astype(object)).sum())
+
+
 # ---- the tally --------------------------------------------------------------
 class _Tally:
-    """Requests, transactions and requested bytes of loads and stores."""
+    """Requests, transactions and requested bytes of loads and stores (Python ints)."""
 
     def __init__(self, granularity: int):
         self.g = {"ld": granularity, "st": 32}  # stores go to L2 in 32-byte sectors everywhere
@@ -50,29 +142,32 @@ class _Tally:
         self.tx = {"ld": 0, "st": 0}
         self.bytes = {"ld": 0, "st": 0}
 
-    def add(self, op: str, requests, transactions, nbytes, weight: int = 1) -> None:
-        self.req[op] += int(requests) * weight
-        self.tx[op] += int(transactions) * weight
-        self.bytes[op] += int(nbytes) * weight
+    def add(self, op: str, requests: int, transactions: int, nbytes: int) -> None:
+        self.req[op] += int(requests)
+        self.tx[op] += int(transactions)
+        self.bytes[op] += int(nbytes)
 
-    def affine(self, op: str, first_addr, count, stride: int, width: int, weight: int = 1) -> None:
-        """Instructions whose active lanes are ``count`` lanes ``stride`` bytes apart."""
+    def affine(self, op: str, first_addr, count, stride: int, width: int, weight) -> None:
+        """Instructions whose active lanes are ``count`` lanes ``stride`` bytes apart,
+        each standing for ``weight`` instructions."""
         count = np.asarray(count, np.int64)
         on = count > 0
         c = count[on]
         if c.size == 0:
             return
         fa = np.broadcast_to(np.asarray(first_addr, np.int64), count.shape)[on]
+        wt = np.broadcast_to(np.asarray(weight), count.shape)[on]
         units = affine_units(fa, c, stride, width, self.g[op])
         lanes = c if stride else np.minimum(c, 1)        # same bytes for every lane: once
-        self.add(op, c.size, units.sum(dtype=np.int64), width * lanes.sum(dtype=np.int64), weight)
+        self.add(op, _dot(1, wt), _dot(units, wt), width * _dot(lanes, wt))
 
-    def runs(self, op: str, first_byte, last_byte, nruns, lanes, weight: int = 1) -> None:
+    def runs(self, op: str, first_byte, last_byte, nruns, lanes, weight) -> None:
         """Instructions made of sorted, non-overlapping byte runs (one per matrix row).
 
         ``first_byte``/``last_byte`` (instructions, R): the runs; only the
         first ``nruns`` of each row take part; ``lanes``: active lanes of each
-        instruction (requested bytes = 4 per active lane).
+        instruction (requested bytes = 4 per active lane); ``weight``: how many
+        instructions each row stands for.
         """
         nruns = np.asarray(nruns, np.int64)
         on = nruns > 0
@@ -82,35 +177,42 @@ class _Tally:
         units = runs_units(np.asarray(first_byte)[on] // g, np.asarray(last_byte)[on] // g,
                            nruns[on])
         lanes = np.broadcast_to(np.asarray(lanes, np.int64), nruns.shape)[on]
-        self.add(op, on.sum(), units.sum(dtype=np.int64), 4 * lanes.sum(dtype=np.int64), weight)
+        wt = np.broadcast_to(np.asarray(weight), nruns.shape)[on]
+        self.add(op, _dot(1, wt), _dot(units, wt), 4 * _dot(lanes, wt))
 
-    def result(self) -> dict[str, float]:
-        out: dict[str, float] = {}
+    def result(self) -> dict[str, int | float]:
+        out: dict[str, int | float] = {}
         for op, p in (("ld", "gld"), ("st", "gst")):
             r, t, b = self.req[op], self.tx[op], self.bytes[op]
-            out[f"{p}_requests"] = float(r)
-            out[f"{p}_transactions"] = float(t)
-            out[f"{p}_efficiency"] = efficiency(b, t, self.g[op])
-            out[f"{p}_transactions_per_request"] = t / r if r else 0.0
-            out[f"{p}_bytes_requested"] = float(b)
+            out[f"{p}_requests"] = r
+            out[f"{p}_transactions"] = t
+            # exact integer quotients, correctly rounded, then to DECIMALS places
+            out[f"{p}_efficiency"] = round(100 * b / (t * self.g[op]), DECIMALS) if t else 0.0
+            out[f"{p}_transactions_per_request"] = round(t / r, DECIMALS) if r else 0.0
+            out[f"{p}_bytes_requested"] = b
         return {k: out[k] for k in METRICS}
 
 
 # ---- 1-D launches -----------------------------------------------------------
-def _warps_1d(grid: int, block: int, per_block: int | None = None):
-    """First thread index and lane count of every warp of a 1-D launch.
+def _warps_1d(axis: Axis, grid: int, block: int, per_block: int | None = None,
+              limits: tuple[int, ...] = ()):
+    """First thread index, lane count and weight of the warps of a 1-D launch.
 
-    Returns ``(base, w32, lanes)``: ``base`` is ``blockIdx.x * per_block``
-    (``per_block`` defaults to ``block``), ``w32`` is ``32 * warp index in the
-    block`` (so warp w's thread t has ``threadIdx.x = w32 + t``), ``lanes`` how
-    many threads the warp has (the last warp of a block may be partial).
+    Returns ``(base, w32, lanes, weight)``: ``base`` is ``blockIdx.x *
+    per_block`` (``per_block`` defaults to ``block``), ``w32`` is ``32 * warp
+    index in the block`` (so warp w's thread t has ``threadIdx.x = w32 + t``),
+    ``lanes`` how many threads the warp has (the last warp of a block may be
+    partial), ``weight`` how many warps it stands for.  ``limits``: the
+    thread indices where the kernel's bound checks change (``i < n``); the
+    block holding each is walked on its own.
     """
     per_block = block if per_block is None else per_block
     wpb = _cdiv(block, WARP)
-    w32 = (WARP * np.arange(wpb, dtype=np.int64))
+    b, wb = axis(grid, _LINE, tuple(lim // per_block for lim in limits))
+    w32 = WARP * np.arange(wpb, dtype=np.int64)
     lanes = np.minimum(WARP, block - w32)
-    base = per_block * np.arange(grid, dtype=np.int64)
-    return np.repeat(base, wpb), np.tile(w32, grid), np.tile(lanes, grid)
+    return (np.repeat(b * per_block, wpb), np.tile(w32, b.size), np.tile(lanes, b.size),
+            np.repeat(wb, wpb))
 
 
 def _active(limit, first, lanes):
@@ -118,111 +220,119 @@ def _active(limit, first, lanes):
     return np.clip(np.minimum(lanes, limit - first), 0, WARP)
 
 
-def _grid1(threads: int, block: int) -> int:
-    return _cdiv(threads, block)
+def _grid_1d(family: str, variant: str, p: dict) -> int:
+    """The blocks the launcher starts (``gridDim.x``) for a 1-D family."""
+    n, block = p["n"], p["block"]
+    if family in ("read_offset", "write_offset"):
+        return _cdiv(n, (4 if variant == "unroll4" else 1) * block)
+    if family == "strided_read":
+        return _cdiv(_cdiv(n, p["stride"]), block)
+    if family == "copy" and variant == "float4":
+        return _cdiv(n // 4 + n % 4, block)
+    return _cdiv(n, block)
 
 
-def _offset_family(tally: _Tally, p: dict, unroll: int, shifted: str) -> None:
+def _simple_1d(axis: Axis, family: str, variant: str, p: dict, limit: int):
+    """Lane-0 thread index, active lanes and weight of every warp of a kernel
+    with one thread per index ``i < limit``."""
+    base, w32, lanes, wt = _warps_1d(axis, _grid_1d(family, variant, p), p["block"],
+                                     limits=(limit,))
+    i0 = base + w32
+    return i0, _active(limit, i0, lanes), wt
+
+
+def _offset_family(tally: _Tally, axis: Axis, variant: str, p: dict, shifted: str) -> None:
     """read_offset / write_offset: ``k = i + offset``; ``shifted`` is "ld" or "st"."""
     n, off, block = p["n"], p["offset"], p["block"]
+    unroll = 4 if variant == "unroll4" else 1
     if n == 0:
         return
     grid = _cdiv(n, unroll * block)
-    base, w32, lanes = _warps_1d(grid, block, unroll * block)
+    base, w32, lanes, wt = _warps_1d(axis, grid, block, unroll * block, limits=(n - off,))
     for j in range(unroll):
         i0 = base + j * block + w32            # thread index of lane 0
         cnt = _active(n - off, i0, lanes)      # guard: i + offset < n
         ld0, st0 = (i0 + off, i0) if shifted == "ld" else (i0, i0 + off)
-        tally.affine("ld", 4 * ld0, cnt, 4, 4, weight=2)   # A and B: separate 256-aligned buffers
-        tally.affine("st", 4 * st0, cnt, 4, 4)
+        tally.affine("ld", 4 * ld0, cnt, 4, 4, 2 * wt)   # A and B: separate 256-aligned buffers
+        tally.affine("st", 4 * st0, cnt, 4, 4, wt)
 
 
-def _gen_read_offset(tally, variant, p):
-    _offset_family(tally, p, 1 if variant == "unroll1" else 4, "ld")
+def _gen_read_offset(tally, axis, variant, p):
+    _offset_family(tally, axis, variant, p, "ld")
 
 
-def _gen_write_offset(tally, variant, p):
-    _offset_family(tally, p, 1 if variant == "unroll1" else 4, "st")
+def _gen_write_offset(tally, axis, variant, p):
+    _offset_family(tally, axis, variant, p, "st")
 
 
-def _gen_vec_add(tally, variant, p):
-    n, block = p["n"], p["block"]
-    if n == 0:
+def _gen_vec_add(tally, axis, variant, p):
+    if p["n"] == 0:
         return
-    base, w32, lanes = _warps_1d(_grid1(n, block), block)
-    i0 = base + w32
-    cnt = _active(n, i0, lanes)
-    tally.affine("ld", 4 * i0, cnt, 4, 4, weight=2)
-    tally.affine("st", 4 * i0, cnt, 4, 4)
+    i0, cnt, wt = _simple_1d(axis, "vec_add", variant, p, p["n"])
+    tally.affine("ld", 4 * i0, cnt, 4, 4, 2 * wt)
+    tally.affine("st", 4 * i0, cnt, 4, 4, wt)
 
 
-def _gen_strided_read(tally, variant, p):
-    n, s, block = p["n"], p["stride"], p["block"]
-    m = _cdiv(n, s)
+def _gen_strided_read(tally, axis, variant, p):
+    s = p["stride"]
+    m = _cdiv(p["n"], s)
     if m == 0:
         return
-    base, w32, lanes = _warps_1d(_grid1(m, block), block)
-    i0 = base + w32
-    cnt = _active(m, i0, lanes)
-    tally.affine("ld", 4 * s * i0, cnt, 4 * s, 4)
-    tally.affine("st", 4 * i0, cnt, 4, 4)
+    i0, cnt, wt = _simple_1d(axis, "strided_read", variant, p, m)
+    tally.affine("ld", 4 * s * i0, cnt, 4 * s, 4, wt)
+    tally.affine("st", 4 * i0, cnt, 4, 4, wt)
 
 
-def _gen_struct_update(tally, variant, p):
-    n, block = p["n"], p["block"]
+def _gen_struct_update(tally, axis, variant, p):
+    n = p["n"]
     if n == 0:
         return
-    base, w32, lanes = _warps_1d(_grid1(n, block), block)
-    i0 = base + w32
-    cnt = _active(n, i0, lanes)
+    i0, cnt, wt = _simple_1d(axis, "struct_update", variant, p, n)
     if variant == "aos":   # {float x, y}: data[i].x at 8i, .y at 8i + 4; the same for result
         for field in (0, 4):
-            tally.affine("ld", 8 * i0 + field, cnt, 8, 4)
-            tally.affine("st", 8 * i0 + field, cnt, 8, 4)
+            tally.affine("ld", 8 * i0 + field, cnt, 8, 4, wt)
+            tally.affine("st", 8 * i0 + field, cnt, 8, 4, wt)
     else:                  # x = data, y = data + n; rx = result, ry = result + n
         for row in (0, 4 * n):
-            tally.affine("ld", row + 4 * i0, cnt, 4, 4)
-            tally.affine("st", row + 4 * i0, cnt, 4, 4)
+            tally.affine("ld", row + 4 * i0, cnt, 4, 4, wt)
+            tally.affine("st", row + 4 * i0, cnt, 4, 4, wt)
 
 
-def _gen_distance(tally, variant, p):
-    n, block = p["n"], p["block"]
+def _gen_distance(tally, axis, variant, p):
+    n = p["n"]
     if n == 0:
         return
-    base, w32, lanes = _warps_1d(_grid1(n, block), block)
-    i0 = base + w32
-    cnt = _active(n, i0, lanes)
+    i0, cnt, wt = _simple_1d(axis, "distance", variant, p, n)
     if variant == "aos":   # {float x, y, z}: three 4-byte loads 12 bytes apart per lane
         for field in (0, 4, 8):
-            tally.affine("ld", 12 * i0 + field, cnt, 12, 4)
+            tally.affine("ld", 12 * i0 + field, cnt, 12, 4, wt)
     else:                  # x, y, z = points, points + n, points + 2n
         for row in (0, 4 * n, 8 * n):
-            tally.affine("ld", row + 4 * i0, cnt, 4, 4)
-    tally.affine("st", 4 * i0, cnt, 4, 4)
+            tally.affine("ld", row + 4 * i0, cnt, 4, 4, wt)
+    tally.affine("st", 4 * i0, cnt, 4, 4, wt)
 
 
-def _gen_copy(tally, variant, p):
+def _gen_copy(tally, axis, variant, p):
     n, block = p["n"], p["block"]
     if n == 0:
         return
     if variant == "float":
-        base, w32, lanes = _warps_1d(_grid1(n, block), block)
-        i0 = base + w32
-        cnt = _active(n, i0, lanes)
-        tally.affine("ld", 4 * i0, cnt, 4, 4)
-        tally.affine("st", 4 * i0, cnt, 4, 4)
+        i0, cnt, wt = _simple_1d(axis, "copy", variant, p, n)
+        tally.affine("ld", 4 * i0, cnt, 4, 4, wt)
+        tally.affine("st", 4 * i0, cnt, 4, 4, wt)
         return
     n4, r = n // 4, n % 4
-    base, w32, lanes = _warps_1d(_grid1(n4 + r, block), block)
+    base, w32, lanes, wt = _warps_1d(axis, _grid_1d("copy", variant, p), block,
+                                     limits=(n4, n4 + r))
     i0 = base + w32
     c4 = _active(n4, i0, lanes)                       # threads i < n4: one float4 each
-    tally.affine("ld", 16 * i0, c4, 16, 16)
-    tally.affine("st", 16 * i0, c4, 16, 16)
+    tally.affine("ld", 16 * i0, c4, 16, 16, wt)
+    tally.affine("st", 16 * i0, c4, 16, 16, wt)
     lo = np.maximum(i0, n4)                           # threads n4 <= i < n4 + r: the tail
     cs = np.clip(np.minimum(i0 + lanes, n4 + r) - lo, 0, WARP)
     e0 = 4 * n4 + (lo - n4)
-    tally.affine("ld", 4 * e0, cs, 4, 4)
-    tally.affine("st", 4 * e0, cs, 4, 4)
+    tally.affine("ld", 4 * e0, cs, 4, 4, wt)
+    tally.affine("st", 4 * e0, cs, 4, 4, wt)
 
 
 # ---- matmul -----------------------------------------------------------------
@@ -239,145 +349,192 @@ def _rows_per_warp(first_row, limit, rpw):
     return np.clip(limit - first_row, 0, rpw)
 
 
-def _gen_matmul(tally, variant, p):
+class _Blocks:
+    """The block columns and the warps of a block column of one matmul launch,
+    as representatives with weights.
+
+    ``col0``/``ncol``/``wcol``: first column, active columns and weight of each
+    block column (``4t`` bytes apart in B and C; the last may be partial);
+    ``row0``/``nrow``/``wrow``: first row, active rows and weight of each warp
+    of a block column (block row by: ``4tn`` bytes apart in C, ``4tk`` in A;
+    the last block row may be partial).
+    """
+
+    def __init__(self, axis: Axis, p: dict):
+        m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
+        bx, self.wcol = axis(gx, _period(4 * t), (gx - 1,))
+        self.col0 = bx * t
+        self.ncol = np.minimum(t, n - self.col0)
+        by, wby = axis(gy, _period(4 * t * n, 4 * t * k), (gy - 1,))
+        self.row0 = np.repeat(by * t, wpb) + np.tile(rpw * np.arange(wpb, dtype=np.int64),
+                                                     by.size)
+        self.wrow = np.repeat(wby, wpb)
+        self.nrow = _rows_per_warp(self.row0, m, rpw)
+
+
+def _gen_matmul(tally, axis, variant, p):
     m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
     if m == 0 or n == 0:
         return                                           # gpumem launches nothing
+    bl = _Blocks(axis, p)
     j = np.arange(rpw, dtype=np.int64)[None, :]          # row of the warp
-    # the warps of one block column: (by, w) -> first row, active rows (row < M)
-    by = np.repeat(np.arange(gy, dtype=np.int64), wpb)
-    w = np.tile(np.arange(wpb, dtype=np.int64), gy)
-    row0 = by * t + w * rpw
-    nrow = _rows_per_warp(row0, m, rpw)
-    # the warps of one block row: bx -> first column, active columns (col < N)
-    bx = np.arange(gx, dtype=np.int64)
-    col0 = bx * t
-    ncol = np.minimum(t, n - col0)
 
     # ---- store C[row][col] (both variants: threads outside C exit / skip) ----
     # every (bx, by, w): runs = the warp's active rows, each over its active columns
-    r = (row0[:, None] + j)[None, :, :]                  # (1, P, rpw)
-    first = 4 * (r * n + col0[:, None, None])            # (gx, P, rpw)
-    last = first + 4 * ncol[:, None, None] - 1
-    nr = np.broadcast_to(nrow[None, :], (gx, nrow.size))
+    r = (bl.row0[:, None] + j)[None, :, :]               # (1, P, rpw)
+    first = 4 * (r * n + bl.col0[:, None, None])         # (gx, P, rpw)
+    last = first + 4 * bl.ncol[:, None, None] - 1
+    nr = np.broadcast_to(bl.nrow[None, :], first.shape[:2])
     tally.runs("st", first.reshape(-1, rpw), last.reshape(-1, rpw), nr.ravel(),
-               (nr * ncol[:, None]).ravel())
+               (nr * bl.ncol[:, None]).ravel(), _wmul(bl.wcol[:, None], bl.wrow[None, :]).ravel())
     if k == 0:
         return
 
     if variant == "naive":
-        _naive_loads(tally, m, n, k, t, rpw, row0, nrow, col0, ncol)
+        _naive_loads(tally, axis, p, bl)
     else:
-        _tiled_loads(tally, m, n, k, t, rpw, wpb, gx, gy, row0, nrow, col0, ncol)
+        _tiled_loads(tally, axis, p, bl)
 
 
-def _naive_loads(tally, m, n, k, t, rpw, row0, nrow, col0, ncol):
+def _naive_loads(tally, axis, p, bl):
     """acc += a[row*K + kk] * b[kk*N + col] for kk < K, threads with row < M, col < N."""
+    m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
     g = tally.g["ld"]
-    live = nrow > 0
-    nwarps = int(live.sum())                 # warps with an active row, in one block column
-    gx = len(col0)
+    live = bl.nrow > 0
+    nwarps = _dot(live, bl.wrow)             # warps with an active row, in one block column
+    nrows = _dot(bl.nrow, bl.wrow)           # active rows of a block column: m
     # A: each active row of the warp reads one word (a broadcast across its
     # columns); rows are 4K bytes apart, so from 4K >= granule on they never
     # share a sector (line).  Smaller K: count row by row.
     if 4 * k >= g:
-        tx_a = int(nrow.sum()) * k * gx
+        tx_a = nrows * k * gx
     else:
         kk = np.arange(k, dtype=np.int64)
-        rows = row0[live][:, None, None] + np.arange(rpw)[None, None, :]      # (P, 1, rpw)
+        rows = bl.row0[live][:, None, None] + np.arange(rpw)[None, None, :]   # (P, 1, rpw)
         unit = 4 * (rows * k + kk[None, :, None]) // g                        # (P, K, rpw)
-        nr = np.broadcast_to(nrow[live][:, None], unit.shape[:2])
-        tx_a = int(runs_units(unit.reshape(-1, rpw), unit.reshape(-1, rpw), nr.ravel()).sum()) * gx
+        nr = np.broadcast_to(bl.nrow[live][:, None], unit.shape[:2])
+        wt = np.broadcast_to(bl.wrow[live][:, None], unit.shape[:2])
+        tx_a = _dot(runs_units(unit.reshape(-1, rpw), unit.reshape(-1, rpw), nr.ravel()),
+                    wt.ravel()) * gx
     # requested bytes are distinct per instruction: one word per active row
-    tally.add("ld", nwarps * k * gx, tx_a, 4 * k * int(nrow.sum()) * gx)
-    # B: every active row of the warp reads the same columns of row kk (a broadcast)
-    kk = np.arange(k, dtype=np.int64)[:, None]
-    fb = 4 * (kk * n + col0[None, :])
-    lb = fb + 4 * ncol[None, :] - 1
-    tx_b = int((lb // g - fb // g + 1).sum())
-    tally.add("ld", nwarps * k * gx, nwarps * tx_b, 4 * k * nwarps * int(ncol.sum()))
+    tally.add("ld", nwarps * k * gx, tx_a, 4 * k * nrows * gx)
+    # B: every active row of the warp reads the same columns of row kk (a
+    # broadcast); rows kk of B are 4N bytes apart
+    kk, wk = axis(k, _period(4 * n))
+    fb = 4 * (kk[:, None] * n + bl.col0[None, :])
+    lb = fb + 4 * bl.ncol[None, :] - 1
+    tx_b = _dot(lb // g - fb // g + 1, _wmul(wk[:, None], bl.wcol[None, :]))
+    tally.add("ld", nwarps * k * gx, nwarps * tx_b, 4 * k * nwarps * _dot(bl.ncol, bl.wcol))
 
 
-def _tiled_loads(tally, m, n, k, t, rpw, wpb, gx, gy, row0, nrow, col0, ncol):
+def _tiled_loads(tally, axis, p, bl):
     """Per tile step k0: As <- A[row][k0 + tx] if row < M and k0 + tx < K;
     Bs <- B[k0 + ty][col] if k0 + ty < K and col < N (predicated loads)."""
+    m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
     steps = _cdiv(k, t)
-    k0 = t * np.arange(steps, dtype=np.int64)
+    # tile steps: 4t bytes along A's rows, 4tn down B; the last may be partial
+    s, ws = axis(steps, _period(4 * t, 4 * t * n), (steps - 1,))
+    k0 = t * s
     ka = np.minimum(t, k - k0)                           # active tx per step (k0 + tx < K)
     j = np.arange(rpw, dtype=np.int64)
     # A: identical for every block column bx (A's guard ignores col)
-    rows = row0[:, None, None] + j[None, None, :]        # (P, 1, rpw)
+    rows = bl.row0[:, None, None] + j[None, None, :]     # (P, 1, rpw)
     first = 4 * (rows * k + k0[None, :, None])           # (P, S, rpw)
     last = first + 4 * ka[None, :, None] - 1
-    nr = np.broadcast_to(nrow[:, None], first.shape[:2])
+    nr = np.broadcast_to(bl.nrow[:, None], first.shape[:2])
     tally.runs("ld", first.reshape(-1, rpw), last.reshape(-1, rpw), nr.ravel(),
-               (nr * ka[None, :]).ravel(), weight=gx)
+               (nr * ka[None, :]).ravel(), _wmul(bl.wrow[:, None], ws[None, :], gx).ravel())
     # B: identical for every block row by (B's guard ignores row)
     w = np.arange(wpb, dtype=np.int64)
     brow = k0[None, :, None] + (w * rpw)[:, None, None] + j[None, None, :]     # (W, S, rpw)
     nb = np.clip(k - (k0[None, :] + (w * rpw)[:, None]), 0, rpw)               # (W, S)
-    first = 4 * (brow[None] * n + col0[:, None, None, None])                   # (gx, W, S, rpw)
-    last = first + 4 * ncol[:, None, None, None] - 1
+    first = 4 * (brow[None] * n + bl.col0[:, None, None, None])                # (gx, W, S, rpw)
+    last = first + 4 * bl.ncol[:, None, None, None] - 1
     nbb = np.broadcast_to(nb[None], first.shape[:3])
+    wt = _wmul(bl.wcol[:, None, None], np.ones((1, wpb, 1), np.int64), ws[None, None, :], gy)
     tally.runs("ld", first.reshape(-1, rpw), last.reshape(-1, rpw), nbb.ravel(),
-               (nbb * ncol[:, None, None]).ravel(), weight=gy)
+               (nbb * bl.ncol[:, None, None]).ravel(), wt.ravel())
 
 
 # ---- the family table ------------------------------------------------------
 _REQUIRED = object()
 
 _FAMILIES: dict[str, dict[str, Any]] = {
-    "vec_add": {"variants": ("default",), "params": {"n": _REQUIRED, "block": 256},
-                "gen": _gen_vec_add},
-    "matmul": {"variants": ("naive", "tiled"),
-               "params": {"m": _REQUIRED, "n": _REQUIRED, "k": _REQUIRED, "tile": 16},
+    "vec_add": {"params": {"n": _REQUIRED, "block": 256}, "gen": _gen_vec_add, "bytes": 4},
+    "matmul": {"params": {"m": _REQUIRED, "n": _REQUIRED, "k": _REQUIRED, "tile": 16},
                "gen": _gen_matmul},
-    "read_offset": {"variants": ("unroll1", "unroll4"),
-                    "params": {"n": _REQUIRED, "offset": 0, "block": 512, "cache": "default"},
-                    "gen": _gen_read_offset},
-    "write_offset": {"variants": ("unroll1", "unroll4"),
-                     "params": {"n": _REQUIRED, "offset": 0, "block": 512, "cache": "default"},
-                     "gen": _gen_write_offset},
-    "strided_read": {"variants": ("default",),
-                     "params": {"n": _REQUIRED, "stride": 1, "block": 512},
-                     "gen": _gen_strided_read},
-    "struct_update": {"variants": ("aos", "soa"), "params": {"n": _REQUIRED, "block": 512},
-                      "gen": _gen_struct_update},
-    "distance": {"variants": ("aos", "soa"), "params": {"n": _REQUIRED, "block": 512},
-                 "gen": _gen_distance},
-    "copy": {"variants": ("float", "float4"), "params": {"n": _REQUIRED, "block": 256},
-             "gen": _gen_copy},
+    "read_offset": {"params": {"n": _REQUIRED, "offset": 0, "block": 512, "cache": "default"},
+                    "gen": _gen_read_offset, "bytes": 4},
+    "write_offset": {"params": {"n": _REQUIRED, "offset": 0, "block": 512, "cache": "default"},
+                     "gen": _gen_write_offset, "bytes": 4},
+    "strided_read": {"params": {"n": _REQUIRED, "stride": 1, "block": 512},
+                     "gen": _gen_strided_read, "bytes": 4},
+    "struct_update": {"params": {"n": _REQUIRED, "block": 512}, "gen": _gen_struct_update,
+                      "bytes": 8},
+    "distance": {"params": {"n": _REQUIRED, "block": 512}, "gen": _gen_distance, "bytes": 12},
+    "copy": {"params": {"n": _REQUIRED, "block": 256}, "gen": _gen_copy, "bytes": 4},
 }
+# ``bytes``: bytes per element of a 1-D family's largest array (a float, a
+# {x, y} pair, an {x, y, z} point).
+
+#: Each family's variants, as the core names them (``gpumem._core.variants``).
+_VARIANTS: dict[str, tuple[str, ...]] = {
+    f: tuple(row[1] for row in _core.variants(f)) for f in _FAMILIES}
 
 
 def families() -> dict[str, tuple[str, ...]]:
-    """The modelled kernel families and their variants."""
-    return {f: spec["variants"] for f, spec in _FAMILIES.items()}
+    """The modelled kernel families and their variants (the names ``gpumem.variants()`` uses)."""
+    return dict(_VARIANTS)
 
 
-def _int_param(fn: str, name: str, v: Any, lo: int, hi: int | None = None,
-               allowed: tuple[int, ...] | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{fn}: {name} must be an int, not {type(v).__name__}")
-    v = int(v)
-    if allowed is not None and v not in allowed:
-        raise ValueError(f"{fn}: {name}={v} is not allowed; {name} must be one of "
-                         f"{', '.join(map(str, allowed))}")
-    if v < lo or (hi is not None and v > hi):
-        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-        raise ValueError(f"{fn}: {name}={v} is not allowed; {name} must be {rng}")
+def _name(fn: str, what: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError(f"{fn}: {what} must be a str, not {type(v).__name__}")
     return v
 
 
-def _resolve(family: str, variant: str, params: dict[str, Any]) -> tuple[dict, dict[str, Any]]:
-    fn = "model.predict"
+def _check_size(where: str, family: str, variant: str, p: dict) -> None:
+    """What the C entry points refuse: arrays past 2^63 - 1 bytes, grids past
+    2^31 - 1 blocks (gridDim.x), matmul past 65535 block rows or 2^31 - 1 in
+    any dimension."""
+    if family == "matmul":
+        m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
+        for name in ("m", "n", "k"):
+            if p[name] > _DIM_MAX:
+                raise ValueError(f"{where}: {name}={p[name]} is too large; matmul's sizes must "
+                                 f"be <= 2**31 - 1")
+        if _cdiv(m, t) > _GRID_Y_MAX:
+            raise ValueError(f"{where}: m={m} needs {_cdiv(m, t)} block rows with tile={t}, "
+                             f"more than the {_GRID_Y_MAX} a launch can have "
+                             f"(m <= {_GRID_Y_MAX * t})")
+        for a, b, what in (("m", "k", "a (m x k)"), ("k", "n", "b (k x n)"),
+                           ("m", "n", "the result (m x n)")):
+            if 4 * p[a] * p[b] > _BYTES_MAX:
+                raise ValueError(f"{where}: {a}={p[a]} and {b}={p[b]}: {what} would hold "
+                                 f"{4 * p[a] * p[b]} bytes, more than the 2**63 - 1 an array "
+                                 "can hold")
+        return
+    n, size = p["n"], _FAMILIES[family]["bytes"]
+    if n * size > _BYTES_MAX:
+        raise ValueError(f"{where}: n={n} elements of {size} bytes exceed the 2**63 - 1 bytes "
+                         "an array can hold")
+    grid = _grid_1d(family, variant, p)
+    if grid > _GRID_MAX:
+        raise ValueError(f"{where}: n={n} needs {grid} blocks of block={p['block']} threads, "
+                         "more than the 2**31 - 1 a launch can have; use a larger block")
+
+
+def _resolve(fn: str, family: Any, variant: Any,
+             params: Mapping[str, Any]) -> tuple[dict, dict[str, Any]]:
+    family = _name(fn, "family", family)
+    variant = _name(fn, "variant", variant)
     if family not in _FAMILIES:
         raise ValueError(f"{fn}: family={family!r} is unknown; allowed: "
                          f"{', '.join(repr(f) for f in _FAMILIES)}")
     spec = _FAMILIES[family]
-    if variant not in spec["variants"]:
+    if variant not in _VARIANTS[family]:
         raise ValueError(f"{fn}: variant={variant!r} is unknown for family {family!r}; allowed: "
-                         f"{', '.join(repr(v) for v in spec['variants'])}")
+                         f"{', '.join(repr(v) for v in _VARIANTS[family])}")
     allowed = spec["params"]
     for name in params:
         if name not in allowed:
@@ -395,23 +552,47 @@ def _resolve(family: str, variant: str, params: dict[str, Any]) -> tuple[dict, d
     where = f"{fn}({family}/{variant})"
     for name in ("n", "m", "k"):
         if name in p:
-            p[name] = _int_param(where, name, p[name], 0)
+            p[name] = index(where, name, p[name], lo=0)
     if "block" in p:
-        p["block"] = _int_param(where, "block", p["block"], 1, 1024)
+        p["block"] = index(where, "block", p["block"], 1, 1024)
     if "offset" in p:
-        p["offset"] = _int_param(where, "offset", p["offset"], 0)
+        p["offset"] = index(where, "offset", p["offset"], 0, p["n"])
     if "stride" in p:
-        p["stride"] = _int_param(where, "stride", p["stride"], 1, 64)
+        p["stride"] = index(where, "stride", p["stride"], 1, 64)
     if "tile" in p:
-        p["tile"] = _int_param(where, "tile", p["tile"], 1, allowed=(8, 16, 32))
-    if "cache" in p and p["cache"] not in CACHES:
-        raise ValueError(f"{where}: cache={p['cache']!r} is not allowed; cache must be one of "
-                         f"{', '.join(repr(c) for c in CACHES)} (all touch the same sectors)")
+        p["tile"] = index(where, "tile", p["tile"], allowed=(8, 16, 32))
+    if "cache" in p:
+        _name(where, "cache", p["cache"])
+        if p["cache"] not in CACHES:
+            raise ValueError(f"{where}: cache={p['cache']!r} is not allowed; cache must be one "
+                             f"of {', '.join(repr(c) for c in CACHES)} (all touch the same "
+                             "sectors)")
+    _check_size(where, family, variant, p)
     return spec, p
 
 
-def predict(family: str, variant: str, *, granularity: int = 32, **params: Any) -> dict[str, float]:
+def _predict(fn: str, family: Any, variant: Any, granularity: Any, params: Mapping[str, Any],
+             axis: Axis = _representatives) -> dict[str, int | float]:
+    granularity = _check_granularity(granularity, fn)
+    spec, p = _resolve(fn, family, variant, params)
+    tally = _Tally(granularity)
+    spec["gen"](tally, axis, variant, p)
+    return tally.result()
+
+
+def _predict_reference(family: str, variant: str, *, granularity: int = 32,
+                       **params: Any) -> dict[str, int | float]:
+    """:func:`predict` warp by warp (every warp of the launch worked out on its
+    own): the reference the tests hold the fast path to.  Slow; small launches."""
+    return _predict("model.predict", family, variant, granularity, params, axis=_every)
+
+
+def predict(family: str, variant: str, *, granularity: int = 32,
+            **params: Any) -> dict[str, int | float]:
     """Predict the global-memory counters of one launch of a gpumem kernel.
+
+    Costs what the launch's distinct warp patterns cost, not what its size
+    costs: any launch gpumem can make is predicted in milliseconds.
 
     Parameters
     ----------
@@ -426,7 +607,7 @@ def predict(family: str, variant: str, *, granularity: int = 32, **params: Any) 
         The launch parameters, the same names as ``LaunchRecord.params``:
         ``n``, ``block``, ``offset``, ``cache``, ``stride`` (1-D families);
         ``m``, ``n``, ``k``, ``tile`` (matmul).  Omitted ones take the
-        defaults of the gpumem function.
+        defaults of the gpumem function.  Integers may be NumPy integers.
 
     Returns
     -------
@@ -437,52 +618,65 @@ def predict(family: str, variant: str, *, granularity: int = 32, **params: Any) 
         instructions with at least one active lane; transactions are distinct
         sectors (lines) per instruction, summed; requested bytes are the
         distinct bytes of each instruction's active lanes (a word read by
-        several lanes counts once, as the hardware counts it).
+        several lanes counts once, as the hardware counts it).  Requests,
+        transactions and bytes are exact ``int``; efficiencies and
+        transactions per request are ``float`` rounded to :data:`DECIMALS`
+        (4) decimal places.
 
     Raises
     ------
+    TypeError
+        A family, variant or cache that is not a str; a size that is not an
+        int (bools are refused).
     ValueError
-        Unknown family, variant or parameter, or a value out of range.
+        Unknown family, variant or parameter, a value out of range (``offset``
+        past ``n``), or a launch gpumem cannot make: more than 2^31 - 1
+        blocks, a matmul past 65535 block rows or 2^31 - 1 in a dimension,
+        an array past 2^63 - 1 bytes.
 
     Examples
     --------
     >>> r = predict("read_offset", "unroll1", n=2**24, offset=11, block=512)
-    >>> r["gld_transactions"], round(r["gld_efficiency"], 2)
-    (5242876.0, 80.0)
+    >>> r["gld_transactions"], r["gld_efficiency"]
+    (5242876, 80.0)
     """
-    granularity = _check_granularity(granularity)
-    spec, p = _resolve(family, variant, params)
-    tally = _Tally(granularity)
-    spec["gen"](tally, variant, p)
-    return tally.result()
+    return _predict("model.predict", family, variant, granularity, params)
 
 
-def predict_record(record, granularity: int = 32) -> dict[str, float]:
-    """:func:`predict` for a :class:`gpumem.LaunchRecord` (its kernel, variant and params)."""
-    return predict(record.kernel, record.variant, granularity=granularity, **dict(record.params))
+def predict_record(record: Any, granularity: int = 32) -> dict[str, int | float]:
+    """:func:`predict` for a :class:`gpumem.LaunchRecord` (its kernel, variant and params).
+
+    Raises
+    ------
+    TypeError
+        ``record`` without ``kernel``, ``variant`` and a ``params`` mapping.
+    """
+    fn = "model.predict_record"
+    params = getattr(record, "params", None)
+    if not (hasattr(record, "kernel") and hasattr(record, "variant")
+            and isinstance(params, Mapping)):
+        raise TypeError(f"{fn}: record must be a gpumem.LaunchRecord (with kernel, variant and "
+                        f"a params dict), not {type(record).__name__}")
+    return _predict(fn, record.kernel, record.variant, granularity, params)
 
 
 def launch_config(family: str, variant: str, **params: Any) -> dict[str, tuple[int, int, int]]:
-    """The grid and block a gpumem launcher picks: ``{"grid": (x, y, z), "block": (x, y, z)}``."""
-    _, p = _resolve(family, variant, params)
+    """The grid and block a gpumem launcher picks: ``{"grid": (x, y, z), "block": (x, y, z)}``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`predict`.
+    """
+    _, p = _resolve("model.launch_config", family, variant, params)
     if family == "matmul":
         t = p["tile"]
         return {"grid": (_cdiv(p["n"], t), _cdiv(p["m"], t), 1), "block": (t, t, 1)}
-    n, b = p["n"], p["block"]
-    if family in ("read_offset", "write_offset"):
-        grid = _cdiv(n, 4 * b) if variant == "unroll4" else _cdiv(n, b)
-        return {"grid": (grid, 1, 1), "block": (b, 1, 1)}
-    if family == "strided_read":
-        threads = _cdiv(n, p["stride"])
-    elif family == "copy" and variant == "float4":
-        threads = n // 4 + n % 4
-    else:
-        threads = n
-    return {"grid": (_cdiv(threads, b), 1, 1), "block": (b, 1, 1)}
+    return {"grid": (_grid_1d(family, variant, p), 1, 1), "block": (p["block"], 1, 1)}
 
 
 def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
-                   tile: int = 16) -> dict[str, float]:
+                   tile: int = 16) -> dict[str, int | float]:
     """Global traffic of one gpumem matmul launch ``C[m,n] = A[m,k] @ B[k,n]`` (no GPU needed).
 
     The bytes are what the kernel's loads and stores *request* (4 per active
@@ -499,13 +693,20 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
     Returns
     -------
     dict
-        ``load_bytes``, ``store_bytes``, ``flops`` (2*m*n*k), ``cgma`` (the
-        compute-to-global-memory-access ratio: FLOPs per 4-byte global load;
-        1.0 for naive, ``tile`` for tiled when the sizes are multiples of the
-        tile), ``flops_per_byte`` (FLOPs per loaded byte) and
-        ``min_bytes`` (each of A, B, C moved once: 4*(mk + kn + mn)).
+        ``load_bytes``, ``store_bytes``, ``flops`` (2*m*n*k) and ``min_bytes``
+        (each of A, B, C moved once: 4*(mk + kn + mn)), exact ints; ``cgma``
+        (the compute-to-global-memory-access ratio: FLOPs per 4-byte global
+        load; 1.0 for naive, ``tile`` for tiled when the sizes are multiples
+        of the tile) and ``flops_per_byte`` (FLOPs per loaded byte), floats
+        rounded to :data:`DECIMALS` places.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`predict`, naming ``model.matmul_traffic``.
     """
-    _, p = _resolve("matmul", variant, {"m": m, "n": n, "k": k, "tile": tile})
+    _, p = _resolve("model.matmul_traffic", "matmul", variant,
+                    {"m": m, "n": n, "k": k, "tile": tile})
     m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
     gx, gy = _cdiv(n, t), _cdiv(m, t)
     if m == 0 or n == 0:
@@ -514,13 +715,12 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
         loads = 2 * m * n * k                   # every thread: K of A and K of B
     else:
         loads = k * (gx * m + gy * n)           # every block column reads A once, every block row B
-    flops = 2.0 * m * n * k
-    load_bytes = 4.0 * loads
+    flops = 2 * m * n * k
     return {
-        "load_bytes": load_bytes,
-        "store_bytes": 4.0 * m * n,
+        "load_bytes": 4 * loads,
+        "store_bytes": 4 * m * n,
         "flops": flops,
-        "cgma": flops / loads if loads else 0.0,
-        "flops_per_byte": flops / load_bytes if loads else 0.0,
-        "min_bytes": 4.0 * (m * k + k * n + m * n),
+        "cgma": round(flops / loads, DECIMALS) if loads else 0.0,
+        "flops_per_byte": round(flops / (4 * loads), DECIMALS) if loads else 0.0,
+        "min_bytes": 4 * (m * k + k * n + m * n),
     }

@@ -27,6 +27,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
+from ._check import flag, index
+
 __all__ = ["Arch", "ARCHS", "OccupancyResult", "occupancy"]
 
 
@@ -152,23 +156,35 @@ def _round_up(a: int, b: int) -> int:
     return _cdiv(a, b) * b
 
 
-def _norm_cc(cc) -> str:
+def _norm_cc(cc: Any) -> str:
+    """The ARCHS key of ``cc``: a string as listed, ``(major, minor)`` ints, an
+    int major (``9`` is ``"9.0"``) or a float that reads as a listed one
+    (``8.6``; ``9.04`` is unknown, not rounded)."""
+    fn = "occupancy"
+    if isinstance(cc, np.generic):
+        cc = cc.item()                  # NumPy scalars as the Python ones (and in messages)
+    if isinstance(cc, bool):
+        raise TypeError(f"{fn}: cc must be a str such as '9.0' or a (major, minor) tuple, "
+                        "not bool")
     if isinstance(cc, tuple) and len(cc) == 2:
-        cc = f"{cc[0]}.{cc[1]}"
-    elif isinstance(cc, (int, float)) and not isinstance(cc, bool):
-        cc = f"{float(cc):.1f}"
-    if not isinstance(cc, str) or cc not in ARCHS:
-        raise ValueError(f"cc={cc!r} is unknown; allowed: {', '.join(repr(c) for c in ARCHS)}")
-    return cc
+        key = f"{index(fn, 'cc[0]', cc[0])}.{index(fn, 'cc[1]', cc[1])}"
+    elif isinstance(cc, int):
+        key = f"{int(cc)}.0"
+    elif isinstance(cc, float):
+        key = repr(float(cc))
+    elif isinstance(cc, str):
+        key = cc
+    else:
+        raise TypeError(f"{fn}: cc must be a str such as '9.0' or a (major, minor) tuple, not "
+                        f"{type(cc).__name__}")
+    if key not in ARCHS:
+        raise ValueError(f"{fn}: cc={cc!r} is unknown; allowed: "
+                         f"{', '.join(repr(c) for c in ARCHS)}")
+    return key
 
 
 def _int(name: str, v: Any) -> int:
-    if isinstance(v, bool) or not hasattr(v, "__index__"):
-        raise TypeError(f"occupancy: {name} must be an int, not {type(v).__name__}")
-    v = int(v)
-    if v < 0:
-        raise ValueError(f"occupancy: {name}={v} is not allowed; {name} must be >= 0")
-    return v
+    return index("occupancy", name, v, lo=0)
 
 
 def occupancy(cc: str | tuple[int, int] = "9.0", threads_per_block: int | None = None,
@@ -191,11 +207,22 @@ def occupancy(cc: str | tuple[int, int] = "9.0", threads_per_block: int | None =
         default 0).  The driver's reserved 1 KiB (8.0 on) is added here.
     optin : bool
         Whether the kernel opted in to more than 48 KiB per block
-        (``cudaFuncSetAttribute(..., MaxDynamicSharedMemorySize, ...)``).
+        (``cudaFuncSetAttribute(..., MaxDynamicSharedMemorySize, ...)``);
+        ``True`` or ``False`` only.
 
     Returns
     -------
     OccupancyResult
+
+    Raises
+    ------
+    TypeError
+        A count that is not an int (NumPy integers are taken, bools are not),
+        ``optin`` not a bool, a missing ``threads_per_block``, or both a
+        parameter and its alias.
+    ValueError
+        An unknown compute capability (the message lists :data:`ARCHS`) or a
+        negative count.
 
     Examples
     --------
@@ -216,9 +243,10 @@ def occupancy(cc: str | tuple[int, int] = "9.0", threads_per_block: int | None =
                 regs_per_thread = v
             else:
                 smem_per_block = v
+    cc = _norm_cc(cc)
+    optin = flag("occupancy", "optin", optin)
     if threads_per_block is None:
         raise TypeError("occupancy: threads_per_block is required")
-    cc = _norm_cc(cc)
     a = ARCHS[cc]
     tpb = _int("threads_per_block", threads_per_block)
     regs = _int("regs_per_thread", 0 if regs_per_thread is None else regs_per_thread)
