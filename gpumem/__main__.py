@@ -26,7 +26,8 @@ REPORT_HELP = """\
 Run every lesson's headline experiment (device, matmul, access, layout, stencil,
 spaces) and print one table; or, with --lesson, that lesson's full sweeps."""
 
-TOUR_HELP = "The device summary, vec_add's bandwidth and a few matmuls (the model's numbers without a GPU)."
+TOUR_HELP = ("The device summary, vec_add's bandwidth and a few matmuls (the model's numbers "
+             "without a GPU).")
 
 COMMANDS = ("report", "tour")
 
@@ -71,7 +72,8 @@ def _tour_gpu(size: int) -> None:
     rows = []
     for variant, tile in _TOUR_MATMULS:
         r = gm.bench(gm.matmul, A, B, tile=tile, variant=variant, repeat=5, warmup=1)
-        rows.append({"variant": variant, "tile": tile, "median_ms": r.median_ms, "GFLOP/s": r.gflops})
+        rows.append({"variant": variant, "tile": tile, "median_ms": r.median_ms,
+                     "GFLOP/s": r.gflops})
     print(gm.Table(rows, sources={"median_ms": "measured", "GFLOP/s": "measured"},
                    title=f"matmul {size}x{size}x{size} float32"))
 
@@ -181,8 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``gpumem`` argument parser: subcommands ``report`` (the default) and ``tour``."""
     ap = argparse.ArgumentParser(prog="gpumem", description=DESCRIPTION,
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="'gpumem COMMAND --help' describes each command. 'gpumem --size N' "
-                                        "is 'gpumem tour --size N', as before.")
+                                 epilog="'gpumem COMMAND --help' describes each command. "
+                                        "'gpumem --size N' is 'gpumem tour --size N', as "
+                                        "before.")
     ap.add_argument("--version", action="version",
                     version=_banner())
     sub = ap.add_subparsers(dest="command", metavar="COMMAND",
