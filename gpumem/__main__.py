@@ -156,7 +156,7 @@ def _report(args: argparse.Namespace) -> int:
         else:
             print(report.as_text(rows))
     if args.out:
-        paths = report.write(args.out, tables, header="\n".join(lines), rows=rows,
+        paths = report.write(args.out, tables, header=lines, rows=rows,
                              measure=measure, quick=args.quick)
         print("wrote " + ", ".join(paths), file=sys.stderr if args.json else sys.stdout)
     return 0

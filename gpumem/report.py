@@ -739,10 +739,9 @@ def as_text(rows: Sequence[dict], title: str = "gpumem report") -> str:
     return "\n".join(lines)
 
 
-def to_markdown(tables: Sequence[Table], header: str = "") -> str:
-    """Markdown of the tables (``header`` first, e.g. the device line)."""
-    parts = [header] if header else []
-    parts += [t.to_markdown() for t in tables]
+def to_markdown(tables: Sequence[Table], header: Sequence[str] = ()) -> str:
+    """Markdown of the tables, after the ``header`` lines (e.g. the device line)."""
+    parts = list(header) + [t.to_markdown() for t in tables]
     return "\n\n".join(parts) + "\n"
 
 
@@ -755,18 +754,20 @@ def _html_table(t: Table) -> str:
     return f"<table>{cap}<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody></table>"
 
 
-def to_html(tables: Sequence[Table], header: str = "", images: Sequence[str] = ()) -> str:
-    """A small self-contained HTML page of the tables (and ``images``, file names beside it)."""
+def to_html(tables: Sequence[Table], header: Sequence[str] = (),
+            images: Sequence[str] = ()) -> str:
+    """A small self-contained HTML page: the ``header`` lines, the tables, and ``images``
+    (file names beside the page)."""
     style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;"
              "margin-bottom:2em}td,th{border:1px solid #bbb;padding:4px 8px;text-align:left;"
              "vertical-align:top}th{background:#eee}caption{font-weight:bold;text-align:left;"
              "padding:4px 0}")
-    parts = [f"<p>{html.escape(header)}</p>" if header else ""]
+    parts = [f"<p>{html.escape(line)}</p>" for line in header]
     parts += [_html_table(t) for t in tables]
     parts += [f'<p><img src="{html.escape(i)}" alt="{html.escape(i)}"></p>' for i in images]
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>gpumem report</title>"
             f"<style>{style}</style></head><body>\n<h1>gpumem report</h1>\n"
-            + "\n".join(p for p in parts if p) + "\n</body></html>\n")
+            + "\n".join(parts) + "\n</body></html>\n")
 
 
 def _clean(v: Any) -> Any:
@@ -846,7 +847,7 @@ def plot(rows: Sequence[dict], out_dir: str, *, measure: bool, quick: bool) -> l
     return names
 
 
-def write(out_dir: str, tables: Sequence[Table], *, header: str = "",
+def write(out_dir: str, tables: Sequence[Table], *, header: Sequence[str] = (),
           rows: Sequence[dict] = (), measure: bool = False, quick: bool = False) -> list[str]:
     """Write report.md and report.html (and, for report rows, PNG plots) into ``out_dir``
     (created if missing).  Returns the paths written."""
