@@ -27,11 +27,12 @@ Every headline function returns a list of row dicts with the keys
 
 Adding a lesson
 ---------------
-Write ``_<lesson>(measure: bool, quick: bool) -> list[dict]`` that builds its
-rows with :func:`_row` -- timing with :func:`gpumem.bench` only when
-``measure`` is true, reading counters with :func:`_counters` (one
-``gpumem.profile`` block per lesson), and always filling the model's side --
-and append ``("<lesson>", _<lesson>)`` to :data:`HEADLINES` in lesson order.
+Write ``_<lesson>(measure: bool, quick: bool) -> list[dict]`` that always
+fills the model's side and, only when ``measure`` is true, runs kernels:
+:func:`_timed` times a dict of calls with :func:`gpumem.bench` and reads one
+counter for each in one ``gpumem.profile`` block (None where the profiler
+cannot).  Build rows with :func:`_row` (:func:`_unmeasured` without a GPU), and
+append ``("<lesson>", _<lesson>)`` to :data:`HEADLINES` in lesson order.
 For ``gpumem report --lesson <lesson>``, add
 ``"<lesson>": _<lesson>_sweeps`` to :data:`SWEEPS`: a function
 ``(measure: bool, quick: bool, progress: bool) -> list[Table]`` that calls the
