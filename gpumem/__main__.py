@@ -1,16 +1,58 @@
-"""``python -m gpumem``: the device summary and a short measured tour.
+"""The ``gpumem`` command (and ``python -m gpumem``).
 
-Without a GPU it says so and shows what works anyway: the kernel variants and
-the memory model's predictions of their global-memory traffic.
+``gpumem`` (or ``gpumem report``) runs every lesson's headline experiment on
+this GPU and prints one table: what was measured, what :mod:`gpumem.model`
+predicts, and a takeaway (:mod:`gpumem.report`).  Without a GPU it says so
+and prints the model's side.  ``gpumem tour`` is the short device summary
+with vec_add and matmul timings.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import numpy as np
 
 import gpumem as gm
+
+DESCRIPTION = """\
+Explore and measure the GPU memory hierarchy. With no command, runs 'report':
+every lesson's headline experiment on this GPU (about a minute on an H100),
+printed as one table of what was measured, what gpumem.model predicts, and a
+one-line takeaway. Without a GPU, prints the model's side of every row."""
+
+REPORT_HELP = """\
+Run every lesson's headline experiment (device, matmul, access, layout, stencil,
+spaces) and print one table; or, with --lesson, that lesson's full sweeps."""
+
+TOUR_HELP = ("The device summary, vec_add's bandwidth and a few matmuls (the model's numbers "
+             "without a GPU).")
+
+COMMANDS = ("report", "tour")
+
+
+# ---- argument types: bad values are argparse errors (exit 2), never tracebacks ------
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} is not allowed; give a positive integer")
+    return v
+
+
+def _out_dir(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("give a folder name")
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} exists and is not a folder")
+    return text
+
+
+# ---- tour ----------------------------------------------------------------------------------
+_TOUR_MATMULS = [("naive", 16), ("tiled", 8), ("tiled", 16), ("tiled", 32)]
 
 
 def _tour_gpu(size: int) -> None:
@@ -28,9 +70,10 @@ def _tour_gpu(size: int) -> None:
     A = gm.to_device(rng.standard_normal((size, size)).astype(np.float32))
     B = gm.to_device(rng.standard_normal((size, size)).astype(np.float32))
     rows = []
-    for variant, tile in [("naive", 16), ("tiled", 8), ("tiled", 16), ("tiled", 32)]:
+    for variant, tile in _TOUR_MATMULS:
         r = gm.bench(gm.matmul, A, B, tile=tile, variant=variant, repeat=5, warmup=1)
-        rows.append({"variant": variant, "tile": tile, "median_ms": r.median_ms, "GFLOP/s": r.gflops})
+        rows.append({"variant": variant, "tile": tile, "median_ms": r.median_ms,
+                     "GFLOP/s": r.gflops})
     print(gm.Table(rows, sources={"median_ms": "measured", "GFLOP/s": "measured"},
                    title=f"matmul {size}x{size}x{size} float32"))
 
@@ -39,7 +82,7 @@ def _tour_model(size: int) -> None:
     from gpumem import model
 
     rows = []
-    for variant, tile in [("naive", 16), ("tiled", 8), ("tiled", 16), ("tiled", 32)]:
+    for variant, tile in _TOUR_MATMULS:
         t = model.matmul_traffic(size, size, size, variant, tile)
         rows.append({"variant": variant, "tile": tile,
                      "global load MB": t["load_bytes"] / 1e6,
@@ -48,25 +91,129 @@ def _tour_model(size: int) -> None:
                    title=f"matmul {size}x{size}x{size}: global-memory traffic the kernels request"))
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gpumem", description=__doc__)
-    ap.add_argument("--size", type=int, default=2048, help="matmul size for the tour")
-    args = ap.parse_args(argv)
-    print(f"gpumem {gm.__version__}, built with CUDA runtime %d.%d" % gm._core.runtime_version())
+def _no_gpu_line(reason: str) -> str:
+    return f"No GPU here ({reason})."
+
+
+def _tour(args: argparse.Namespace) -> int:
+    print(_banner())
     if gm.is_available():
         _tour_gpu(args.size)
-    else:
-        try:
-            gm.device()
-        except gm.CudaError as e:
-            print(f"No GPU here ({e}).")
-        print("Without a GPU, gpumem validates arguments, lists its kernels and predicts their "
-              "memory traffic with gpumem.model:\n")
-        for v in gm.variants():
-            print(f"  {v.family}/{v.name}: {v.idea}")
-        print()
-        _tour_model(args.size)
+        return 0
+    from gpumem import report
+
+    print(_no_gpu_line(report.no_gpu_reason()))
+    print("Without a GPU, gpumem validates arguments, lists its kernels and predicts their "
+          "memory traffic with gpumem.model:\n")
+    for v in gm.variants():
+        print(f"  {v.family}/{v.name}: {v.idea}")
+    print()
+    _tour_model(args.size)
     return 0
+
+
+# ---- report -------------------------------------------------------------------------------
+def _banner() -> str:
+    return f"gpumem {gm.__version__}, built with CUDA runtime %d.%d" % gm._core.runtime_version()
+
+
+def _report(args: argparse.Namespace) -> int:
+    from gpumem import report
+
+    reason = report.no_gpu_reason()
+    measure = reason is None
+    progress = not args.no_progress
+    lines = []
+    if not measure:
+        lines.append(_no_gpu_line(reason) + " Every row shows gpumem.model's side and what it "
+                     "would measure.")
+    lines.append(_banner())
+    if measure:
+        dev = gm.device()
+        counters = "hardware counters readable" if gm.profiler_available() else \
+            "hardware counters not readable here (the model's side stands alone)"
+        lines.append(f"{dev.name}, {dev.multiprocessors} SMs; {counters}")
+    if args.json:
+        for line in lines:                      # stdout is the JSON alone
+            print(line, file=sys.stderr)
+    else:
+        print("\n".join(lines) + "\n", flush=True)
+    meta = {"gpumem": gm.__version__, "gpu": measure, "no_gpu_reason": reason,
+            "device": gm.device().name if measure else None,
+            "profiler": bool(measure and gm.profiler_available()), "quick": args.quick}
+    if args.lesson:
+        tables = report.sweeps(args.lesson, measure=measure, quick=args.quick, progress=progress)
+        rows: list = []
+        if args.json:
+            print(report.to_json(tables=tables, lesson=args.lesson, **meta))
+        else:
+            print("\n\n".join(str(t) for t in tables))
+    else:
+        rows = report.headlines(measure=measure, quick=args.quick, progress=progress)
+        tables = [report.as_table(rows)]
+        if args.json:
+            print(report.to_json(rows=rows, **meta))
+        else:
+            print(report.as_text(rows))
+    if args.out:
+        paths = report.write(args.out, tables, header=lines, rows=rows,
+                             measure=measure, quick=args.quick)
+        print("wrote " + ", ".join(paths), file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+# ---- the parser ----------------------------------------------------------------------------
+def _add_report_options(p: argparse.ArgumentParser) -> None:
+    from gpumem.report import SWEEPS
+
+    p.add_argument("--lesson", choices=list(SWEEPS), metavar="NAME",
+                   help="run this lesson's full sweep(s) instead and print their tables; "
+                        "one of: " + ", ".join(SWEEPS))
+    p.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
+    p.add_argument("--json", action="store_true",
+                   help="print the rows (or the lesson's tables) as JSON on stdout")
+    p.add_argument("--out", type=_out_dir, metavar="DIR",
+                   help="also write report.md, report.html and PNG plots (with matplotlib) "
+                        "into DIR")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (tqdm, else one line per step, on stderr)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``gpumem`` argument parser: subcommands ``report`` (the default) and ``tour``."""
+    ap = argparse.ArgumentParser(prog="gpumem", description=DESCRIPTION,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="'gpumem COMMAND --help' describes each command. "
+                                        "'gpumem --size N' is 'gpumem tour --size N', as "
+                                        "before.")
+    ap.add_argument("--version", action="version",
+                    version=_banner())
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND",
+                            title="commands (default: report)")
+    rep = sub.add_parser("report", help="every lesson's headline experiment in one table",
+                         description=REPORT_HELP)
+    _add_report_options(rep)
+    rep.set_defaults(run=_report)
+    tour = sub.add_parser("tour", help="device summary, vec_add and matmul timings",
+                          description=TOUR_HELP)
+    tour.add_argument("--size", type=_positive_int, default=2048, metavar="N",
+                      help="matmul size N (N x N x N), a positive integer (default 2048)")
+    tour.set_defaults(run=_tour)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``gpumem`` command line; returns the exit status (argparse exits 2 on bad
+    arguments)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # No command: 'report', with any report options given ('gpumem --quick --json');
+    # the old main job's one option, --size, still means the tour.
+    first = next((a for a in argv if a != "--"), None)
+    if first is None or (first.startswith("-") and first not in ("-h", "--help", "--version")):
+        old = any(a == "--size" or a.startswith("--size=") for a in argv)
+        argv.insert(0, "tour" if old else "report")
+    args = build_parser().parse_args(argv)
+    return args.run(args)
 
 
 if __name__ == "__main__":
