@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
-from ._sweep import _choices, _common, _empty, _int, _ints, _Point, _random_device, _run
+from ._sweep import MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run
 from ._table import Table
 
 __all__ = ["strided_read", "struct_update", "distance", "stride_sweep", "aos_vs_soa"]
@@ -117,7 +117,7 @@ def stride_sweep(strides: Iterable[int] = (1, 2, 3, 4, 8, 16, 32, 64), n: int = 
     GB/s of the useful bytes ``8 * m``, and the metrics.
     """
     fn = "stride_sweep"
-    n = _int(fn, "n", n, 1)
+    n = _int(fn, "n", n, 1, MAX_N)
     block = _int(fn, "block", block, 1, 1024)
     ss = _ints(fn, "strides", strides, 1, 64)
     repeat, progress, metrics = _common(fn, repeat, progress, metrics)
@@ -153,7 +153,7 @@ def aos_vs_soa(n: int = 2**22, block: int = 512, kernels: Sequence[str] = ("stru
     both) and the metrics, one row per kernel and layout.
     """
     fn = "aos_vs_soa"
-    n = _int(fn, "n", n, 1)
+    n = _int(fn, "n", n, 1, MAX_N // 3)     # distance's points: 3 n floats
     block = _int(fn, "block", block, 1, 1024)
     ks = _choices(fn, "kernels", kernels, ("struct_update", "distance"))
     repeat, progress, metrics = _common(fn, repeat, progress, metrics)

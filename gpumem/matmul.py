@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
+from ._names import _host
 
 __all__ = ["matmul", "matmul_reference"]
 
@@ -56,4 +57,9 @@ def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     numpy.ndarray, float64, M x N.  The kernels sum in float32, so compare with a
     relative tolerance that grows with ``sqrt(K)``.
     """
-    return np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64)
+    fn = "matmul_reference"
+    a, b = (_host(fn, name, v, np.float64, ndim=2) for name, v in (("a", a), ("b", b)))
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"{fn}: a is {a.shape[0]} x {a.shape[1]} and b is {b.shape[0]} x "
+                         f"{b.shape[1]}: a's columns must equal b's rows")
+    return a @ b
