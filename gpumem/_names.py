@@ -66,6 +66,15 @@ def _index(fn: str, name: str, v: Any) -> int:
     raise TypeError(f"{fn}: {name} must be an int, not {type(v).__name__}")
 
 
+def _iterable(v: Any) -> bool:
+    """Whether ``iter(v)`` works (a 0-d NumPy array says it is Iterable, and is not)."""
+    try:
+        iter(v)
+    except TypeError:
+        return False
+    return True
+
+
 def _flag(fn: str, name: str, v: Any) -> bool:
     """``v`` as a bool: bool or numpy.bool_ only (TypeError otherwise, naming ``fn`` and ``name``)."""
     if isinstance(v, (bool, np.bool_)):
@@ -74,6 +83,12 @@ def _flag(fn: str, name: str, v: Any) -> bool:
 
 
 _check_depth = 0
+
+
+def _checking_only() -> bool:
+    """Whether a :func:`_checking` block is active: a Python function that launches
+    several times (``gpumem.lifetimes``) checks its arguments and returns None."""
+    return _check_depth > 0
 
 
 @contextlib.contextmanager
@@ -123,6 +138,13 @@ def _host(fn: str, name: str, v: Any, dtype: Any, ndim: int | None = None) -> np
     if v is None or isinstance(v, (str, bytes)):
         raise TypeError(f"{fn}: {name} must be an array of real numbers, not "
                         f"{type(v).__name__}")
+    if not isinstance(v, np.ndarray) and hasattr(v, "__len__"):
+        try:
+            too_long = len(v) > 2**31
+        except OverflowError:
+            too_long = True
+        if too_long:
+            raise ValueError(f"{fn}: {name} has more than 2**31 elements")
     try:
         a = np.asarray(v)
     except (TypeError, ValueError) as e:
@@ -133,3 +155,18 @@ def _host(fn: str, name: str, v: Any, dtype: Any, ndim: int | None = None) -> np
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{fn}: {name} must be {ndim}-D, not {a.ndim}-D with shape {a.shape}")
     return a.astype(dtype, copy=False)
+
+
+def _indices(fn: str, **values: Any) -> dict[str, Any]:
+    """``values`` with each one through :func:`_index` (None stays None: "the default"),
+    for a kernel function's integer arguments."""
+    return {k: None if v is None else _index(fn, k, v) for k, v in values.items()}
+
+
+def _given(fn: str, **arrays: Any) -> None:
+    """A kernel function's required arrays: None is refused here (TypeError naming
+    ``fn`` and the argument), for the C entry points read None as "not given"."""
+    for name, v in arrays.items():
+        if v is None:
+            raise TypeError(f"{fn}: {name} must be a numpy.ndarray or gpumem.DeviceArray, "
+                            "not None")

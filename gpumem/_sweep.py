@@ -81,14 +81,19 @@ def _ints(fn: str, name: str, vs: Any, lo: int, hi: int | None = None) -> list[i
     return [_int(fn, name, v, lo, hi) for v in vs]
 
 
-def _choices(fn: str, name: str, vs: Any, allowed: Sequence[str]) -> list[str]:
+def _choices(fn: str, name: str, vs: Any, allowed: Sequence[str],
+             each: str | None = None) -> list[str]:
+    """``vs`` (one str or a sequence of them) as a list of names in ``allowed``.  ``each``
+    names one value where the argument's name is a plural (``caches``: each a ``cache``)."""
+    given = vs
     vs = _listed(fn, name, vs, (str,), "a str", "str")
+    where = f"{name}={given!r}: " if each else ""
     for v in vs:
         if not isinstance(v, str):
             raise TypeError(f"{fn}: {name} must be a str or a sequence of str, "
                             f"not {type(v).__name__}")
         if v not in allowed:
-            raise ValueError(f"{fn}: {name}={v!r} is unknown; allowed: "
+            raise ValueError(f"{fn}: {where}{each or name}={v!r} is unknown; allowed: "
                              + ", ".join(repr(a) for a in allowed))
     return vs
 

@@ -10,6 +10,8 @@ import math
 import numbers
 from typing import Any, Iterable, Mapping, Sequence
 
+from ._names import _iterable
+
 #: Significant digits of the floats in a printed column.
 SIGNIFICANT = 4
 
@@ -30,7 +32,7 @@ class Table:
 
     def __init__(self, rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None,
                  sources: Mapping[str, str] | None = None, title: str = ""):
-        if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
+        if isinstance(rows, (str, bytes, Mapping)) or not _iterable(rows):
             raise TypeError("Table: rows must be an iterable of mappings (one dict per row), "
                             f"not {type(rows).__name__}")
         self.rows: list[dict[str, Any]] = []
@@ -44,9 +46,17 @@ class Table:
             for r in self.rows:
                 seen.update(dict.fromkeys(r))
             columns = list(seen)
-        elif isinstance(columns, (str, bytes)) or not isinstance(columns, Iterable):
+        elif isinstance(columns, (str, bytes)) or not _iterable(columns):
             raise TypeError("Table: columns must be a sequence of column names, e.g. "
                             f"['offset', 'ms'], not {type(columns).__name__}")
+        else:
+            names = []
+            for c in columns:
+                if not isinstance(c, str):
+                    raise TypeError(f"Table: columns must be names (str), not "
+                                    f"{type(c).__name__}")
+                names.append(c)
+            columns = names
         self.columns: list[str] = list(columns)
         if sources is not None and not isinstance(sources, Mapping):
             raise TypeError(f"Table: sources must be a mapping {{column: source}}, not "
@@ -64,6 +74,9 @@ class Table:
 
     def __getitem__(self, column: str) -> list:
         """The values of one column, in row order."""
+        if not isinstance(column, str):
+            raise TypeError(f"Table: a column is named by a str, not {type(column).__name__}; "
+                            f"the columns are {self.columns}")
         if column not in self.columns:
             raise KeyError(f"no column {column!r}; columns are {self.columns}")
         return [r.get(column) for r in self.rows]
@@ -117,11 +130,12 @@ class Table:
 
         Returns the matplotlib Axes.
         """
-        ys = [y] if isinstance(y, str) else y
-        if isinstance(ys, bytes) or not isinstance(ys, Iterable):
+        if not isinstance(y, (str, list, tuple)):
             raise TypeError(f"Table.plot: y must be a column name or a list of them, not "
                             f"{type(y).__name__}")
-        ys = list(ys)
+        ys = [y] if isinstance(y, str) else list(y)
+        if ax is not None and not (hasattr(ax, "plot") and hasattr(ax, "set_xlabel")):
+            raise TypeError(f"Table.plot: ax must be a matplotlib Axes, not {type(ax).__name__}")
         for name, cols in (("x", [x]), ("y", ys), ("by", [by] if by is not None else [])):
             for col in cols:
                 if not isinstance(col, str):

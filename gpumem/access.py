@@ -28,6 +28,7 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
+from ._names import _given, _indices
 from ._sweep import (MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run,
                      _str)
 from ._table import Table
@@ -64,7 +65,8 @@ def vec_add(a: Array, b: Array, *, block: int = 256, out: DeviceArray | None = N
     -------
     numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
     """
-    return _core.vec_add(a, b, block=block, out=out)
+    _given("vec_add", a=a, b=b)
+    return _core.vec_add(a, b, **_indices("vec_add", block=block), out=out)
 
 
 def read_offset(a: Array, b: Array, *, offset: int = 0, unroll: Literal[1, 4] = 1,
@@ -104,7 +106,9 @@ def read_offset(a: Array, b: Array, *, offset: int = 0, unroll: Literal[1, 4] = 
     given; else a length-n DeviceArray (``out`` if given; a new one has NaN in
     its ``offset`` unwritten elements).
     """
-    return _core.read_offset(a, b, offset=offset, unroll=unroll, block=block, cache=cache, out=out)
+    _given("read_offset", a=a, b=b)
+    return _core.read_offset(a, b, **_indices("read_offset", offset=offset, unroll=unroll, block=block),
+                             cache=cache, out=out)
 
 
 def write_offset(a: Array, b: Array, *, offset: int = 0, unroll: Literal[1, 4] = 1,
@@ -137,7 +141,9 @@ def write_offset(a: Array, b: Array, *, offset: int = 0, unroll: Literal[1, 4] =
     without ``out``; else a length-n DeviceArray (``out`` if given; a new one
     has NaN in its ``offset`` unwritten elements).
     """
-    return _core.write_offset(a, b, offset=offset, unroll=unroll, block=block, out=out)
+    _given("write_offset", a=a, b=b)
+    return _core.write_offset(a, b, **_indices("write_offset", offset=offset, unroll=unroll,
+                                                   block=block), out=out)
 
 
 def copy(a: Array, *, variant: Literal["float", "float4"] = "float4", block: int = 256,
@@ -160,7 +166,8 @@ def copy(a: Array, *, variant: Literal["float", "float4"] = "float4", block: int
     -------
     Same shape as ``a``: ndarray for an ndarray input, else DeviceArray.
     """
-    return _core.copy(a, variant=variant, block=block, out=out)
+    _given("copy", a=a)
+    return _core.copy(a, variant=variant, **_indices("copy", block=block), out=out)
 
 
 # ---- sweeps ----------------------------------------------------------------------
@@ -229,10 +236,12 @@ def offset_sweep(offsets: Iterable[int] = range(0, 129), kind: str | Sequence[st
 
 
 def _offset_sweep(fn: str, offsets, kind, cache, unroll, block, n, repeat, progress,
-                  metrics) -> Table:
-    """:func:`offset_sweep` for ``fn``, the function the user called (errors name it)."""
+                  metrics, cache_name: str = "cache") -> Table:
+    """:func:`offset_sweep` for ``fn``, the function the user called, whose argument
+    ``cache_name`` is the sweep's ``cache`` (errors name both)."""
     kinds = _choices(fn, "kind", kind, tuple(_KINDS))
-    caches = _choices(fn, "cache", cache, _core.CACHE_PATHS)
+    caches = _choices(fn, cache_name, cache, _core.CACHE_PATHS,
+                      each="cache" if cache_name != "cache" else None)
     unrolls = _unrolls(fn, unroll)
     n = _int(fn, "n", n, 1, MAX_N)
     block = _int(fn, "block", block, 1, 1024)
@@ -269,7 +278,7 @@ def cache_path_compare(caches: Sequence[str] = _core.CACHE_PATHS,
     the time.  Same columns as :func:`offset_sweep`, one row per cache x offset.
     """
     return _offset_sweep("cache_path_compare", offsets, "read", caches, unroll, block, n, repeat,
-                         progress, metrics)
+                         progress, metrics, cache_name="caches")
 
 
 def idle_lanes_sweep(blocks: Iterable[int] = (32, 48, 64, 96, 100, 128, 256, 384, 512, 768, 1024),

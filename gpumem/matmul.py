@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
-from ._names import _host
+from ._names import _given, _host, _indices
 
 __all__ = ["matmul", "matmul_reference"]
 
@@ -42,7 +42,8 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32] = 16,
     numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
     Empty operands give NumPy's result shape (K == 0 gives zeros).
     """
-    return _core.matmul(a, b, tile=tile, variant=variant, out=out)
+    _given("matmul", a=a, b=b)
+    return _core.matmul(a, b, **_indices("matmul", tile=tile), variant=variant, out=out)
 
 
 def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
-from ._names import _host
+from ._names import _given, _host, _index, _indices
 from ._sweep import _bench, _int, _ints, _repeat
 from ._table import Table
 
@@ -65,7 +65,9 @@ def stencil_1d(x: Array, coef: Sequence[float] | np.ndarray | None = None, *,
     -------
     numpy.ndarray when ``x`` is an ndarray, else DeviceArray (``out`` if given).
     """
-    return _core.stencil_1d(x, coef, memory=memory, block=block, items=items, out=out)
+    _given("stencil_1d", x=x)
+    return _core.stencil_1d(x, coef, memory=memory,
+                            **_indices("stencil_1d", block=block, items=items), out=out)
 
 
 def stencil_1d_reference(x: np.ndarray,
@@ -114,7 +116,8 @@ def constant_broadcast(distinct: int, *, memory: Literal["constant", "readonly"]
     -------
     numpy.ndarray of ``n`` float32 sums (a DeviceArray when ``out`` is given).
     """
-    return _core.constant_broadcast(distinct, memory=memory, n=n, iters=iters, block=block,
+    return _core.constant_broadcast(_index("constant_broadcast", "distinct", distinct), memory=memory,
+                                    **_indices("constant_broadcast", n=n, iters=iters, block=block),
                                     out=out)
 
 
@@ -133,7 +136,7 @@ def constant_broadcast_reference(distinct: int, n: int = 1 << 20, iters: int = 2
     words = np.arange(32) % distinct
     idx = (words[:, None] + 32 * np.arange(iters)[None, :]) & (BROADCAST_TABLE - 1)
     per_lane = table[idx].sum(axis=1)
-    return per_lane[np.arange(n) % 32].astype(np.float32)
+    return np.resize(per_lane.astype(np.float32), n)      # lane t % 32, n floats and no more
 
 
 # ---- sweeps ----------------------------------------------------------------------
