@@ -249,7 +249,12 @@ def block_size_sweep(fn: Callable, *args, blocks: Sequence[int] = (32, 64, 128, 
                 f"{name}: {param}={b}: {e}") from e
     rows = []
     for b in blocks:
-        r, rec = _bench(fn, *args, repeat=repeat, warmup=warmup, **{param: b}, **kw)
+        try:
+            r, rec = _bench(fn, *args, repeat=repeat, warmup=warmup, **{param: b}, **kw)
+        except ValueError as e:      # "bench: fn launched no gpumem kernel": name the sweep
+            if not str(e).startswith("bench: "):
+                raise
+            raise ValueError(f"{name}: {str(e)[len('bench: '):]}") from e
         threads = int(np.prod(rec.block))
         attrs = _attributes(rec.kernel, rec.variant, rec.params, False)
         dyn = _dynamic_smem(rec, attrs)

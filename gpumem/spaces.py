@@ -135,7 +135,8 @@ def lifetimes(launches: int = 3, *, blocks: int = 4, block: int = 64, value: int
     -------
     Table with, per launch: the shared count of every block (always ``block``), the
     device counter after the launch (``counter + k * blocks * block``), and the
-    constant every block read (``value`` every time).
+    constant every block read (``value`` every time).  None while gpumem checks a
+    call without running it (``bench(gm.lifetimes, ...)`` checks its arguments first).
     """
     launches = _int("lifetimes", "launches", launches, 1, MAX_LAUNCHES)
     # the kernel's own checks of blocks, block, value and counter, before the first launch
