@@ -15,7 +15,33 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from . import _core
+
+def _no_extension(error: ImportError) -> ImportError:
+    """Why ``gpumem._core`` cannot be imported, as NumPy says it: a source tree without
+    its built extension (shadowing the installed gpumem), or an install missing it."""
+    import importlib.machinery
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
+    built = [f for f in os.listdir(here) if f.startswith("_core.")
+             and f.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
+    if built:      # it is there but does not load (a missing library, another Python ...)
+        return error
+    so = "gpumem/_core" + importlib.machinery.EXTENSION_SUFFIXES[0]
+    if any(os.path.exists(os.path.join(root, f)) for f in ("setup.py", "pyproject.toml")):
+        return ImportError(
+            f"you are importing gpumem from its source tree {root}, which has no built "
+            f"extension ({so}); run Python from another folder to use the installed gpumem, "
+            "or build in place with `pip install -e .`")
+    return ImportError(f"gpumem's C extension ({so}) is missing from {here}; reinstall gpumem "
+                       "(pip install --force-reinstall gpumem)")
+
+
+try:
+    from . import _core
+except ImportError as _e:
+    raise _no_extension(_e) from _e
 from ._core import (
     CudaError,
     CudaUnavailableError,
@@ -27,8 +53,8 @@ from ._core import (
     memory_info,
     to_device,
 )
-from ._names import _family, _moved
-from ._table import Table
+from ._names import MAX_REPEAT, _family, _index, _moved, _validate
+from ._table import Listing, Table
 from .access import copy, read_offset, vec_add, write_offset
 from .introspect import (KernelAttributes, Occupancy, block_size_sweep, compiler_report,
                          kernel_attributes, kernel_occupancy)
@@ -143,7 +169,7 @@ class Variant(NamedTuple):
     select: int = 0
 
 
-def variants(family: str | None = None) -> list[Variant]:
+def variants(family: str | None = None) -> Listing:
     """The named variants of one kernel family (or of all), e.g. ``variants("matmul")``.
 
     Parameters
@@ -155,12 +181,14 @@ def variants(family: str | None = None) -> list[Variant]:
 
     Returns
     -------
-    list of Variant
+    Listing of Variant
+        A list, shown as a table (in a terminal and in Jupyter).
     """
     family = _family("variants", family)
     if family is not None and not isinstance(family, str):
         raise TypeError(f"variants: family must be a str, not {type(family).__name__}")
-    return [Variant(*v) for v in _core.variants(family)]
+    title = f"variants of {family}" if family else "gpumem's kernel variants"
+    return Listing((Variant(*v) for v in _core.variants(family)), title=title)
 
 
 # ---- launch records ------------------------------------------------------
@@ -222,15 +250,16 @@ def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, **kw) -> Bench
     kernel time only (CUDA events around each launch).  GB/s and GFLOP/s come
     from the bytes and FLOPs each variant declares (``gpumem.variants()``).
     """
-    for name, v in (("repeat", repeat), ("warmup", warmup)):
-        if not isinstance(v, int) or isinstance(v, bool):
-            raise TypeError(f"bench: {name} must be an int, not {type(v).__name__}")
-    if repeat < 1:
-        raise ValueError(f"bench: repeat={repeat} is not allowed; repeat must be >= 1")
-    if warmup < 0:
-        raise ValueError(f"bench: warmup={warmup} is not allowed; warmup must be >= 0")
     if not callable(fn):
         raise TypeError("bench: fn must be callable, e.g. gpumem.matmul")
+    repeat, warmup = _index("bench", "repeat", repeat), _index("bench", "warmup", warmup)
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise ValueError(f"bench: repeat={repeat} is not allowed; repeat must be "
+                         f"1..{MAX_REPEAT}")
+    if not 0 <= warmup <= MAX_REPEAT:
+        raise ValueError(f"bench: warmup={warmup} is not allowed; warmup must be "
+                         f"0..{MAX_REPEAT}")
+    _validate(fn, args, kw)           # the kernel's own errors, before anything is uploaded
     args = tuple(to_device(a) if isinstance(a, np.ndarray) else a for a in args)
     kw = {k: (to_device(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
     for _ in range(warmup):
@@ -252,6 +281,16 @@ def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, **kw) -> Bench
                        max(samples), nbytes / (med * 1e-3) / 1e9 if med > 0 else float("nan"),
                        flops / (med * 1e-3) / 1e9 if med > 0 else float("nan"), repeat, warmup,
                        tuple(samples))
+
+
+#: Submodules imported on first use (``gpumem.model``, ``gpumem.access`` ...).
+_SUBMODULES = ("model", "experiments", "matmul", "access", "layout", "stencil", "spaces",
+               "introspect", "profile")
+
+
+def __dir__() -> list[str]:
+    # the public API, not the modules this file happens to import (np, Any ...)
+    return sorted(set(__all__) | set(_SUBMODULES) | {"__version__"})
 
 
 def __getattr__(name: str):

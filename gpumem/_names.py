@@ -7,9 +7,14 @@ from here.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+import operator
+import sys
 import warnings
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
+
+import numpy as np
 
 #: Old kernel-family name -> the family's name now (the Python function's name).
 FAMILY_ALIASES: dict[str, str] = {
@@ -43,3 +48,125 @@ def _moved(module: str, name: str, moved: Mapping[str, tuple[str, str]]) -> Any:
     warnings.warn(f"{module}.{name} is deprecated; use {new_module}.{new_name}",
                   DeprecationWarning, stacklevel=3)
     return getattr(importlib.import_module(new_module), new_name)
+
+
+# ---- argument checks every module shares ------------------------------------------------
+#: The most timed (or warm-up) calls :func:`gpumem.bench` and the sweeps make per point.
+MAX_REPEAT = 100_000
+
+
+def _index(fn: str, name: str, v: Any) -> int:
+    """``v`` as a Python int: anything with ``__index__`` (int, numpy integers);
+    bool and numpy.bool_ raise TypeError, as does anything else (naming ``fn`` and ``name``)."""
+    if not isinstance(v, (bool, np.bool_)):
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+    raise TypeError(f"{fn}: {name} must be an int, not {type(v).__name__}")
+
+
+def _iterable(v: Any) -> bool:
+    """Whether ``iter(v)`` works (a 0-d NumPy array says it is Iterable, and is not)."""
+    try:
+        iter(v)
+    except TypeError:
+        return False
+    return True
+
+
+def _flag(fn: str, name: str, v: Any) -> bool:
+    """``v`` as a bool: bool or numpy.bool_ only (TypeError otherwise, naming ``fn`` and ``name``)."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    raise TypeError(f"{fn}: {name} must be a bool (True or False), not {type(v).__name__}")
+
+
+_check_depth = 0
+
+
+def _checking_only() -> bool:
+    """Whether a :func:`_checking` block is active: a Python function that launches
+    several times (``gpumem.lifetimes``) checks its arguments and returns None."""
+    return _check_depth > 0
+
+
+@contextlib.contextmanager
+def _checking() -> Iterator[None]:
+    """While inside, every ``_core`` kernel function checks its arguments and returns
+    None without touching the device (``_core._check_only``): a caller validates a
+    call it will make later, before any upload or launch.  Nests."""
+    from . import _core
+
+    global _check_depth
+    _check_depth += 1
+    _core._check_only(True)
+    try:
+        yield
+    finally:
+        _check_depth -= 1
+        if _check_depth == 0:
+            _core._check_only(False)
+
+
+def _is_kernel(fn: Any) -> bool:
+    """Whether ``fn`` is one of gpumem's kernel functions (``gpumem.vec_add``,
+    ``gpumem._core.vec_add`` ...): a function whose every call validates the same
+    way with ``_core._check_only`` on."""
+    from . import _core
+
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or name not in {v[0] for v in _core.variants()}:
+        return False
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    return (module is not None and module.__name__.startswith("gpumem.")
+            and getattr(module, name, None) is fn)
+
+
+def _validate(fn: Any, args: tuple, kw: dict) -> None:
+    """Check ``fn(*args, **kw)`` without touching the device when ``fn`` is a gpumem
+    kernel function: its own TypeError or ValueError, before any upload or launch.
+    Other callables are left to run (what they do with a kernel's None is theirs)."""
+    if _is_kernel(fn):
+        with _checking():
+            fn(*args, **kw)
+
+
+def _host(fn: str, name: str, v: Any, dtype: Any, ndim: int | None = None) -> np.ndarray:
+    """``v`` (an array_like of real numbers) as a NumPy array of ``dtype``, for the
+    NumPy references; TypeError or ValueError naming ``fn`` and ``name`` otherwise."""
+    if v is None or isinstance(v, (str, bytes)):
+        raise TypeError(f"{fn}: {name} must be an array of real numbers, not "
+                        f"{type(v).__name__}")
+    if not isinstance(v, np.ndarray) and hasattr(v, "__len__"):
+        try:
+            too_long = len(v) > 2**31
+        except OverflowError:
+            too_long = True
+        if too_long:
+            raise ValueError(f"{fn}: {name} has more than 2**31 elements")
+    try:
+        a = np.asarray(v)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{fn}: {name} must be an array of real numbers ({e})") from None
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{fn}: {name} must be an array of real numbers, not one of dtype "
+                        f"{a.dtype}")
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{fn}: {name} must be {ndim}-D, not {a.ndim}-D with shape {a.shape}")
+    return a.astype(dtype, copy=False)
+
+
+def _indices(fn: str, **values: Any) -> dict[str, Any]:
+    """``values`` with each one through :func:`_index` (None stays None: "the default"),
+    for a kernel function's integer arguments."""
+    return {k: None if v is None else _index(fn, k, v) for k, v in values.items()}
+
+
+def _given(fn: str, **arrays: Any) -> None:
+    """A kernel function's required arrays: None is refused here (TypeError naming
+    ``fn`` and the argument), for the C entry points read None as "not given"."""
+    for name, v in arrays.items():
+        if v is None:
+            raise TypeError(f"{fn}: {name} must be a numpy.ndarray or gpumem.DeviceArray, "
+                            "not None")

@@ -15,6 +15,7 @@ The GPU is reached through the ``gpumem`` package's names (``gpumem.bench``,
 from __future__ import annotations
 
 import importlib
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -22,6 +23,7 @@ import numpy as np
 
 import gpumem
 
+from ._names import MAX_REPEAT, _flag, _index
 from ._table import Table
 
 #: The counters every access sweep reports (nvprof names; gpumem.profile maps them).
@@ -31,27 +33,47 @@ METRICS = ("gld_efficiency", "gld_transactions", "gld_requests",
 
 # ---- argument checks (before anything runs) -------------------------------------------
 def _int(fn: str, name: str, v: Any, lo: int, hi: int | None = None) -> int:
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-        raise TypeError(f"{fn}: {name} must be an int, not {type(v).__name__}")
-    v = int(v)
+    """``v`` (anything with ``__index__``, not a bool) as an int in ``lo..hi``."""
+    v = _index(fn, name, v)
     if v < lo or (hi is not None and v > hi):
-        allowed = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        # a short range in full ("1..1024"); of a wide one, the end that was crossed
+        wide = hi is None or hi - lo > 2**20
+        allowed = f"{lo}..{hi}" if not wide else f">= {lo}" if v < lo else f"<= {hi}"
         raise ValueError(f"{fn}: {name}={v} is not allowed; {name} must be {allowed}")
     return v
 
 
+#: The most elements a sweep's arrays may have: their index is a 32-bit int.
+MAX_N = 2**31 - 1
+
+#: The most values one argument of a sweep may list (a sweep of more runs for days).
+MAX_VALUES = 100_000
+
+
 def _listed(fn: str, name: str, vs: Any, one: tuple, what: str, whats: str) -> list:
-    """``vs`` as a non-empty list; a single value of a type in ``one`` becomes ``[vs]``."""
-    if isinstance(vs, one) and not isinstance(vs, bool):
+    """``vs`` as a non-empty list of at most :data:`MAX_VALUES`; a single value of a type
+    in ``one`` (or any single integer: numpy's, a 0-d array) becomes ``[vs]``."""
+    single = (not isinstance(vs, np.ndarray) and hasattr(vs, "__index__")) or \
+        (isinstance(vs, np.ndarray) and vs.ndim == 0)
+    if isinstance(vs, one) or single:
         vs = [vs]
     try:
-        vs = list(vs)
+        vs = list(itertools.islice(vs, MAX_VALUES + 1))
     except TypeError:
         raise TypeError(f"{fn}: {name} must be {what} or a sequence of {whats}, "
                         f"not {type(vs).__name__}") from None
     if not vs:
         raise ValueError(f"{fn}: {name} is empty; give at least one value")
+    if len(vs) > MAX_VALUES:
+        raise ValueError(f"{fn}: {name} lists more than {MAX_VALUES:,} values; sweep fewer")
     return vs
+
+
+def _str(fn: str, name: str, v: Any) -> str:
+    """``v``, which must be one str (TypeError naming ``fn`` and ``name`` otherwise)."""
+    if not isinstance(v, str):
+        raise TypeError(f"{fn}: {name} must be a str, not {type(v).__name__}")
+    return v
 
 
 def _ints(fn: str, name: str, vs: Any, lo: int, hi: int | None = None) -> list[int]:
@@ -59,27 +81,47 @@ def _ints(fn: str, name: str, vs: Any, lo: int, hi: int | None = None) -> list[i
     return [_int(fn, name, v, lo, hi) for v in vs]
 
 
-def _choices(fn: str, name: str, vs: Any, allowed: Sequence[str]) -> list[str]:
+def _choices(fn: str, name: str, vs: Any, allowed: Sequence[str],
+             each: str | None = None) -> list[str]:
+    """``vs`` (one str or a sequence of them) as a list of names in ``allowed``.  ``each``
+    names one value where the argument's name is a plural (``caches``: each a ``cache``)."""
+    given = vs
     vs = _listed(fn, name, vs, (str,), "a str", "str")
+    where = f"{name}={given!r}: " if each else ""
     for v in vs:
         if not isinstance(v, str):
             raise TypeError(f"{fn}: {name} must be a str or a sequence of str, "
                             f"not {type(v).__name__}")
         if v not in allowed:
-            raise ValueError(f"{fn}: {name}={v!r} is unknown; allowed: "
+            raise ValueError(f"{fn}: {where}{each or name}={v!r} is unknown; allowed: "
                              + ", ".join(repr(a) for a in allowed))
     return vs
 
 
-def _common(fn: str, repeat: Any, progress: Any, metrics: Any) -> tuple[int, bool, tuple]:
-    repeat = _int(fn, "repeat", repeat, 1)
-    if not isinstance(progress, bool):
-        raise TypeError(f"{fn}: progress must be a bool, not {type(progress).__name__}")
+def _metrics(fn: str, metrics: Any) -> tuple[str, ...]:
+    """A sweep's ``metrics=``: None (:data:`METRICS`) or known metric names
+    (:func:`gpumem.metrics`, or raw Nsight Compute names), checked up front."""
     if metrics is None:
-        metrics = METRICS
-    if isinstance(metrics, str) or not all(isinstance(m, str) for m in metrics):
-        raise TypeError(f"{fn}: metrics must be a sequence of metric names (str)")
-    return repeat, progress, tuple(metrics)
+        return METRICS
+    from .profile import _check_names
+
+    return tuple(_check_names(metrics, fn))
+
+
+def _common(fn: str, repeat: Any, progress: Any, metrics: Any) -> tuple[int, bool, tuple]:
+    """A sweep's ``repeat`` (>= 1), ``progress`` (a bool) and ``metrics``, checked."""
+    return _repeat(fn, repeat), _flag(fn, "progress", progress), _metrics(fn, metrics)
+
+
+def _repeat(fn: str, repeat: Any) -> int:
+    """A sweep's ``repeat``: timed launches per point, 1..:data:`MAX_REPEAT`."""
+    return _int(fn, "repeat", repeat, 1, MAX_REPEAT)
+
+
+def _need_gpu() -> None:
+    """Raise CudaUnavailableError (saying why) without a usable GPU: a sweep that can
+    only measure says so before it makes its data."""
+    gpumem.device()
 
 
 # ---- where the numbers come from -------------------------------------------------------

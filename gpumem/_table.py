@@ -6,7 +6,14 @@ events or counters, ``"model"`` from :mod:`gpumem.model`).
 """
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any, Iterable, Mapping, Sequence
+
+from ._names import _iterable
+
+#: Significant digits of the floats in a printed column.
+SIGNIFICANT = 4
 
 
 class Table:
@@ -25,12 +32,37 @@ class Table:
 
     def __init__(self, rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None,
                  sources: Mapping[str, str] | None = None, title: str = ""):
-        self.rows: list[dict[str, Any]] = [dict(r) for r in rows]
+        if isinstance(rows, (str, bytes, Mapping)) or not _iterable(rows):
+            raise TypeError("Table: rows must be an iterable of mappings (one dict per row), "
+                            f"not {type(rows).__name__}")
+        self.rows: list[dict[str, Any]] = []
+        for i, r in enumerate(rows):
+            if not isinstance(r, Mapping):
+                raise TypeError(f"Table: rows must be mappings (one dict per row); row {i} is "
+                                f"a {type(r).__name__}")
+            self.rows.append(dict(r))
         if columns is None:
-            columns = []
+            seen: dict[str, None] = {}
             for r in self.rows:
-                columns += [k for k in r if k not in columns]
+                seen.update(dict.fromkeys(r))
+            columns = list(seen)
+        elif isinstance(columns, (str, bytes)) or not _iterable(columns):
+            raise TypeError("Table: columns must be a sequence of column names, e.g. "
+                            f"['offset', 'ms'], not {type(columns).__name__}")
+        else:
+            names = []
+            for c in columns:
+                if not isinstance(c, str):
+                    raise TypeError(f"Table: columns must be names (str), not "
+                                    f"{type(c).__name__}")
+                names.append(c)
+            columns = names
         self.columns: list[str] = list(columns)
+        if sources is not None and not isinstance(sources, Mapping):
+            raise TypeError(f"Table: sources must be a mapping {{column: source}}, not "
+                            f"{type(sources).__name__}")
+        if not isinstance(title, str):
+            raise TypeError(f"Table: title must be a str, not {type(title).__name__}")
         self.sources: dict[str, str] = dict(sources or {})
         self.title = title
 
@@ -42,6 +74,9 @@ class Table:
 
     def __getitem__(self, column: str) -> list:
         """The values of one column, in row order."""
+        if not isinstance(column, str):
+            raise TypeError(f"Table: a column is named by a str, not {type(column).__name__}; "
+                            f"the columns are {self.columns}")
         if column not in self.columns:
             raise KeyError(f"no column {column!r}; columns are {self.columns}")
         return [r.get(column) for r in self.rows]
@@ -59,36 +94,33 @@ class Table:
         src = self.sources.get(c)
         return f"{c} [{src}]" if src else c
 
-    @staticmethod
-    def _fmt(v: Any) -> str:
-        if v is None:
-            return ""
-        if isinstance(v, float):
-            if v != v:
-                return "nan"
-            if v == 0 or 1e-3 <= abs(v) < 1e6:
-                return f"{v:.4g}" if abs(v) < 1 else f"{v:,.2f}".rstrip("0").rstrip(".")
-            return f"{v:.3e}"
-        return str(v)
+    def _formats(self) -> list:
+        """One formatter per column, so that a column's numbers share one format."""
+        return [_column_format([r.get(c) for r in self.rows]) for c in self.columns]
+
+    def _cells(self) -> list[list[str]]:
+        fmts = self._formats()
+        return [[f(r.get(c)) for c, f in zip(self.columns, fmts)] for r in self.rows]
 
     def to_markdown(self) -> str:
         """The table as GitHub Markdown."""
         head = "| " + " | ".join(self._header(c) for c in self.columns) + " |"
         sep = "|" + "|".join("---" for _ in self.columns) + "|"
-        body = ["| " + " | ".join(self._fmt(r.get(c)) for c in self.columns) + " |" for r in self.rows]
+        body = ["| " + " | ".join(row) + " |" for row in self._cells()]
         lines = ([f"**{self.title}**", ""] if self.title else []) + [head, sep] + body
         return "\n".join(lines)
 
     def __str__(self) -> str:
         cells = [[self._header(c) for c in self.columns]]
-        cells += [[self._fmt(r.get(c)) for c in self.columns] for r in self.rows]
+        cells += self._cells()
         widths = [max(len(row[i]) for row in cells) for i in range(len(self.columns))]
         lines = ["  ".join(s.rjust(w) for s, w in zip(row, widths)) for row in cells]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return (self.title + "\n" if self.title else "") + "\n".join(lines)
 
     def __repr__(self) -> str:
-        return f"Table({len(self.rows)} rows, columns={self.columns})"
+        # a terminal shows the table itself, as Jupyter does (_repr_markdown_)
+        return str(self)
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
@@ -98,11 +130,24 @@ class Table:
 
         Returns the matplotlib Axes.
         """
+        if not isinstance(y, (str, list, tuple)):
+            raise TypeError(f"Table.plot: y must be a column name or a list of them, not "
+                            f"{type(y).__name__}")
+        ys = [y] if isinstance(y, str) else list(y)
+        if ax is not None and not (hasattr(ax, "plot") and hasattr(ax, "set_xlabel")):
+            raise TypeError(f"Table.plot: ax must be a matplotlib Axes, not {type(ax).__name__}")
+        for name, cols in (("x", [x]), ("y", ys), ("by", [by] if by is not None else [])):
+            for col in cols:
+                if not isinstance(col, str):
+                    raise TypeError(f"Table.plot: {name} must name a column (a str), not "
+                                    f"{type(col).__name__}")
+                if col not in self.columns:
+                    raise ValueError(f"Table.plot: {name}={col!r} is not a column; the columns "
+                                     f"are {', '.join(map(repr, self.columns))}")
         import matplotlib.pyplot as plt
 
         if ax is None:
             _, ax = plt.subplots()
-        ys = [y] if isinstance(y, str) else list(y)
         groups: dict[Any, list[dict]] = {}
         for r in self.rows:
             groups.setdefault(r.get(by) if by else None, []).append(r)
@@ -122,3 +167,64 @@ class Table:
         if len(groups) > 1 or len(ys) > 1:
             ax.legend()
         return ax
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and \
+        type(v).__name__ not in ("bool_", "bool")
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and not _is_int(v) and \
+        type(v).__name__ not in ("bool_", "bool")
+
+
+def _column_format(values: list):
+    """A formatter for one column's values: ints with thousands separators; floats
+    all in fixed notation with the decimals that give the largest :data:`SIGNIFICANT`
+    significant digits (integral floats as ints), or all in scientific notation when
+    fixed would lose them; None as an empty cell; anything else as ``str``."""
+    nums = [float(v) for v in values if _is_int(v) or _is_real(v)]
+    finite = [abs(v) for v in nums if math.isfinite(v)]
+    nonzero = [v for v in finite if v]
+    integral = all(v.is_integer() and v < 1e15 for v in finite)
+    decimals, sci = 0, False
+    if not integral and nonzero:
+        big, small = max(nonzero), min(nonzero)
+        decimals = max(0, SIGNIFICANT - 1 - math.floor(math.log10(big)))
+        sci = big >= 1e6 or small < 10 ** -decimals / 2 or decimals > 6
+
+    def fmt(v: Any) -> str:
+        if v is None:
+            return ""
+        if not (_is_int(v) or _is_real(v)):
+            return str(v)
+        if _is_int(v) and not sci:
+            return f"{int(v):,}" if decimals == 0 else f"{int(v):,.{decimals}f}"
+        f = float(v)
+        if not math.isfinite(f):
+            return str(f)
+        if sci:
+            return f"{f:.{SIGNIFICANT - 1}e}"
+        return f"{f:,.{decimals}f}"
+    return fmt
+
+
+class Listing(list):
+    """A list (of named tuples, e.g. :class:`gpumem.Variant`) shown as a :class:`Table`
+    in a terminal and in Jupyter; otherwise an ordinary list."""
+
+    def __init__(self, items: Iterable = (), title: str = ""):
+        super().__init__(items)
+        self.title = title
+
+    def table(self) -> Table:
+        """The items as a Table, one row per item (its fields as columns)."""
+        rows = [x._asdict() if hasattr(x, "_asdict") else {"value": x} for x in self]
+        return Table(rows, title=self.title)
+
+    def __repr__(self) -> str:
+        return str(self.table())
+
+    def _repr_markdown_(self) -> str:
+        return self.table().to_markdown()

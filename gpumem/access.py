@@ -28,7 +28,9 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
-from ._sweep import _choices, _common, _empty, _int, _ints, _Point, _random_device, _run
+from ._names import _given, _indices
+from ._sweep import (MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run,
+                     _str)
 from ._table import Table
 
 __all__ = ["vec_add", "read_offset", "write_offset", "copy", "CACHE_PATHS", "offset_sweep",
@@ -63,7 +65,8 @@ def vec_add(a: Array, b: Array, *, block: int = 256, out: DeviceArray | None = N
     -------
     numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
     """
-    return _core.vec_add(a, b, block=block, out=out)
+    _given("vec_add", a=a, b=b)
+    return _core.vec_add(a, b, **_indices("vec_add", block=block), out=out)
 
 
 def read_offset(a: Array, b: Array, *, offset: int = 0, unroll: Literal[1, 4] = 1,
@@ -103,7 +106,9 @@ def read_offset(a: Array, b: Array, *, offset: int = 0, unroll: Literal[1, 4] = 
     given; else a length-n DeviceArray (``out`` if given; a new one has NaN in
     its ``offset`` unwritten elements).
     """
-    return _core.read_offset(a, b, offset=offset, unroll=unroll, block=block, cache=cache, out=out)
+    _given("read_offset", a=a, b=b)
+    return _core.read_offset(a, b, **_indices("read_offset", offset=offset, unroll=unroll, block=block),
+                             cache=cache, out=out)
 
 
 def write_offset(a: Array, b: Array, *, offset: int = 0, unroll: Literal[1, 4] = 1,
@@ -136,7 +141,9 @@ def write_offset(a: Array, b: Array, *, offset: int = 0, unroll: Literal[1, 4] =
     without ``out``; else a length-n DeviceArray (``out`` if given; a new one
     has NaN in its ``offset`` unwritten elements).
     """
-    return _core.write_offset(a, b, offset=offset, unroll=unroll, block=block, out=out)
+    _given("write_offset", a=a, b=b)
+    return _core.write_offset(a, b, **_indices("write_offset", offset=offset, unroll=unroll,
+                                                   block=block), out=out)
 
 
 def copy(a: Array, *, variant: Literal["float", "float4"] = "float4", block: int = 256,
@@ -159,7 +166,8 @@ def copy(a: Array, *, variant: Literal["float", "float4"] = "float4", block: int
     -------
     Same shape as ``a``: ndarray for an ndarray input, else DeviceArray.
     """
-    return _core.copy(a, variant=variant, block=block, out=out)
+    _given("copy", a=a)
+    return _core.copy(a, variant=variant, **_indices("copy", block=block), out=out)
 
 
 # ---- sweeps ----------------------------------------------------------------------
@@ -223,11 +231,19 @@ def offset_sweep(offsets: Iterable[int] = range(0, 129), kind: str | Sequence[st
     Table with columns kernel, unroll, cache, offset, ms, GB/s (useful bytes
     ``12 * (n - offset)``) and the metrics; one row per combination.
     """
-    fn = "offset_sweep"
+    return _offset_sweep("offset_sweep", offsets, kind, cache, unroll, block, n, repeat, progress,
+                         metrics)
+
+
+def _offset_sweep(fn: str, offsets, kind, cache, unroll, block, n, repeat, progress,
+                  metrics, cache_name: str = "cache") -> Table:
+    """:func:`offset_sweep` for ``fn``, the function the user called, whose argument
+    ``cache_name`` is the sweep's ``cache`` (errors name both)."""
     kinds = _choices(fn, "kind", kind, tuple(_KINDS))
-    caches = _choices(fn, "cache", cache, _core.CACHE_PATHS)
+    caches = _choices(fn, cache_name, cache, _core.CACHE_PATHS,
+                      each="cache" if cache_name != "cache" else None)
     unrolls = _unrolls(fn, unroll)
-    n = _int(fn, "n", n, 1)
+    n = _int(fn, "n", n, 1, MAX_N)
     block = _int(fn, "block", block, 1, 1024)
     offs = _ints(fn, "offsets", offsets, 0, n)
     repeat, progress, metrics = _common(fn, repeat, progress, metrics)
@@ -261,8 +277,8 @@ def cache_path_compare(caches: Sequence[str] = _core.CACHE_PATHS,
     read-only path) and "cs" (streaming) touch the same sectors; what moves is
     the time.  Same columns as :func:`offset_sweep`, one row per cache x offset.
     """
-    return offset_sweep(offsets, kind="read", cache=caches, unroll=unroll, block=block, n=n,
-                        repeat=repeat, progress=progress, metrics=metrics)
+    return _offset_sweep("cache_path_compare", offsets, "read", caches, unroll, block, n, repeat,
+                         progress, metrics, cache_name="caches")
 
 
 def idle_lanes_sweep(blocks: Iterable[int] = (32, 48, 64, 96, 100, 128, 256, 384, 512, 768, 1024),
@@ -281,12 +297,11 @@ def idle_lanes_sweep(blocks: Iterable[int] = (32, 48, 64, 96, 100, 128, 256, 384
     Table with columns block, warps_per_block, idle_lanes, grid, ms, GB/s and the metrics.
     """
     fn = "idle_lanes_sweep"
-    (kind,) = _choices(fn, "kind", [kind] if isinstance(kind, str) else kind, tuple(_KINDS))
-    n = _int(fn, "n", n, 1)
+    (kind,) = _choices(fn, "kind", _str(fn, "kind", kind), tuple(_KINDS))
+    n = _int(fn, "n", n, 1, MAX_N)
     offset = _int(fn, "offset", offset, 0, n)
     (unroll,) = _unrolls(fn, _int(fn, "unroll", unroll, 1, 4))
-    (cache,) = _choices(fn, "cache", [cache] if isinstance(cache, str) else cache,
-                        _core.CACHE_PATHS)
+    (cache,) = _choices(fn, "cache", _str(fn, "cache", cache), _core.CACHE_PATHS)
     if kind == "write" and cache != "default":
         raise ValueError(f"{fn}: cache={cache!r} applies to kind='read' only")
     bs = _ints(fn, "blocks", blocks, 1, 1024)

@@ -27,8 +27,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import _core
-from ._names import _family
-from ._sweep import _bench
+from ._names import MAX_REPEAT, _family, _flag, _index, _validate
+from ._sweep import _bench, _int, _ints, _repeat
 from ._table import Table
 
 __all__ = ["KernelAttributes", "Occupancy", "kernel_attributes", "kernel_occupancy",
@@ -185,7 +185,13 @@ def kernel_occupancy(family: str, variant: str, block: int, smem: int = 0,
     -------
     Occupancy
     """
-    return _occupancy(_family("kernel_occupancy", family), variant, block, smem, params, True)
+    fn = "kernel_occupancy"
+    block = _index(fn, "block", block)
+    smem = 0 if smem is None else _index(fn, "smem", smem)
+    for name, v in (("family", family), ("variant", variant)):
+        if not isinstance(v, str):
+            raise TypeError(f"{fn}: {name} must be a str, not {type(v).__name__}")
+    return _occupancy(_family(fn, family), variant, block, smem, params, True)
 
 
 
@@ -225,11 +231,30 @@ def block_size_sweep(fn: Callable, *args, blocks: Sequence[int] = (32, 64, 128, 
     Table with columns ``param``, threads/block, median_ms, GB/s, regs/thread,
     blocks/SM, occupancy and limiter.
     """
+    name = "block_size_sweep"
     if not callable(fn):
-        raise TypeError("block_size_sweep: fn must be callable, e.g. gpumem.stencil_1d")
+        raise TypeError(f"{name}: fn must be callable, e.g. gpumem.stencil_1d")
+    if not isinstance(param, str):
+        raise TypeError(f"{name}: param must be a str (the block-size argument's name), not "
+                        f"{type(param).__name__}")
+    if param in kw:
+        raise TypeError(f"{name}: {param}= is what the sweep sets (from blocks); do not pass it")
+    blocks = _ints(name, "blocks", blocks, 1, 1024)
+    repeat, warmup = _repeat(name, repeat), _int(name, "warmup", warmup, 0, MAX_REPEAT)
+    for b in blocks:         # every call checked before anything touches the GPU
+        try:
+            _validate(fn, args, {**kw, param: b})
+        except (TypeError, ValueError) as e:
+            raise (TypeError if isinstance(e, TypeError) else ValueError)(
+                f"{name}: {param}={b}: {e}") from e
     rows = []
     for b in blocks:
-        r, rec = _bench(fn, *args, repeat=repeat, warmup=warmup, **{param: b}, **kw)
+        try:
+            r, rec = _bench(fn, *args, repeat=repeat, warmup=warmup, **{param: b}, **kw)
+        except ValueError as e:      # "bench: fn launched no gpumem kernel": name the sweep
+            if not str(e).startswith("bench: "):
+                raise
+            raise ValueError(f"{name}: {str(e)[len('bench: '):]}") from e
         threads = int(np.prod(rec.block))
         attrs = _attributes(rec.kernel, rec.variant, rec.params, False)
         dyn = _dynamic_smem(rec, attrs)
@@ -378,6 +403,14 @@ def compiler_report(family: str | None = None, *, sass: bool = True) -> Table:
     """
     if family is not None:
         family = _family("compiler_report", family)
+        if not isinstance(family, str):
+            raise TypeError(f"compiler_report: family must be a str or None, not "
+                            f"{type(family).__name__}")
+        families = list(_selects())
+        if family not in families:
+            raise ValueError(f"compiler_report: family={family!r} is unknown; allowed: "
+                             + ", ".join(map(repr, families)))
+    sass = _flag("compiler_report", "sass", sass)
     tool = _find_tool("cuobjdump")
     if tool is None:
         raise FileNotFoundError("compiler_report needs cuobjdump: put the CUDA toolkit's bin/ on "

@@ -19,7 +19,8 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
-from ._sweep import _choices, _common, _empty, _int, _ints, _Point, _random_device, _run
+from ._names import _given, _indices
+from ._sweep import MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run
 from ._table import Table
 
 __all__ = ["strided_read", "struct_update", "distance", "stride_sweep", "aos_vs_soa"]
@@ -50,7 +51,8 @@ def strided_read(a: Array, *, stride: int = 1, block: int = 512,
     -------
     numpy.ndarray of length m for an ndarray input, else DeviceArray.
     """
-    return _core.strided_read(a, stride=stride, block=block, out=out)
+    _given("strided_read", a=a)
+    return _core.strided_read(a, **_indices("strided_read", stride=stride, block=block), out=out)
 
 
 def struct_update(data: Array, *, layout: Literal["aos", "soa"] = "aos", block: int = 512,
@@ -75,7 +77,9 @@ def struct_update(data: Array, *, layout: Literal["aos", "soa"] = "aos", block: 
     -------
     Same shape as ``data``: column (aos) or row (soa) 0 is x + 10, 1 is y + 20.
     """
-    return _core.struct_update(data, layout=layout, block=block, out=out)
+    _given("struct_update", data=data)
+    return _core.struct_update(data, layout=layout, **_indices("struct_update", block=block),
+                              out=out)
 
 
 def distance(points: Array, *, layout: Literal["aos", "soa"] = "aos", block: int = 512,
@@ -102,7 +106,8 @@ def distance(points: Array, *, layout: Literal["aos", "soa"] = "aos", block: int
     -------
     Shape (n,) float32.
     """
-    return _core.distance(points, layout=layout, block=block, out=out)
+    _given("distance", points=points)
+    return _core.distance(points, layout=layout, **_indices("distance", block=block), out=out)
 
 
 # ---- sweeps ----------------------------------------------------------------------
@@ -117,7 +122,7 @@ def stride_sweep(strides: Iterable[int] = (1, 2, 3, 4, 8, 16, 32, 64), n: int = 
     GB/s of the useful bytes ``8 * m``, and the metrics.
     """
     fn = "stride_sweep"
-    n = _int(fn, "n", n, 1)
+    n = _int(fn, "n", n, 1, MAX_N)
     block = _int(fn, "block", block, 1, 1024)
     ss = _ints(fn, "strides", strides, 1, 64)
     repeat, progress, metrics = _common(fn, repeat, progress, metrics)
@@ -153,7 +158,7 @@ def aos_vs_soa(n: int = 2**22, block: int = 512, kernels: Sequence[str] = ("stru
     both) and the metrics, one row per kernel and layout.
     """
     fn = "aos_vs_soa"
-    n = _int(fn, "n", n, 1)
+    n = _int(fn, "n", n, 1, MAX_N // 3)     # distance's points: 3 n floats
     block = _int(fn, "block", block, 1, 1024)
     ks = _choices(fn, "kernels", kernels, ("struct_update", "distance"))
     repeat, progress, metrics = _common(fn, repeat, progress, metrics)

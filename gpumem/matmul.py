@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
+from ._names import _given, _host, _indices
 
 __all__ = ["matmul", "matmul_reference"]
 
@@ -41,7 +42,8 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32] = 16,
     numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
     Empty operands give NumPy's result shape (K == 0 gives zeros).
     """
-    return _core.matmul(a, b, tile=tile, variant=variant, out=out)
+    _given("matmul", a=a, b=b)
+    return _core.matmul(a, b, **_indices("matmul", tile=tile), variant=variant, out=out)
 
 
 def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -56,4 +58,9 @@ def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     numpy.ndarray, float64, M x N.  The kernels sum in float32, so compare with a
     relative tolerance that grows with ``sqrt(K)``.
     """
-    return np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64)
+    fn = "matmul_reference"
+    a, b = (_host(fn, name, v, np.float64, ndim=2) for name, v in (("a", a), ("b", b)))
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"{fn}: a is {a.shape[0]} x {a.shape[1]} and b is {b.shape[0]} x "
+                         f"{b.shape[1]}: a's columns must equal b's rows")
+    return a @ b

@@ -22,6 +22,7 @@ Nsight Compute names such as ``dram__bytes_read.sum`` pass through.
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import re
 import sys
@@ -31,6 +32,7 @@ import numpy as np
 
 from . import _core
 from ._core import ProfilerError
+from ._names import _iterable
 from ._table import Table
 
 __all__ = ["ProfilerError", "MetricAlias", "Profile", "metrics", "profile", "profiler_available",
@@ -139,6 +141,7 @@ _ALIAS_LIST = [
 ALIASES: dict[str, MetricAlias] = {a.name: a for a in _ALIAS_LIST}
 
 # unit__counter.rollup[.submetric]: the shape of every Nsight Compute metric name.
+_MAX_NAMES = 1000   #: more metric names than any profile could read
 _RAW = re.compile(r"^[a-z][a-z0-9_]*__[a-z0-9_]+(\.[a-z0-9_]+)+$")
 
 
@@ -163,32 +166,36 @@ def metrics() -> Table:
                  title="gpumem metric aliases (nvprof name -> Nsight Compute)")
 
 
-def _check_names(names) -> list[str]:
-    if isinstance(names, str) or not isinstance(names, Iterable):
-        raise TypeError("profile: metrics must be a list of metric names, e.g. "
-                        f"metrics=['gld_efficiency'], not {type(names).__name__}")
+def _check_names(names, fn: str = "profile", arg: str = "metrics") -> list[str]:
+    """``names`` as a list of known metric names (aliases or raw Nsight Compute names),
+    duplicates dropped; errors name ``fn``, the function the user called, and ``arg``."""
+    if isinstance(names, (str, bytes)) or not _iterable(names):
+        raise TypeError(f"{fn}: {arg} must be a sequence (list) of metric names, e.g. "
+                        f"{arg}=['gld_efficiency'], not {type(names).__name__}")
     out: list[str] = []
-    for n in names:
+    for n in itertools.islice(names, _MAX_NAMES + 1):
         if not isinstance(n, str):
-            raise TypeError(f"profile: every metric name must be a str, not {type(n).__name__}")
+            raise TypeError(f"{fn}: every name in {arg} must be a str, not {type(n).__name__}")
         if n in ALIASES or _RAW.match(n):
             if n not in out:
                 out.append(n)
+            if len(out) > _MAX_NAMES:
+                raise ValueError(f"{fn}: {arg} names more than {_MAX_NAMES} metrics")
             continue
         known = list(ALIASES) + sorted({r for a in _ALIAS_LIST for r in a.raw})
         close = difflib.get_close_matches(n, known, n=5, cutoff=0.5)
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-        raise ValueError(f"profile: unknown metric {n!r}{hint}; gpumem.metrics() lists the "
+        raise ValueError(f"{fn}: unknown metric {n!r}{hint}; gpumem.metrics() lists the "
                          "aliases; raw Nsight Compute names look like 'dram__bytes_read.sum'")
     if not out:
-        raise ValueError("profile: metrics is empty; name at least one, e.g. ['gld_efficiency']")
+        raise ValueError(f"{fn}: {arg} is empty; name at least one, e.g. ['gld_efficiency']")
     return out
 
 
 def raw_metrics(names: Sequence[str]) -> list[str]:
     """The Nsight Compute metrics behind ``names`` (aliases expanded, raw names kept)."""
     raw: list[str] = []
-    for n in _check_names(names):
+    for n in _check_names(names, "raw_metrics", "names"):
         for r in (ALIASES[n].raw if n in ALIASES else (n,)):
             if r not in raw:
                 raw.append(r)
@@ -252,6 +259,9 @@ class Profile:
     """
 
     def __init__(self, metrics: Sequence[str], replay: str = "user"):
+        if not isinstance(replay, str):
+            raise TypeError(f"profile: replay must be a str ('user' or 'kernel'), not "
+                            f"{type(replay).__name__}")
         if replay not in ("user", "kernel"):
             raise ValueError(f"profile: replay={replay!r} is not allowed; use 'user' (gpumem "
                              "replays its launch, the fast default) or 'kernel' (CUPTI does)")

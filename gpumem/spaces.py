@@ -24,8 +24,8 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
-from ._names import _moved
-from ._sweep import _bench
+from ._names import _checking_only, _given, _host, _indices, _moved, _validate
+from ._sweep import MAX_N, _bench, _choices, _int, _need_gpu, _repeat, _str
 from ._table import Table
 
 __all__ = [
@@ -43,6 +43,9 @@ REGCAP_LIVE = 64          #: floats each register_pressure thread keeps live
 REGCAP_CAPS = {name: min(255, 65536 // (256 * select) // 8 * 8)
                for _, name, *_, select in _core.variants("register_pressure")}
 HISTOGRAM_BINS = 16
+MAX_THREADS = 2**31 - 1025   #: thread_histogram's most histograms (as the kernel checks)
+MAX_ITERS = 1 << 20          #: register_pressure's rounds, divergence's iters: at most this
+MAX_LAUNCHES = 10_000        #: lifetimes' launches: at most this
 
 #: Names that left this module: old name -> (module, name) now.
 _MOVED = {
@@ -90,12 +93,16 @@ def thread_histogram(x: Array, *, variant: Literal["local", "registers"] = "loca
     -------
     int32 array of shape ``(16, threads)``: ``[b, t]`` is thread t's count of bin b.
     """
-    return _core.thread_histogram(x, variant=variant, threads=threads, block=block, out=out)
+    _given("thread_histogram", x=x)
+    return _core.thread_histogram(x, variant=variant, out=out,
+                                  **_indices("thread_histogram", threads=threads, block=block))
 
 
 def thread_histogram_reference(x: np.ndarray, threads: int) -> np.ndarray:
     """NumPy reference of :func:`thread_histogram`."""
-    x = np.asarray(x, dtype=np.float32)
+    fn = "thread_histogram_reference"
+    x = _host(fn, "x", x, np.float32, ndim=1)
+    threads = _int(fn, "threads", threads, 1, MAX_THREADS)
     b = np.floor(x * np.float32(HISTOGRAM_BINS))
     b = np.nan_to_num(np.clip(b, 0, HISTOGRAM_BINS - 1), nan=0.0).astype(np.int64)
     t = np.arange(x.size) % threads
@@ -105,7 +112,7 @@ def thread_histogram_reference(x: np.ndarray, threads: int) -> np.ndarray:
 
 # ---- lifetimes ---------------------------------------------------------------------
 def lifetimes(launches: int = 3, *, blocks: int = 4, block: int = 64, value: int = 7,
-              counter: int = 0) -> Table:
+              counter: int = 0) -> Table | None:
     """Launch the lifetime kernel ``launches`` times and tabulate what each launch saw.
 
     Before the first launch the host sets a ``__constant__ int`` to ``value`` and a
@@ -128,12 +135,16 @@ def lifetimes(launches: int = 3, *, blocks: int = 4, block: int = 64, value: int
     -------
     Table with, per launch: the shared count of every block (always ``block``), the
     device counter after the launch (``counter + k * blocks * block``), and the
-    constant every block read (``value`` every time).
+    constant every block read (``value`` every time).  None while gpumem checks a
+    call without running it (``bench(gm.lifetimes, ...)`` checks its arguments first).
     """
-    if not isinstance(launches, int) or isinstance(launches, bool):
-        raise TypeError(f"lifetimes: launches must be an int, not {type(launches).__name__}")
-    if launches < 1:
-        raise ValueError(f"lifetimes: launches={launches} is not allowed; launches must be >= 1")
+    launches = _int("lifetimes", "launches", launches, 1, MAX_LAUNCHES)
+    # the kernel's own checks of blocks, block, value and counter, before the first launch
+    ints = _indices("lifetimes", blocks=blocks, block=block, value=value, counter=counter)
+    _validate(_core.lifetimes, (), ints)
+    if _checking_only():            # bench(gm.lifetimes, ...) checking its call
+        return None
+    blocks, block, value, counter = ints.values()
     rows = []
     for k in range(launches):
         kw = dict(value=value, counter=counter) if k == 0 else {}
@@ -175,12 +186,19 @@ def register_pressure(x: Array, *, variant: str = "uncapped", rounds: int = 8,
     -------
     float32 array of shape ``(n,)``: each thread's sum.
     """
-    return _core.register_pressure(x, variant=variant, rounds=rounds, block=block, out=out)
+    _given("register_pressure", x=x)
+    return _core.register_pressure(x, variant=variant, out=out,
+                                   **_indices("register_pressure", rounds=rounds, block=block))
 
 
 def register_pressure_reference(x: np.ndarray, rounds: int = 8) -> np.ndarray:
     """NumPy reference of :func:`register_pressure` (float32, same order of operations)."""
-    v = [row.copy() for row in np.asarray(x, dtype=np.float32)]
+    fn = "register_pressure_reference"
+    x = _host(fn, "x", x, np.float32, ndim=2)
+    if x.shape[0] != REGCAP_LIVE:
+        raise ValueError(f"{fn}: x must have shape ({REGCAP_LIVE}, n), not {x.shape}")
+    rounds = _int(fn, "rounds", rounds, 0, MAX_ITERS)
+    v = [row.copy() for row in x]
     h, q = np.float32(0.5), np.float32(0.25)
     for _ in range(rounds):
         for j in range(REGCAP_LIVE):
@@ -216,13 +234,22 @@ def divergence(x: Array, *, variant: Literal["odd_even", "warp"] = "odd_even", i
     -------
     float32 array shaped like ``x``.
     """
-    return _core.divergence(x, variant=variant, iters=iters, block=block, out=out)
+    _given("divergence", x=x)
+    return _core.divergence(x, variant=variant, out=out,
+                            **_indices("divergence", iters=iters, block=block))
 
 
 def divergence_reference(x: np.ndarray, iters: int = 256, *, variant: str = "odd_even",
                          block: int = 256) -> np.ndarray:
     """NumPy reference of :func:`divergence` (float32)."""
-    x = np.asarray(x, dtype=np.float32).copy()
+    fn = "divergence_reference"
+    x = _host(fn, "x", x, np.float32, ndim=1).copy()
+    iters = _int(fn, "iters", iters, 0, MAX_ITERS)
+    (variant,) = _choices(fn, "variant", _str(fn, "variant", variant),
+                          _variant_names("divergence"))
+    block = _int(fn, "block", block, 32, 1024)
+    if block % 32:
+        raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
     tid = np.arange(x.size) % block
     odd = (tid % 2 == 1) if variant == "odd_even" else ((tid // 32) % 2 == 1)
     a, b = x[odd], x[~odd]
@@ -238,10 +265,20 @@ def _variant_names(family: str) -> list[str]:
     return [v[1] for v in _core.variants(family)]
 
 
+def _zeros(n: int) -> np.ndarray:
+    """n float32 zeros that take no memory (for a check, which never reads them)."""
+    return np.broadcast_to(np.float32(0), (n,))
+
+
 def local_vs_registers(n: int = 1 << 24, *, threads: int = 1 << 16, repeat: int = 20) -> Table:
     """:func:`thread_histogram` in local memory and in registers: resources and time."""
     from . import kernel_attributes   # introspect, through the package (lazily)
 
+    fn = "local_vs_registers"
+    n, repeat = _int(fn, "n", n, 1, MAX_N), _repeat(fn, repeat)
+    threads = _int(fn, "threads", threads, 1, MAX_THREADS)
+    _validate(thread_histogram, (_zeros(n),), dict(threads=threads))
+    _need_gpu()
     x = np.random.default_rng(0).random(n, dtype=np.float32)
     rows = []
     for v in _variant_names("thread_histogram"):                  # local, registers
@@ -259,7 +296,11 @@ def register_pressure_sweep(n: int = 1 << 20, *, rounds: int = 8, repeat: int = 
     occupancy at 256 threads per block, and time."""
     from . import kernel_attributes, kernel_occupancy   # introspect, through the package
 
-    x = np.random.default_rng(0).standard_normal((REGCAP_LIVE, n)).astype(np.float32)
+    fn = "register_pressure_sweep"
+    n, repeat = _int(fn, "n", n, 1, MAX_N // REGCAP_LIVE), _repeat(fn, repeat)
+    rounds = _int(fn, "rounds", rounds, 0, MAX_ITERS)
+    _need_gpu()
+    x = np.random.default_rng(0).standard_normal((REGCAP_LIVE, n), dtype=np.float32)
     rows = []
     for v in REGCAP_CAPS:
         occ = kernel_occupancy("register_pressure", v, 256)
@@ -276,7 +317,11 @@ def register_pressure_sweep(n: int = 1 << 20, *, rounds: int = 8, repeat: int = 
 
 def divergence_compare(n: int = 1 << 22, *, iters: int = 256, repeat: int = 20) -> Table:
     """:func:`divergence` both ways: time and the ratio to the warp-aligned branch."""
-    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    fn = "divergence_compare"
+    n, repeat = _int(fn, "n", n, 1, MAX_N), _repeat(fn, repeat)
+    iters = _int(fn, "iters", iters, 0, MAX_ITERS)
+    _need_gpu()
+    x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     rows = []
     for v in sorted(_variant_names("divergence"), key=lambda v: v != "warp"):  # warp first
         r, _ = _bench(divergence, x, variant=v, iters=iters, repeat=repeat, warmup=2)

@@ -15,7 +15,8 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
-from ._sweep import _bench
+from ._names import _given, _host, _index, _indices
+from ._sweep import _bench, _int, _ints, _repeat
 from ._table import Table
 
 __all__ = ["STENCIL_8TH_ORDER", "stencil_1d", "stencil_1d_reference", "constant_broadcast",
@@ -29,6 +30,9 @@ STENCIL_8TH_ORDER = np.array([0.00357, -0.03809, 0.2, -0.8, 0.0, 0.8, -0.2, 0.03
                              dtype=np.float32)
 
 BROADCAST_TABLE = 256     #: floats in the broadcast table (1 KiB)
+MAX_RADIUS = 16           #: the largest stencil radius (2R + 1 = 33 weights)
+#: constant_broadcast's ranges (as the kernel checks them): distinct, n, iters.
+BROADCAST_RANGES = {"distinct": (1, 32), "n": (1, 2**31), "iters": (1, 2**16)}
 
 
 # ---- stencil ----------------------------------------------------------------
@@ -61,16 +65,23 @@ def stencil_1d(x: Array, coef: Sequence[float] | np.ndarray | None = None, *,
     -------
     numpy.ndarray when ``x`` is an ndarray, else DeviceArray (``out`` if given).
     """
-    return _core.stencil_1d(x, coef, memory=memory, block=block, items=items, out=out)
+    _given("stencil_1d", x=x)
+    return _core.stencil_1d(x, coef, memory=memory,
+                            **_indices("stencil_1d", block=block, items=items), out=out)
 
 
 def stencil_1d_reference(x: np.ndarray,
                          coef: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
     """NumPy reference of :func:`stencil_1d` in float64 (weights rounded to float32 first)."""
-    w = STENCIL_8TH_ORDER if coef is None else np.asarray(coef)
+    fn = "stencil_1d_reference"
+    x = _host(fn, "x", x, np.float64, ndim=1)
+    w = STENCIL_8TH_ORDER if coef is None else _host(fn, "coef", coef, np.float64, ndim=1)
+    if not (3 <= len(w) <= 2 * MAX_RADIUS + 1 and len(w) % 2):
+        raise ValueError(f"{fn}: coef has {len(w)} weights; it needs 2R + 1 for a radius R "
+                         f"of 1..{MAX_RADIUS}")
     w = w.astype(np.float32).astype(np.float64)
     r = len(w) // 2
-    xp = np.pad(np.asarray(x, dtype=np.float64), r)
+    xp = np.pad(x, r)
     return np.correlate(xp, w, mode="valid")
 
 
@@ -105,7 +116,8 @@ def constant_broadcast(distinct: int, *, memory: Literal["constant", "readonly"]
     -------
     numpy.ndarray of ``n`` float32 sums (a DeviceArray when ``out`` is given).
     """
-    return _core.constant_broadcast(distinct, memory=memory, n=n, iters=iters, block=block,
+    return _core.constant_broadcast(_index("constant_broadcast", "distinct", distinct), memory=memory,
+                                    **_indices("constant_broadcast", n=n, iters=iters, block=block),
                                     out=out)
 
 
@@ -117,11 +129,14 @@ def broadcast_table() -> np.ndarray:
 def constant_broadcast_reference(distinct: int, n: int = 1 << 20, iters: int = 256) -> np.ndarray:
     """NumPy reference of :func:`constant_broadcast` (exact: every partial sum is a
     multiple of 1/4 well below 2**22)."""
+    fn = "constant_broadcast_reference"
+    distinct, n, iters = (_int(fn, k, v, *BROADCAST_RANGES[k])
+                          for k, v in (("distinct", distinct), ("n", n), ("iters", iters)))
     table = broadcast_table().astype(np.float64)
     words = np.arange(32) % distinct
     idx = (words[:, None] + 32 * np.arange(iters)[None, :]) & (BROADCAST_TABLE - 1)
     per_lane = table[idx].sum(axis=1)
-    return per_lane[np.arange(n) % 32].astype(np.float32)
+    return np.resize(per_lane.astype(np.float32), n)      # lane t % 32, n floats and no more
 
 
 # ---- sweeps ----------------------------------------------------------------------
@@ -129,8 +144,13 @@ def broadcast_sweep(distincts: Sequence[int] = (1, 2, 4, 8, 16, 32), *, n: int =
                     iters: int = 256, repeat: int = 20) -> Table:
     """:func:`constant_broadcast` through both caches for each number of distinct words
     per warp: time, and time per load relative to one word."""
+    fn = "broadcast_sweep"
+    ds = _ints(fn, "distincts", distincts, *BROADCAST_RANGES["distinct"])
+    n, iters = _int(fn, "n", n, *BROADCAST_RANGES["n"]), _int(fn, "iters", iters,
+                                                                *BROADCAST_RANGES["iters"])
+    repeat = _repeat(fn, repeat)
     rows = []
-    for d in distincts:
+    for d in ds:
         row = {"distinct": d}
         for mem in (v[1] for v in _core.variants("constant_broadcast")):   # constant, readonly
             r, _ = _bench(constant_broadcast, d, memory=mem, n=n, iters=iters, repeat=repeat,

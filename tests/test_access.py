@@ -498,3 +498,52 @@ def test_offset_sweeps_on_gpu(no_leak):
     for sweep in (access.idle_lanes_sweep([33, 512], n=2**16, repeat=2, progress=False),
                   access.cache_path_compare(offsets=[11], n=2**16, repeat=2, progress=False)):
         assert all(v > 0 for v in sweep["ms"]), sweep.title
+
+
+# ---- issue 11: arguments first, named by the function called --------------------------
+def test_sweep_metrics_are_checked_up_front(no_gpu, fake_model):
+    with pytest.raises(ValueError, match=r"offset_sweep: unknown metric 'nonsense'"):
+        access.offset_sweep(metrics=["nonsense"])
+    with pytest.raises(ValueError, match=r"idle_lanes_sweep: unknown metric 'gld_eficiency' "
+                                         r"\(did you mean 'gld_efficiency'"):
+        access.idle_lanes_sweep(metrics=["gld_eficiency"])
+    with pytest.raises(ValueError, match=r"cache_path_compare: metrics is empty"):
+        access.cache_path_compare(metrics=[])
+    assert fake_model.calls == []
+
+
+def test_cache_path_compare_errors_name_it_and_its_argument(no_gpu, fake_model):
+    with pytest.raises(ValueError, match=r"^cache_path_compare: caches=\['L3'\]: cache='L3' is unknown"):
+        access.cache_path_compare(caches=["L3"])
+    with pytest.raises(ValueError, match=r"^cache_path_compare: caches is empty"):
+        access.cache_path_compare(caches=[])
+    with pytest.raises(TypeError, match=r"^cache_path_compare: progress must be a bool"):
+        access.cache_path_compare(progress=1)
+
+
+def test_sweeps_take_numpy_ints_and_bools(no_gpu, fake_model):
+    t = access.offset_sweep(np.arange(3), n=np.int64(64), block=np.int32(32),
+                            repeat=np.uint8(2), progress=np.False_)
+    assert t["offset"] == [0, 1, 2] and all(type(o) is int for o in t["offset"])
+    assert [c[2]["n"] for c in fake_model.calls] == [64, 64, 64]
+    t = access.idle_lanes_sweep(np.int16(48), offset=np.int64(1), n=100, progress=False)
+    assert t["idle_lanes"] == [16] and t["block"] == [48]
+    for bad in (True, np.True_):
+        with pytest.raises(TypeError, match=r"offset_sweep: offsets must be an int.*, not bool"):
+            access.offset_sweep(bad, progress=False)
+    with pytest.raises(ValueError, match=r"offset_sweep: n=1099511627776 is not allowed; "
+                                         r"n must be <= 2147483647"):
+        access.offset_sweep([0], n=2**40)
+    with pytest.raises(ValueError, match=r"offset_sweep: offsets lists more than 100,000 values"):
+        access.offset_sweep(range(2**40), n=2**31 - 1)
+    with pytest.raises(TypeError, match=r"idle_lanes_sweep: kind must be a str, not list"):
+        access.idle_lanes_sweep(kind=["read", "write"])
+
+
+def test_kernels_refuse_none_arrays_and_array_ints():
+    with pytest.raises(TypeError, match=r"vec_add: a must be a numpy.ndarray or gpumem.DeviceArray, not None"):
+        gm.vec_add(None, None)
+    with pytest.raises(TypeError, match=r"read_offset: offset must be an int, not ndarray"):
+        gm.read_offset(m(8), m(8), offset=np.array([1]))
+    with pytest.raises(TypeError, match=r"copy: block must be an int, not bool"):
+        gm.copy(m(8), block=np.True_)

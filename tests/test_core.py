@@ -385,3 +385,97 @@ def test_renamed_and_moved_functions_still_work_with_a_warning():
     assert model_occupancy("9.0", 256, 32, 0)["blocks_per_sm"] == 8
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         spaces.nope
+
+
+# ---- issue 11: arguments first, everywhere --------------------------------------------
+def test_import_from_a_source_tree_without_the_extension_says_what_to_do(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    src = tmp_path / "gpumem"
+    shutil.copytree(gm.__path__[0], src, ignore=shutil.ignore_patterns("_core*.so", "_core*.pyd",
+                                                                       "__pycache__"))
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'gpumem'\n")
+    # (an editable install of another checkout would answer gpumem._core: leave it out)
+    code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in "
+            "getattr(f, '__module__', '')]; import gpumem")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 1
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: you are importing gpumem from its source tree "
+                           f"{tmp_path}, which has no built extension (gpumem/_core")
+    assert "pip install -e ." in last and "another folder" in last
+
+
+@pytest.mark.parametrize("bad, exc", [(True, TypeError), (np.True_, TypeError), (1.0, TypeError),
+                                      (np.int64(0), ValueError), (np.uint8(0), ValueError)])
+def test_bench_ints_take_index_and_refuse_bool(bad, exc):
+    with pytest.raises(exc, match=r"bench: repeat"):
+        gm.bench(gm.vec_add, m(4), m(4), repeat=bad)
+
+
+def test_bench_raises_the_kernels_own_error_before_uploading(monkeypatch):
+    uploads = []
+    monkeypatch.setattr(gm, "to_device", lambda a: uploads.append(a))
+    with pytest.raises(TypeError, match=r"vec_add: b has dtype"):
+        gm.bench(gm.vec_add, m(8), m(8, dtype=np.float64))
+    with pytest.raises(ValueError, match=r"vec_add: block=0 is not allowed"):
+        gm.bench(gm.vec_add, m(8), m(8), block=0)
+    assert uploads == []
+    with gm._names._checking():                 # nests, and switches off at the end
+        with gm._names._checking():
+            assert gm.vec_add(m(8), m(8)) is None
+        assert gm.vec_add(m(8), m(8)) is None
+    assert not gm._names._checking_only()
+
+
+def test_dir_is_the_public_api():
+    d = dir(gm)
+    assert not {"np", "Any", "contextlib", "statistics", "dataclass"} & set(d)
+    assert set(gm.__all__) <= set(d)
+    assert {"model", "experiments", "access", "layout", "stencil", "spaces", "introspect"} <= set(d)
+
+
+def test_py_typed_marks_the_package_typed():
+    import os
+
+    assert os.path.isfile(os.path.join(gm.__path__[0], "py.typed"))
+
+
+def test_variants_show_as_a_table_and_stay_a_list():
+    vs = gm.variants("matmul")
+    assert isinstance(vs, list) and [v.name for v in vs] == ["naive", "tiled"]
+    lines = repr(vs).splitlines()
+    assert lines[0] == "variants of matmul"
+    assert lines[1].split() == ["family", "name", "idea", "bytes", "flops", "select"]
+    assert lines[3].split()[:2] == ["matmul", "naive"] and lines[3].split()[-1] == "0"
+    md = vs._repr_markdown_()
+    assert "| family | name | idea | bytes | flops | select |" in md and "| matmul | tiled |" in md
+    assert "gld_efficiency" in repr(gm.metrics())        # a Table shows its rows too
+
+
+def test_table_checks_its_arguments():
+    with pytest.raises(TypeError, match=r"Table: rows must be an iterable of mappings"):
+        gm.Table(5)
+    with pytest.raises(TypeError, match=r"Table: rows must be mappings .* row 1 is a int"):
+        gm.Table([{"a": 1}, 2])
+    with pytest.raises(TypeError, match=r"Table: columns must be a sequence of column names"):
+        gm.Table([], columns="ab")
+    with pytest.raises(TypeError, match=r"Table: title must be a str"):
+        gm.Table([], title=3)
+    t = gm.Table([{"x": 1, "y": 2.0}])
+    with pytest.raises(ValueError, match=r"Table.plot: y='ms' is not a column; the columns are "
+                                         r"'x', 'y'"):
+        t.plot("x", "ms")
+    with pytest.raises(TypeError, match=r"Table: a column is named by a str"):
+        t[0]
+
+
+def test_table_formats_each_column_one_way():
+    t = gm.Table([{"bytes": 2097152.0, "n": 524288, "ms": 0.0123, "eff": 100.0, "big": 2.5e9},
+                  {"bytes": 1024.0, "n": 7, "ms": 5.25, "eff": 87.5, "big": 3.25}])
+    cells = [line.split() for line in str(t).splitlines()[2:]]
+    assert cells == [["2,097,152", "524,288", "0.012", "100.0", "2.500e+09"],
+                     ["1,024", "7", "5.250", "87.5", "3.250e+00"]]
+    assert "| 2,097,152 | 524,288 | 0.012 | 100.0 | 2.500e+09 |" in t.to_markdown()

@@ -183,3 +183,56 @@ def test_block_size_sweep_any_kernel(rng):
     m = gm.block_size_sweep(gm.matmul, np.ones((40, 40), np.float32), np.ones((40, 40), np.float32),
                             blocks=(8, 32), param="tile", repeat=2, warmup=1)
     assert m["threads/block"] == [64, 1024]
+
+
+# ---- issue 11: arguments first -------------------------------------------------------------
+def _no_device(monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("reached the device")
+    monkeypatch.setattr(gm, "bench", refuse)
+    monkeypatch.setattr(gm, "to_device", refuse)
+
+
+@pytest.mark.parametrize("kw, exc, msg", [
+    ({"blocks": [0]}, ValueError, r"block_size_sweep: blocks=0 is not allowed; blocks must be 1..1024"),
+    ({"blocks": [32, True]}, TypeError, r"block_size_sweep: blocks must be an int, not bool"),
+    ({"param": "blok"}, TypeError, r"block_size_sweep: blok=32: vec_add\(\) got an unexpected keyword"),
+    ({"param": 3}, TypeError, r"block_size_sweep: param must be a str"),
+    ({"repeat": np.int64(0)}, ValueError, r"block_size_sweep: repeat=0 is not allowed"),
+    ({"block": 64}, TypeError, r"block_size_sweep: block= is what the sweep sets"),
+])
+def test_block_size_sweep_checks_before_any_device_work(monkeypatch, kw, exc, msg):
+    _no_device(monkeypatch)
+    a = np.ones(64, np.float32)
+    with pytest.raises(exc, match=msg):
+        gm.block_size_sweep(gm.vec_add, a, a, **kw)
+
+
+def test_block_size_sweep_checks_every_call_of_the_kernel(monkeypatch):
+    _no_device(monkeypatch)
+    a = np.ones(64, np.float32)
+    with pytest.raises(TypeError, match=r"block_size_sweep: block=32: vec_add: b has dtype"):
+        gm.block_size_sweep(gm.vec_add, a, a.astype(np.float64))
+    with pytest.raises(ValueError, match=r"block_size_sweep: tile=64: matmul: tile=64"):
+        gm.block_size_sweep(gm.matmul, np.ones((4, 4), np.float32), np.ones((4, 4), np.float32),
+                            blocks=[8, 64], param="tile")
+
+
+def test_compiler_report_checks_the_family_before_cuobjdump(monkeypatch):
+    def no_tool(name):
+        raise AssertionError("looked for " + name)
+    monkeypatch.setattr(introspect, "_find_tool", no_tool)
+    with pytest.raises(ValueError, match=r"compiler_report: family='matmull' is unknown; "
+                                         r"allowed: 'vec_add', 'matmul'"):
+        gm.compiler_report("matmull")
+    with pytest.raises(TypeError, match=r"compiler_report: family must be a str or None, not int"):
+        gm.compiler_report(3)
+    with pytest.raises(TypeError, match=r"compiler_report: sass must be a bool"):
+        gm.compiler_report("matmul", sass="yes")
+
+
+def test_kernel_occupancy_ints_refuse_bool():
+    with pytest.raises(TypeError, match=r"kernel_occupancy: block must be an int, not bool"):
+        gm.kernel_occupancy("matmul", "tiled", True)
+    with pytest.raises(TypeError, match=r"kernel_occupancy: smem must be an int, not float"):
+        gm.kernel_occupancy("matmul", "tiled", 256, 1.5)

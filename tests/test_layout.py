@@ -217,3 +217,19 @@ def test_layout_sweeps_on_gpu(no_leak):
     for sweep in (layout.stride_sweep([1, 32], n=2**16, repeat=2, progress=False),
                   layout.aos_vs_soa(n=2**16, repeat=2, progress=False)):
         assert all(v > 0 for v in sweep["ms"]), sweep.title
+
+
+# ---- issue 11: arguments first ----------------------------------------------------------
+def test_layout_sweeps_check_everything_first(no_gpu):
+    with pytest.raises(ValueError, match=r"stride_sweep: n=1099511627776 is not allowed; n must be <= "):
+        layout.stride_sweep(n=2**40)
+    with pytest.raises(ValueError, match=r"aos_vs_soa: unknown metric 'x'"):
+        layout.aos_vs_soa(metrics=["x"])
+    with pytest.raises(TypeError, match=r"aos_vs_soa: progress must be a bool"):
+        layout.aos_vs_soa(progress=None)
+    with pytest.raises(ValueError, match=r"aos_vs_soa: n=1000000000 is not allowed"):
+        layout.aos_vs_soa(n=10**9)          # distance's 3 n floats would not fit an int index
+    with pytest.raises(TypeError, match=r"strided_read: a must be a numpy.ndarray"):
+        gm.strided_read(None)
+    with pytest.raises(TypeError, match=r"struct_update: block must be an int, not float"):
+        gm.struct_update(np.ones((4, 2), np.float32), block=32.0)

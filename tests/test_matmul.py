@@ -151,3 +151,17 @@ def test_matmul_tiled_is_deterministic_and_equals_naive_order(rng):
     r1 = gm.matmul(a, b, tile=16)
     r2 = gm.matmul(a, b, tile=16)
     np.testing.assert_array_equal(r1, r2)
+
+
+# ---- issue 11: arguments first ----------------------------------------------------------
+def test_matmul_reference_names_itself_and_the_argument():
+    with pytest.raises(ValueError, match=r"matmul_reference: a is 2 x 3 and b is 4 x 2: a's "
+                                         r"columns must equal b's rows"):
+        gm.matmul_reference(np.ones((2, 3)), np.ones((4, 2)))
+    with pytest.raises(TypeError, match=r"matmul_reference: b must be an array of real numbers, not str"):
+        gm.matmul_reference(np.ones((2, 2)), "x")
+    with pytest.raises(ValueError, match=r"matmul_reference: a must be 2-D, not 1-D"):
+        gm.matmul_reference(np.ones(3), np.ones((3, 2)))
+    with pytest.raises(TypeError, match=r"matmul: tile must be an int, not bool"):
+        gm.matmul(m(2, 2), m(2, 2), tile=True)
+    np.testing.assert_array_equal(gm.matmul_reference([[1, 2]], [[3], [4]]), [[11.0]])

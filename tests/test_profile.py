@@ -573,3 +573,17 @@ def test_every_alias_equals_ncu_within_half_a_percent(counters, tmp_path):
             if not ok:
                 bad.append(line)
     assert not bad, "\n".join(bad)
+
+
+# ---- issue 11: errors name the function called --------------------------------------------
+def test_raw_metrics_and_profile_name_themselves():
+    with pytest.raises(TypeError, match=r"raw_metrics: names must be a sequence"):
+        raw_metrics(5)
+    with pytest.raises(TypeError, match=r"raw_metrics: names must be a sequence"):
+        raw_metrics(np.array(3.0))
+    with pytest.raises(ValueError, match=r"raw_metrics: unknown metric 'a'"):
+        raw_metrics({"a": 1})
+    with pytest.raises(TypeError, match=r"profile: replay must be a str"):
+        gpumem.profile(["gld_efficiency"], replay=1)
+    with pytest.raises(TypeError, match=r"profile: every name in metrics must be a str, not int"):
+        gpumem.profile([1])

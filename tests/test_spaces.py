@@ -191,3 +191,32 @@ def test_sweeps_are_consistent():
     assert d["variant"] == ["warp", "odd_even"] and d["x warp"][0] == 1.0
     lv = spaces.local_vs_registers(1 << 14, threads=1 << 10, repeat=3)
     assert lv["local bytes/thread"][0] >= 64 and lv["local bytes/thread"][1] == 0
+
+
+# ---- issue 11: arguments first ----------------------------------------------------------
+def test_spaces_check_their_arguments_before_the_device():
+    with pytest.raises(TypeError, match=r"lifetimes: launches must be an int, not bool"):
+        gm.lifetimes(True)
+    with pytest.raises(ValueError, match=r"lifetimes: blocks=0 is not allowed"):
+        gm.lifetimes(np.int64(2), blocks=0)           # checked before the first launch
+    with pytest.raises(ValueError, match=r"lifetimes: launches=0 is not allowed"):
+        gm.lifetimes(np.uint8(0))
+    with pytest.raises(ValueError, match=r"divergence_reference: block=33 is not allowed"):
+        divergence_reference(np.ones(4, np.float32), block=33)
+    with pytest.raises(ValueError, match=r"divergence_reference: variant='odd' is unknown"):
+        divergence_reference(np.ones(4, np.float32), variant="odd")
+    with pytest.raises(TypeError, match=r"divergence: x must be a numpy.ndarray"):
+        gm.divergence(None)
+    with pytest.raises(ValueError, match=r"register_pressure_reference: x must have shape \(64, n\)"):
+        spaces.register_pressure_reference(np.ones((3, 4), np.float32))
+    with pytest.raises(ValueError, match=r"local_vs_registers: n=0 is not allowed"):
+        spaces.local_vs_registers(0)
+    with pytest.raises(TypeError, match=r"divergence_compare: iters must be an int, not str"):
+        spaces.divergence_compare(iters="8")
+    with pytest.raises(ValueError, match=r"register_pressure_sweep: repeat=0 is not allowed"):
+        spaces.register_pressure_sweep(repeat=0)
+
+
+def test_lifetimes_under_a_check_returns_none_without_launching():
+    with gm._names._checking():
+        assert gm.lifetimes(np.int64(2)) is None

@@ -270,3 +270,27 @@ def test_broadcast_sweep_is_consistent():
     for row in b:
         assert row["constant / readonly"] == pytest.approx(row["constant_ms"] / row["readonly_ms"])
     assert b["constant vs 1 word"][0] == 1.0
+
+
+# ---- issue 11: arguments first ----------------------------------------------------------
+def test_stencil_references_and_sweep_check_their_arguments(monkeypatch):
+    monkeypatch.setattr(gm, "bench", lambda *a, **k: pytest.fail("reached the device"))
+    with pytest.raises(ValueError, match=r"constant_broadcast_reference: distinct=0 is not allowed; "
+                                         r"distinct must be 1..32"):
+        constant_broadcast_reference(0)
+    with pytest.raises(TypeError, match=r"constant_broadcast_reference: iters must be an int, not bool"):
+        constant_broadcast_reference(4, iters=True)
+    with pytest.raises(ValueError, match=r"broadcast_sweep: distincts=33 is not allowed"):
+        stencil.broadcast_sweep([1, 33])
+    with pytest.raises(ValueError, match=r"broadcast_sweep: repeat=0 is not allowed"):
+        stencil.broadcast_sweep(repeat=0)
+    with pytest.raises(ValueError, match=r"stencil_1d_reference: coef has 4 weights"):
+        stencil_1d_reference(np.ones(8), [1, 2, 3, 4])
+    with pytest.raises(TypeError, match=r"stencil_1d_reference: x must be an array of real numbers"):
+        stencil_1d_reference(None)
+    with pytest.raises(TypeError, match=r"constant_broadcast: distinct must be an int, not NoneType"):
+        gm.constant_broadcast(None)
+    got = constant_broadcast_reference(np.int64(3), n=np.int64(70), iters=2)
+    assert got.shape == (70,) and got.dtype == np.float32
+    table = stencil.broadcast_table()
+    assert got[33] == table[1] + table[33]      # lane 1: word 1, then word 1 + 32

@@ -1,0 +1,208 @@
+"""Random values and types at every public function (issue 11).
+
+Each call either runs (with a GPU), raises CudaUnavailableError (no GPU, valid
+arguments; FileNotFoundError for compiler_report without cuobjdump), or raises
+TypeError / ValueError whose message names the function and an argument --
+never another exception, and never (without a GPU, or on an error path) more
+than a second or 200 MB.  Derandomized, no example database: CI sees the same
+calls every run.  gpumem.model has its own tests (tests/test_model.py); the
+sweeps here ask a stand-in model, so what is timed is gpumem's own handling.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import time
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+
+import importlib
+
+import gpumem as gm
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+GPU = gm.is_available()
+SECONDS, BYTES = 1.0, 200 * 2**20
+
+# ---- the functions --------------------------------------------------------------------------
+_CLASSES = {"Table"}          # constructors that take user input (the rest are results)
+_LEAVE_OUT = {"profiler_available"}  # no arguments (and profiles a launch on a GPU)
+
+
+def _public() -> dict[str, object]:
+    out = {}
+    for stem in ("", ".access", ".layout", ".matmul", ".stencil", ".spaces", ".introspect",
+                 ".experiments", ".profile"):
+        mod = importlib.import_module("gpumem" + stem)
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if name in _LEAVE_OUT or not callable(obj):
+                continue
+            if inspect.isclass(obj) and name not in _CLASSES:
+                continue
+            out.setdefault(name, obj)
+    return out
+
+
+FUNCTIONS = _public()
+
+
+def _table() -> gm.Table:
+    return gm.Table([{"x": 1, "y": 2.5, "k": "a"}, {"x": 2, "y": 3.5, "k": "b"}])
+
+
+METHODS = {"Table.plot": lambda *a, **k: _table().plot(*a, **k),
+           "Table.__getitem__": lambda *a, **k: _table().__getitem__(*a, **k)}
+
+# ---- the values -------------------------------------------------------------------------------
+_INTS = [-2**63, -1, 0, 1, 2, 3, 4, 7, 8, 11, 16, 31, 32, 33, 64, 100, 256, 1000, 1024, 1025,
+         2**40, 2**64]
+_NP_INTS = [np.int8(4), np.int64(32), np.uint64(256), np.int32(-1), np.int64(2**40)]
+_ODD = [0.5, float("nan"), float("inf"), -1.0, 1e300, 32.0, "", "x", "default", "read",
+        "matmul", "tiled", "gld_efficiency", "cap32", "constant", "aos", None, True, False,
+        np.True_, [], [1, 2], [0], ["a"], [None], (32, 64), {"a": 1}, range(3), range(2**40),
+        b"bytes", 1 + 2j, object()]
+_NAMES = ["block", "tile", "items", "n", "variant", "bogus", "offset", "stride"]
+
+
+def _arrays() -> list:
+    f32 = np.float32
+    out = [np.ones(0, f32), np.ones(1, f32), np.ones(33, f32), np.linspace(0, 1, 256, dtype=f32),
+           np.ones(256), np.arange(64, dtype=np.int32), np.ones((4, 4), f32),
+           np.ones((64, 8), f32), np.ones((3, 5), bool), np.ones(8, np.complex64),
+           np.array([1, None], dtype=object), np.array(3.0, f32), np.ones(64, f32)[::2],
+           np.full(9, np.nan, f32), np.array(["a", "b"]), np.ones((2, 0), f32),
+           np.ones((8, 2), f32), np.ones((3, 8), f32)]
+    if GPU:
+        out += [gm.to_device(np.ones(64, f32)), gm.to_device(np.ones((4, 4), f32))]
+    return out
+
+
+_KERNELS = [gm.vec_add, gm.matmul, gm.copy, gm.lifetimes, lambda *a, **k: None, len, 3, None]
+VALUES = st.one_of(st.sampled_from(_INTS), st.sampled_from(_NP_INTS), st.sampled_from(_ODD),
+                   st.sampled_from(_arrays()), st.sampled_from(_KERNELS),
+                   st.integers(-2**70, 2**12), st.integers(2**63, 2**70))  # valid sizes stay small
+
+
+# ---- one call -----------------------------------------------------------------------------
+class _StandIn:
+    """A cheap model for the sweeps (gpumem.model's cost is its own tests' business)."""
+
+    @staticmethod
+    def predict(family, variant, **params):
+        return {m: 1.0 for m in gm.experiments.METRICS}
+
+
+@pytest.fixture(autouse=True)
+def _cheap_model(monkeypatch):
+    import gpumem._sweep as sweep
+
+    monkeypatch.setattr(sweep, "_model_predict", lambda: _StandIn.predict)
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+
+def _show(name: str, args: tuple, kw: dict) -> str:
+    """The call, short (arrays summarised)."""
+    with np.printoptions(threshold=8, edgeitems=2):
+        s = f"{name}(*{args!r}, **{kw!r})"
+    return " ".join(s.split())[:300]
+
+
+def _call(name: str, fn, args: tuple, kw: dict, passed: set[str]) -> None:
+    import matplotlib.pyplot as plt
+
+    call = _show(name, args, kw)
+    if os.environ.get("GPUMEM_SHOW_CALLS"):
+        print("CALL", call, flush=True)
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    ran = False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(*args, **kw)
+        ran = True
+    except (gm.CudaUnavailableError, FileNotFoundError) as e:
+        assert not GPU or isinstance(e, FileNotFoundError), f"{name}: {e!r} with a GPU"
+    except KeyError as e:      # t[column]: a missing column, as a mapping says it
+        assert name == "Table.__getitem__" and "no column" in str(e), f"{call}: {e!r}"
+    except (TypeError, ValueError) as e:
+        msg = str(e)
+        short = name.split(".")[0]
+        # bench(fn, ...) and block_size_sweep(fn, ...) pass on the kernel's own error,
+        # which names the kernel and its argument
+        kernels = {getattr(a, "__name__", "") for a in args} - {""}
+        words = set(msg.replace("(", " ").replace(":", " ").split())
+        own = bool(kernels & words) and short in ("bench", "block_size_sweep")
+        assert short in msg or own, \
+            f"{call} raised {type(e).__name__} not naming the function: {msg}"
+        assert own or not passed or any(p in msg for p in passed) or "argument" in msg, \
+            f"{call} raised {type(e).__name__} naming none of {passed}: {msg}"
+    finally:
+        seconds = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        plt.close("all")
+    if ran and GPU:
+        return        # real work on a GPU may take its time
+    assert seconds < SECONDS, f"{call} took {seconds:.2f} s"
+    assert peak < BYTES, f"{call} took {peak / 2**20:.0f} MB"
+
+
+_SETTINGS = settings(max_examples=150, derandomize=True, database=None, deadline=None,
+                     suppress_health_check=list(HealthCheck))
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS) + sorted(METHODS))
+@_SETTINGS
+@given(data=st.data())
+def test_random_arguments(name, data):
+    fn = FUNCTIONS.get(name) or METHODS[name]
+    target = fn if name in FUNCTIONS else getattr(gm.Table, name.split(".")[1])
+    params = [p for p in inspect.signature(target).parameters.values() if p.name != "self"]
+    args, kw, passed = [], {}, set()
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            args += data.draw(st.lists(VALUES, max_size=3), label=p.name)
+            continue
+        if p.kind is p.VAR_KEYWORD and name == "Table.plot":
+            continue                     # matplotlib's own keywords, passed through
+        if p.kind is p.VAR_KEYWORD:
+            extra = data.draw(st.dictionaries(st.sampled_from(_NAMES), VALUES, max_size=2),
+                              label=p.name)
+            kw.update({k: v for k, v in extra.items() if k not in kw})
+            passed |= set(extra)
+            continue
+        required = p.default is p.empty
+        if not required and not data.draw(st.booleans(), label=f"pass {p.name}"):
+            continue
+        if required and not data.draw(st.integers(0, 9), label=f"omit {p.name}"):
+            continue                         # now and then a required argument is missing
+        v = data.draw(VALUES, label=p.name)
+        passed.add(p.name)
+        if p.kind is p.POSITIONAL_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and not kw
+                                           and len(args) == params.index(p)):
+            args.append(v)
+        else:
+            kw[p.name] = v
+    try:     # which parameters the values landed in (a missing one shifts the rest)
+        bound = inspect.signature(target).bind_partial(*(["self"] if target is not fn else []),
+                                                       *args, **kw).arguments
+        passed = (set(bound) - {"self"}) | passed
+    except TypeError:
+        passed |= {p.name for p in params}
+    _call(name, fn, tuple(args), kw, passed)
+
+
+def test_every_public_function_is_covered():
+    assert {"vec_add", "bench", "block_size_sweep", "offset_sweep", "Table", "variants",
+            "matmul_reference", "compiler_report", "profile", "lifetimes"} <= set(FUNCTIONS)
+    assert "predict" not in FUNCTIONS      # gpumem.model: tests/test_model.py
