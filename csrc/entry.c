@@ -251,7 +251,8 @@ static int validate(gm_call *c, PyObject *args, PyObject *kwargs)
     if (bind(c, args, kwargs, bound) < 0)
         return -1;
     for (int i = 0; f->args[i].name; i++) {
-        if (bound[i] == NULL || bound[i] == Py_None)
+        /* None means "the default", except for a required argument. */
+        if (bound[i] == NULL || (bound[i] == Py_None && !(f->args[i].flags & GM_REQUIRED)))
             continue;
         c->obj[i] = bound[i];
         c->given[i] = 1;

@@ -50,8 +50,12 @@ int gm_arg_long(PyObject *obj, const char *fn, const char *name, long long *out)
         return -1;
     }
     PyObject *index = PyNumber_Index(obj);
-    if (index == NULL)
+    if (index == NULL) { /* e.g. an array of several elements */
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: %s must be an int, not %.200s", fn, name,
+                     Py_TYPE(obj)->tp_name);
         return -1;
+    }
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
     Py_DECREF(index);

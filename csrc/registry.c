@@ -130,7 +130,7 @@ static PyObject *check_only(PyObject *self, PyObject *arg)
 static PyMethodDef registry_methods[] = {
     {"_check_only", check_only, METH_O,
      "_check_only($module, on, /)\n--\n\nWhile on, every kernel function checks its arguments "
-     "and returns None without touching the device (gpumem.check_arguments() uses it)."},
+     "and returns None without touching the device (gpumem._names._checking() uses it)."},
     {"variants", variants, METH_VARARGS,
      "variants($module, family=None, /)\n--\n\nThe named kernel variants (of one family): "
      "(family, name, idea, bytes, flops, select) tuples."},

@@ -749,8 +749,8 @@ def to_markdown(tables: Sequence[Table], header: Sequence[str] = ()) -> str:
 def _html_table(t: Table) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(t._header(c))}</th>" for c in t.columns)
-    body = "".join("<tr>" + "".join(f"<td>{esc(Table._fmt(r.get(c)))}</td>" for c in t.columns)
-                   + "</tr>\n" for r in t.rows)
+    body = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>\n"
+                   for row in t._cells())
     cap = f"<caption>{esc(t.title)}</caption>" if t.title else ""
     return f"<table>{cap}<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody></table>"
 
