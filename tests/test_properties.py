@@ -130,6 +130,8 @@ def _call(name: str, fn, args: tuple, kw: dict, passed: set[str]) -> None:
             warnings.simplefilter("ignore")
             fn(*args, **kw)
         ran = True
+    except gm.DeviceMemoryError as e:  # valid, but more than the GPU holds: said as such
+        assert GPU and "out of device memory" in str(e), f"{call}: {e!r}"
     except (gm.CudaUnavailableError, FileNotFoundError) as e:
         assert not GPU or isinstance(e, FileNotFoundError), f"{name}: {e!r} with a GPU"
     except KeyError as e:      # t[column]: a missing column, as a mapping says it
