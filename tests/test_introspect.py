@@ -108,6 +108,8 @@ def test_attributes_and_occupancy_bad_arguments():
         gm.kernel_attributes("matmul", "tiled", tile=12)
     with pytest.raises(ValueError, match="items=3 is not allowed"):
         gm.kernel_attributes("stencil_1d", "readonly", items=3)
+    with pytest.raises(ValueError, match="cache='l3' is unknown; allowed: 'default', 'ca'"):
+        gm.kernel_attributes("read_offset", "unroll1", cache="l3")
     with pytest.raises(ValueError, match="block=0 is not allowed; block must be 1..1024"):
         gm.kernel_occupancy("vec_add", "default", 0)
     with pytest.raises(ValueError, match="block=2048 is not allowed"):
@@ -117,6 +119,19 @@ def test_attributes_and_occupancy_bad_arguments():
 
 
 # ---- on the GPU ---------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_every_variant_names_its_kernel():
+    # Each family's own selector finds the kernel of every variant (the access
+    # variants had none before): attributes and occupancy answer for all of them.
+    for v in gm.variants():
+        a = gm.kernel_attributes(v.family, v.name)
+        assert a.registers_per_thread > 0 and a.max_threads_per_block >= 256, (v, a)
+        assert gm.kernel_occupancy(v.family, v.name, 128).blocks_per_sm >= 1, v
+    # the load path picks one of five read_offset kernels: every one is built
+    for cache in gm._core.CACHE_PATHS:
+        assert gm.kernel_attributes("read_offset", "unroll4", cache=cache).registers_per_thread > 0
+
+
 @pytest.mark.gpu
 def test_kernel_attributes_numbers():
     caps = {v: gm.kernel_attributes("register_pressure", v) for v in REGCAP_CAPS}
