@@ -6,6 +6,9 @@ Environment:
   GPUMEM_CUDA_ARCHS       e.g. "90" or "75;80;86;89;90;100;120"; default: every
                           real target of this nvcc from sm_75 up, plus PTX of
                           the newest (so newer GPUs still run it)
+  GPUMEM_CUDA_OBJDIR      where the CUDA objects go (default: the build's temp
+                          folder); they do not depend on Python, so builds for
+                          several Pythons can share one (tools/build-wheels)
 """
 import glob
 import json
@@ -83,7 +86,7 @@ class BuildExt(build_ext):
         flags = ["-O3", "-std=c++17", "--threads", "0", "-Xcompiler", "-fPIC",
                  "-Xcompiler", "-fvisibility=hidden", "-I", os.path.join(HERE, "cuda")]
         flags += gencode_flags(self.nvcc)
-        out_dir = os.path.join(self.build_temp, "cuda")
+        out_dir = os.environ.get("GPUMEM_CUDA_OBJDIR") or os.path.join(self.build_temp, "cuda")
         os.makedirs(out_dir, exist_ok=True)
         headers = glob.glob(os.path.join(HERE, "cuda", "*.h")) + glob.glob(
             os.path.join(HERE, "cuda", "*.cuh"))

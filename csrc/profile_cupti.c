@@ -174,10 +174,10 @@ int gm_prof_load_cupti(PyObject *dirs)
     }
     gm_prof_error("library", NULL, 0,
                   PyUnicode_FromFormat(
-                      "CUPTI (libcupti.so.13) was not found%s%s -- install it with "
-                      "'pip install nvidia-cuda-cupti' or the CUDA toolkit (it ships "
-                      "extras/CUPTI/lib64), or set CUDA_HOME to a toolkit that has it; "
-                      "timings work without it",
+                      "CUPTI (libcupti.so.13) was not found%s%s -- install gpumem's profile "
+                      "extra, pip install 'gpumem[profile]' (the nvidia-cuda-cupti wheel), or "
+                      "the CUDA toolkit (it ships extras/CUPTI/lib64), or set CUDA_HOME to a "
+                      "toolkit that has it; timings work without it",
                       pos ? ": " : "", tried));
     return -1;
 }
@@ -251,9 +251,10 @@ PyObject *gm_prof_load(PyObject *self, PyObject *args)
         if (!found)
             return gm_prof_error(
                 "library", NULL, 0,
-                PyUnicode_FromFormat("CUPTI (libcupti.so.13) was not found in %R -- install it "
-                                     "with 'pip install nvidia-cuda-cupti' or the CUDA toolkit, "
-                                     "or set CUDA_HOME; timings work without it",
+                PyUnicode_FromFormat("CUPTI (libcupti.so.13) was not found in %R -- install "
+                                     "gpumem's profile extra, pip install 'gpumem[profile]' "
+                                     "(the nvidia-cuda-cupti wheel), or the CUDA toolkit, or "
+                                     "set CUDA_HOME; timings work without it",
                                      dirs));
     }
     if (gm_prof_load_cupti(dirs) < 0)

@@ -217,23 +217,19 @@ def _plan(names: list[str]) -> tuple[list[str], list[tuple[str, int, int]]]:
 
 
 def _cupti_dirs() -> list[str]:
-    """Where libcupti may live: the toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda),
-    then the nvidia-cuda-cupti wheel; the loader's own path is tried last."""
+    """Where libcupti may live: first the nvidia-cuda-cupti wheel of this environment
+    (``pip install 'gpumem[profile]'``: the CUDA major gpumem was built with), then the
+    toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda); the loader's own path is tried last."""
     dirs: list[str] = []
+    candidates = [os.path.join(entry or ".", sub) for entry in sys.path
+                  for sub in ("nvidia/cu13/lib", "nvidia/cuda_cupti/lib")]
     roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    for root in roots:
-        if not root:
-            continue
-        for sub in ("extras/CUPTI/lib64", "lib64", "targets/x86_64-linux/lib",
-                    "targets/sbsa-linux/lib", "lib"):
-            d = os.path.join(root, sub)
-            if os.path.isdir(d) and d not in dirs:
-                dirs.append(d)
-    for entry in sys.path:
-        for sub in ("nvidia/cu13/lib", "nvidia/cuda_cupti/lib"):
-            d = os.path.join(entry or ".", sub)
-            if os.path.isdir(d) and d not in dirs:
-                dirs.append(d)
+    candidates += [os.path.join(root, sub) for root in roots if root
+                   for sub in ("extras/CUPTI/lib64", "lib64", "targets/x86_64-linux/lib",
+                               "targets/sbsa-linux/lib", "lib")]
+    for d in candidates:
+        if os.path.isdir(d) and d not in dirs:
+            dirs.append(d)
     return dirs
 
 
