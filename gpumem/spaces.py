@@ -169,6 +169,10 @@ def register_pressure(x: Array, *, variant: str = "uncapped", rounds: int = 8,
     ``"cap128"``, ``"cap64"``, ``"cap40"``, ``"cap32"`` (``__launch_bounds__(256, B)``
     with B = 2, 4, 6, 8 -- the variant's ``select`` in :func:`gpumem.variants` --: at
     most 65536 / (256 B) registers per thread, :data:`REGCAP_CAPS`; the rest spills).
+    A bound the SM cannot meet is not applied: B blocks of 256 threads must fit the
+    SM's thread limit, so on GPUs with 1024 (sm_75) or 1536 (sm_86, sm_89, sm_120)
+    threads per SM the compiler builds cap32 (and on sm_75 cap40) with the registers
+    it wants and no spills -- :func:`gpumem.compiler_report` shows it per architecture.
 
     Parameters
     ----------

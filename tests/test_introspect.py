@@ -26,17 +26,33 @@ def test_compiler_report_sees_local_memory_and_caps():
         pytest.skip("cuobjdump not found")
     by = {(r["family"], r["variant"], r["arch"]): r for r in t}
     archs = {r["arch"] for r in t}
+    checked = 0
     for arch in archs:
         cap32 = by[("register_pressure", "cap32", arch)]
         unc = by[("register_pressure", "uncapped", arch)]
-        assert cap32["registers"] <= 32 < unc["registers"]
-        assert cap32["stack bytes"] > 0 and unc["stack bytes"] == 0
+        assert unc["stack bytes"] == 0
+        # __launch_bounds__(256, 8) asks for 2048 resident threads: where the SM holds
+        # fewer (sm_75: 1024; sm_86, 89, 120: 1536) the compiler cannot honour it and
+        # keeps the registers it wants (measured in the multi-arch wheel: 75-80, no spills)
+        cc = f"{arch[3:-1]}.{arch[-1]}"
+        sm = gm.model.ARCHS.get(cc)
+        if sm is None:
+            continue                     # an architecture the occupancy table lacks
+        checked += 1
+        if 8 * 256 <= sm.threads_per_sm:
+            assert cap32["registers"] <= 32 < unc["registers"], arch
+            assert cap32["stack bytes"] > 0, arch
+        else:
+            assert cap32["registers"] > 32, arch
         loc = by[("thread_histogram", "local", arch)]
         reg = by[("thread_histogram", "registers", arch)]
         assert loc["stack bytes"] >= 16 * 4 and reg["stack bytes"] == 0
         if "LDL" in loc:
             assert loc["LDL"] > 0 and loc["STL"] > 0 and reg["LDL"] == reg["STL"] == 0
-            assert cap32["LDL"] > 0 and unc["LDL"] == 0
+            assert unc["LDL"] == 0
+            if cap32["stack bytes"] > 0:
+                assert cap32["LDL"] > 0
+    assert checked >= 1
 
 
 def test_compiler_report_says_what_it_needs(monkeypatch):
