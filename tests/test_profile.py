@@ -144,6 +144,7 @@ def test_missing_cupti_is_a_profiler_error_saying_how_to_fix():
         except gpumem.ProfilerError as e:
             assert e.reason == "library", e.reason
             assert "libcupti" in str(e) and "nvidia-cuda-cupti" in str(e), str(e)
+            assert "pip install 'gpumem[profile]'" in str(e), str(e)   # the extra, named
             assert _core._profile_state()["profiling"] == 0
             if gpumem.is_available():
                 one = np.ones(3, np.float32)
@@ -587,3 +588,20 @@ def test_raw_metrics_and_profile_name_themselves():
         gpumem.profile(["gld_efficiency"], replay=1)
     with pytest.raises(TypeError, match=r"profile: every name in metrics must be a str, not int"):
         gpumem.profile([1])
+
+
+def test_cupti_is_looked_for_in_the_profile_extra_first(tmp_path, monkeypatch):
+    # pip install 'gpumem[profile]' puts libcupti under site-packages/nvidia/cu13/lib:
+    # that directory comes before any toolkit's, with no environment variable needed.
+    import importlib
+    import sys
+
+    prof = importlib.import_module("gpumem.profile")
+    wheel = tmp_path / "site" / "nvidia" / "cu13" / "lib"
+    wheel.mkdir(parents=True)
+    toolkit = tmp_path / "cuda" / "extras" / "CUPTI" / "lib64"
+    toolkit.mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site")] + sys.path)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    dirs = prof._cupti_dirs()
+    assert dirs.index(str(wheel)) < dirs.index(str(toolkit))
