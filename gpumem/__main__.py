@@ -18,7 +18,7 @@ import gpumem as gm
 
 DESCRIPTION = """\
 Explore and measure the GPU memory hierarchy. With no command, runs 'report':
-every lesson's headline experiment on this GPU (about a minute on an H100),
+every lesson's headline experiment on this GPU (10 s on an H100),
 printed as one table of what was measured, what gpumem.model predicts, and a
 one-line takeaway. Without a GPU, prints the model's side of every row."""
 
