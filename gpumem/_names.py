@@ -2,8 +2,12 @@
 module-level shims that keep moved or renamed functions reachable for one
 release, each access warning with a DeprecationWarning.
 
-Infrastructure, not a lesson: lesson modules and ``gpumem/__init__.py`` import
-from here.
+Also the argument conversions every module shares (``_index``, ``_flag``: the
+lessons, the sweeps and gpumem.model) and the check-only switch of the C entry
+points (``_checking``).
+
+Infrastructure, not a lesson: lesson modules, ``gpumem/__init__.py`` and
+gpumem.model import from here.
 """
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .._names import _flag, _index
+
 #: Byte addresses the model takes: 0 <= address < MAX_ADDRESS (2**62, far
 #: beyond any GPU's 49- or 57-bit virtual address space, and room to add a
 #: width and round up to a line without leaving int64).
@@ -16,15 +18,10 @@ MAX_ADDRESS = 2 ** 62
 
 def index(fn: str, name: str, v: Any, lo: int | None = None, hi: int | None = None,
           allowed: tuple[int, ...] | None = None) -> int:
-    """``v`` as a Python int (``operator.index``: int or NumPy integer, not bool),
+    """``v`` as a Python int (gpumem's one integer check: ``operator.index``, not bool),
     optionally in ``lo..hi`` or one of ``allowed``; TypeError/ValueError naming
     ``fn`` and ``name`` otherwise."""
-    if isinstance(v, (bool, np.bool_)):
-        raise TypeError(f"{fn}: {name} must be an int, not bool")
-    try:
-        i = operator.index(v)
-    except TypeError:
-        raise TypeError(f"{fn}: {name} must be an int, not {type(v).__name__}") from None
+    i = _index(fn, name, v)
     if allowed is not None and i not in allowed:
         raise ValueError(f"{fn}: {name}={i} is not allowed; {name} must be one of "
                          f"{', '.join(map(str, allowed))}")
@@ -35,11 +32,8 @@ def index(fn: str, name: str, v: Any, lo: int | None = None, hi: int | None = No
     return i
 
 
-def flag(fn: str, name: str, v: Any) -> bool:
-    """``v`` as a bool: only ``True``/``False`` (or NumPy bools) are taken."""
-    if not isinstance(v, (bool, np.bool_)):
-        raise TypeError(f"{fn}: {name} must be a bool (True or False), not {type(v).__name__}")
-    return bool(v)
+#: ``v`` as a bool: only ``True``/``False`` (or NumPy bools) are taken.
+flag = _flag
 
 
 def address_array(fn: str, addresses: Any, max_lanes: int | None = None,
