@@ -168,6 +168,34 @@ class Table:
             ax.legend()
         return ax
 
+    def panels(self, x: str, ys: Sequence[str | Sequence[str]], by: str | None = None):
+        """One row of plots against ``x``, one panel per entry of ``ys`` (a column, or a
+        list of columns sharing a panel), of the columns that hold numbers here: without
+        a GPU the measured columns are empty and get no panel.  Needs matplotlib.
+
+        Returns the matplotlib Figure, or None when no column has data.
+        """
+        if isinstance(ys, str) or not isinstance(ys, (list, tuple)):
+            raise TypeError(f"Table.panels: ys must be a list of columns (or lists of them), "
+                            f"not {type(ys).__name__}")
+
+        def have(c):
+            return c in self.columns and any(v is not None for v in self[c])
+
+        shown = [[c for c in y if have(c)] if isinstance(y, (list, tuple)) else y for y in ys]
+        shown = [y for y in shown if (y if isinstance(y, list) else have(y))]
+        if not shown:
+            return None
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, len(shown), figsize=(5 * len(shown), 3.5), squeeze=False)
+        for ax, y in zip(axes[0], shown):
+            self.plot(x=x, y=y, by=by, ax=ax)
+            ax.set_title("")
+        fig.suptitle(self.title)
+        fig.tight_layout()
+        return fig
+
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool) and \

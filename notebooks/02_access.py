@@ -57,22 +57,6 @@ print(gm.device().summary() if gpu else
 print("efficiency columns:", "measured (hardware counters)" if counters else "model")
 
 
-def panels(table, x, ys, by=None):
-    """One row of plots of table columns against x: only the columns that hold numbers here."""
-    have = lambda c: c in table.columns and any(v is not None for v in table[c])
-    ys = [[c for c in y if have(c)] if isinstance(y, list) else y for y in ys]
-    ys = [y for y in ys if (y if isinstance(y, list) else have(y))]
-    if not ys:
-        return
-    fig, axes = plt.subplots(1, len(ys), figsize=(5 * len(ys), 3.5), squeeze=False)
-    for ax, y in zip(axes[0], ys):
-        table.plot(x=x, y=y, by=by, ax=ax)
-        ax.set_title("")
-    fig.suptitle(table.title)
-    fig.tight_layout()
-    plt.show()
-
-
 def where(table, title, **match):
     """The rows of a table whose columns equal the given values, as a Table of their own."""
     rows = [r for r in table.rows if all(r.get(k) == v for k, v in match.items())]
@@ -139,7 +123,8 @@ sweep = access.offset_sweep(OFFSETS, kind=["read", "write"], n=n, repeat=REPEAT,
                            progress=False)
 reads = where(sweep, f"misaligned reads, n={n}", kernel="read_offset")
 writes = where(sweep, f"misaligned writes, n={n}", kernel="write_offset")
-panels(reads, "offset", ["gld_transactions", "GB/s"])
+reads.panels("offset", ["gld_transactions", "GB/s"])
+plt.show()
 
 # %% [markdown]
 # The headline: the load efficiency against the offset, with the model's line over the
@@ -189,7 +174,8 @@ gm.Table([r for r in reads.rows if r["offset"] in (0, 1, 8, 11, 32)],
 print("\n".join(f"{k:8s} {v}" for k, v in access.CACHE_PATHS.items()))
 paths = access.cache_path_compare(offsets=(0, 1, 8, 11, 32), n=n, repeat=REPEAT, progress=False,
                                   metrics=["gld_efficiency"])
-panels(paths, "offset", ["gld_efficiency", "GB/s"], by="cache")
+paths.panels("offset", ["gld_efficiency", "GB/s"], by="cache")
+plt.show()
 
 # %% [markdown]
 # All five paths touch the same sectors, so the efficiency curves lie on top of each other.
@@ -206,7 +192,8 @@ panels(paths, "offset", ["gld_efficiency", "GB/s"], by="cache")
 # %%
 unrolled = access.offset_sweep(range(0, 33, 4), unroll=[1, 4], n=n, repeat=REPEAT, progress=False,
                                metrics=["gld_efficiency"])
-panels(unrolled, "offset", ["ms", "gld_efficiency"], by="unroll")
+unrolled.panels("offset", ["ms", "gld_efficiency"], by="unroll")
+plt.show()
 
 # %% [markdown]
 # ## Misaligned writes
@@ -216,7 +203,8 @@ panels(unrolled, "offset", ["ms", "gld_efficiency"], by="unroll")
 # worth of data: `gst_efficiency` 80%, `gld_efficiency` 100%.
 
 # %%
-panels(writes, "offset", [["gld_efficiency", "gst_efficiency"], "GB/s"])
+writes.panels("offset", [["gld_efficiency", "gst_efficiency"], "GB/s"])
+plt.show()
 
 # %% [markdown]
 # ## Alignment is per warp: the block size
@@ -229,7 +217,8 @@ panels(writes, "offset", [["gld_efficiency", "gst_efficiency"], "GB/s"])
 # %%
 blocks = access.idle_lanes_sweep(n=n, repeat=REPEAT, progress=False, metrics=["gld_efficiency"])
 print(blocks)
-panels(blocks, "block", ["gld_efficiency", "GB/s"])
+blocks.panels("block", ["gld_efficiency", "GB/s"])
+plt.show()
 
 # %% [markdown]
 # ## What changed since the book

@@ -47,22 +47,6 @@ print(gm.device().summary() if gpu else
 print("efficiency columns:", "measured (hardware counters)" if counters else "model")
 
 
-def panels(table, x, ys, by=None):
-    """One row of plots of table columns against x: only the columns that hold numbers here."""
-    have = lambda c: c in table.columns and any(v is not None for v in table[c])
-    ys = [[c for c in y if have(c)] if isinstance(y, list) else y for y in ys]
-    ys = [y for y in ys if (y if isinstance(y, list) else have(y))]
-    if not ys:
-        return
-    fig, axes = plt.subplots(1, len(ys), figsize=(5 * len(ys), 3.5), squeeze=False)
-    for ax, y in zip(axes[0], ys):
-        table.plot(x=x, y=y, by=by, ax=ax)
-        ax.set_title("")
-    fig.suptitle(table.title)
-    fig.tight_layout()
-    plt.show()
-
-
 # %% [markdown]
 # ## The kernels, once
 #
@@ -121,7 +105,8 @@ plt.show()
 # %%
 strides = layout.stride_sweep((1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64), n=n, repeat=REPEAT,
                             progress=False)
-panels(strides, "stride", ["gld_efficiency", "gld_transactions", "GB/s"])
+strides.panels("stride", ["gld_efficiency", "gld_transactions", "GB/s"])
+plt.show()
 
 # %%
 rows = [r for r in strides.rows if r["stride"] in (1, 2, 4, 8, 16, 32, 64)]

@@ -479,3 +479,22 @@ def test_table_formats_each_column_one_way():
     assert cells == [["2,097,152", "524,288", "0.012", "100.0", "2.500e+09"],
                      ["1,024", "7", "5.250", "87.5", "3.250e+00"]]
     assert "| 2,097,152 | 524,288 | 0.012 | 100.0 | 2.500e+09 |" in t.to_markdown()
+
+
+def test_table_panels_draw_only_columns_with_numbers():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = gm.Table([{"offset": o, "ms": None, "eff": 100 - o, "tx": o * 2} for o in range(4)],
+                 title="sweep")
+    fig = t.panels("offset", ["ms", ["eff", "tx"], "tx"])   # "ms" has no numbers: no panel
+    assert len(fig.axes) == 2 and fig._suptitle.get_text() == "sweep"
+    assert [len(ax.lines) for ax in fig.axes] == [2, 1]
+    plt.close(fig)
+    assert t.panels("offset", ["ms", ["ms"]]) is None
+    with pytest.raises(TypeError, match="Table.panels: ys must be a list"):
+        t.panels("offset", "eff")
+    with pytest.raises(ValueError, match="x='nope' is not a column"):
+        t.panels("nope", ["eff"])

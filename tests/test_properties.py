@@ -58,6 +58,7 @@ def _table() -> gm.Table:
 
 
 METHODS = {"Table.plot": lambda *a, **k: _table().plot(*a, **k),
+           "Table.panels": lambda *a, **k: _table().panels(*a, **k),
            "Table.__getitem__": lambda *a, **k: _table().__getitem__(*a, **k)}
 
 # ---- the values -------------------------------------------------------------------------------
