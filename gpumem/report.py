@@ -54,6 +54,7 @@ import numpy as np
 import gpumem as gm
 
 from . import access, layout, model, spaces, stencil
+from ._names import _flag
 from ._table import Table
 
 __all__ = ["HEADLINES", "SWEEPS", "COLUMNS", "headlines", "sweeps", "as_table", "as_text",
@@ -628,9 +629,10 @@ def _steps(items: Sequence, desc: str, enabled: bool) -> Iterable:
 
 
 def _check_flags(fn: str, **flags: Any) -> None:
+    """Each flag a bool (numpy.bool_ too, as everywhere in gpumem) or None (the default)."""
     for name, v in flags.items():
-        if v is not None and not isinstance(v, bool):
-            raise TypeError(f"{fn}: {name} must be a bool, not {type(v).__name__}")
+        if v is not None:
+            _flag(fn, name, v)
 
 
 def no_gpu_reason() -> str | None:

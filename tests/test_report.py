@@ -221,6 +221,8 @@ def test_version(capsys):
 def test_api_checks_its_arguments():
     with pytest.raises(TypeError, match=r"report.headlines: quick must be a bool"):
         report.headlines(quick="yes")
+    # numpy.bool_ is a bool, as everywhere in gpumem
+    assert report.headlines(measure=np.False_, quick=np.True_, lessons=["access"])
     with pytest.raises(ValueError, match=r"report.headlines: lessons has 'nope'"):
         report.headlines(measure=False, lessons=["nope"])
     with pytest.raises(TypeError, match=r"report.sweeps: lesson must be a str"):
