@@ -11,6 +11,9 @@ extern const gm_family gm_strided_read_family, gm_struct_update_family,
 extern const gm_family gm_stencil_1d_family, gm_constant_broadcast_family; /* stencil.c */
 extern const gm_family gm_thread_histogram_family, gm_lifetimes_family,
     gm_register_pressure_family, gm_divergence_family;                     /* spaces.c */
+extern const gm_family gm_transpose_family, gm_shared_stride_family;    /* transpose.c */
+extern const gm_family gm_latency_family, gm_bandwidth_family;            /* ladder.c */
+int gm_ladder_init(PyObject *module);                                      /* ladder.c */
 int gm_introspect_init(PyObject *module);                                  /* introspect.c */
 
 static const gm_family *const gm_all_families[] = {
@@ -21,6 +24,8 @@ static const gm_family *const gm_all_families[] = {
     &gm_stencil_1d_family,       &gm_constant_broadcast_family,
     &gm_thread_histogram_family, &gm_lifetimes_family,
     &gm_register_pressure_family, &gm_divergence_family,
+    &gm_transpose_family,        &gm_shared_stride_family,
+    &gm_latency_family,          &gm_bandwidth_family,
     NULL,
 };
 
@@ -56,6 +61,7 @@ PyMODINIT_FUNC PyInit__core(void)
     if (gm_errors_init(m) < 0 || gm_device_init(m) < 0 || gm_memory_init(m) < 0 ||
         gm_launch_init(m) < 0 || gm_profile_init(m) < 0 ||
         gm_registry_init(m, gm_all_families) < 0 || gm_introspect_init(m) < 0 ||
+        gm_ladder_init(m) < 0 ||
         add_cache_paths(m) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -263,6 +263,121 @@ typedef struct {
 } gm_divergence_params;
 GM_FAMILY(divergence)
 
+/* ==== lesson transpose (cuda/transpose.cu) ================================
+ * out[N,M] = a[M,N].T, float32, row-major.  Every variant but `coarsened`
+ * moves a TRANSPOSE_TILE x TRANSPOSE_TILE tile with blocks of 32 x 8
+ * threads (4 elements per thread); grid (ceil(N/32), ceil(M/32)).
+ * coarsened: 64 x 64 tiles with 32 x 16 threads (float4 path), else 32 x 32
+ * tiles with 32 x 4 threads. */
+#define GM_TRANSPOSE_TILE 32
+#define GM_TRANSPOSE_ROWS 8      /* threadIdx.y: 32 x 8 = 256 threads */
+#define GM_TRANSPOSE_WIDE_TILE 64 /* coarsened, float4 path: 64 x 64 tiles, */
+#define GM_TRANSPOSE_WIDE_ROWS 16 /* blocks of 32 x 16 threads */
+/* The tiled variants walk GM_TRANSPOSE_GROUP block rows down before stepping
+ * right (0: plain launch order); chosen by measurement on an H100. */
+#ifndef GM_TRANSPOSE_GROUP
+#define GM_TRANSPOSE_GROUP 0
+#endif
+typedef enum {
+    GM_TRANSPOSE_NAIVE_ROW = 0, /* coalesced reads, strided writes */
+    GM_TRANSPOSE_NAIVE_COL = 1, /* strided reads, coalesced writes */
+    GM_TRANSPOSE_SHARED = 2,    /* tile[32][32]: 32-way conflicts on the column read */
+    GM_TRANSPOSE_PADDED = 3,    /* tile[32][33] */
+    GM_TRANSPOSE_SWIZZLED = 4,  /* tile[r][c ^ r] */
+    GM_TRANSPOSE_COARSENED = 5  /* 64 x 64 tiles, float4 in and out, swizzled (M, N % 4 == 0);
+                                   else 32 x 32 padded tiles with 8 elements per thread */
+} gm_transpose_variant;
+
+typedef struct {
+    int variant; /* gm_transpose_variant */
+    const float *a;
+    float *out;
+    int m, n;    /* a is m x n; m <= 65535 * 32 */
+} gm_transpose_params;
+GM_FAMILY(transpose)
+
+/* shared_stride: every lane of a warp reads the shared-memory word (element of
+ * 4, 8 or 16 bytes) `stride` elements from its neighbour's, `iters` times. */
+#define GM_SHARED_STRIDE_BYTES 16384 /* the shared array: 4096 float, 2048 float2, 1024 float4 */
+#define GM_SHARED_STRIDE_BLOCK 256
+typedef enum {
+    GM_SHARED_FLOAT = 0,  /* 4-byte words */
+    GM_SHARED_FLOAT2 = 1, /* 8-byte words: a half warp per wavefront at best */
+    GM_SHARED_FLOAT4 = 2  /* 16-byte words: a quarter warp per wavefront at best */
+} gm_shared_stride_variant;
+
+typedef struct {
+    int variant; /* gm_shared_stride_variant */
+    float *out;  /* one sum per thread: blocks x GM_SHARED_STRIDE_BLOCK */
+    int stride;  /* 1..32 elements */
+    int iters;
+    int blocks;
+} gm_shared_stride_params;
+GM_FAMILY(shared_stride)
+
+/* ==== lesson ladder (cuda/ladder.cu) ======================================
+ * The memory hierarchy as two ladders.  latency: one warp chases a ring of
+ * n = working_set / stride nodes linked in a pseudo-random cyclic order (a
+ * keyed Feistel bijection of [0, n), cycle-walked: gpumem.ladder.chain_order
+ * reproduces it), timed with clock64() and %globaltimer in the kernel.
+ * bandwidth: a full grid of 16-byte loads over a resident working set. */
+typedef enum {
+    GM_LATENCY_CA = 0,      /* global ring, ld.global.ca: L1, then L2, then DRAM */
+    GM_LATENCY_CG = 1,      /* global ring, ld.global.cg: L2, then DRAM (L1 skipped) */
+    GM_LATENCY_LDG = 2,     /* global ring, ld.global.nc: the read-only path */
+    GM_LATENCY_SHARED = 3,  /* the ring copied into dynamic shared memory */
+    GM_LATENCY_CONSTANT = 4 /* the ring in a __constant__ array */
+} gm_latency_variant;
+#define GM_LATENCY_WARP 32             /* one block of one warp */
+#define GM_LATENCY_SHARED_MAX 49152    /* bytes: the default dynamic shared memory per block */
+#define GM_LATENCY_CONSTANT_MAX 65536  /* bytes: the user constant bank */
+
+typedef struct {
+    int variant;     /* gm_latency_variant */
+    void *chain;     /* device, working_set bytes: node j at byte j * stride */
+    long long *out;  /* 3 x lanes: end node, clock64 cycles, globaltimer ns of the timed steps */
+    long long n;     /* nodes, >= 1 */
+    long long stride; /* bytes between nodes: a multiple of 8 */
+    int lanes;       /* 1..32 chasing lanes of the one warp */
+    int steps;       /* timed steps per lane */
+    int warmup;      /* untimed steps per lane before them */
+    unsigned seed;   /* picks the ring's order */
+} gm_latency_params;
+GM_FAMILY(latency)
+/* Build p's ring in p->chain (8-byte pointers for the global variants, 4-byte
+ * byte offsets for shared and constant; the constant variant's is then copied
+ * to its __constant__ array), on `stream`, before the launch: not timed. */
+cudaError_t gm_latency_build(const gm_latency_params *p, cudaStream_t stream);
+/* Read nbytes of buf (a buffer larger than L2): what L2 held is evicted, dirty lines
+ * written back. */
+cudaError_t gm_l2_flush(void *buf, size_t nbytes, cudaStream_t stream);
+
+typedef enum {
+    GM_BANDWIDTH_READ = 0,  /* float4 loads added into registers */
+    GM_BANDWIDTH_COPY = 1,  /* float4 loads stored to out */
+    GM_BANDWIDTH_SHARED = 2 /* staged in shared memory once per block, then read there */
+} gm_bandwidth_variant;
+typedef enum {
+    GM_SCOPE_GRID = 0,  /* the grid strides through the working set once per pass */
+    GM_SCOPE_BLOCK = 1  /* every block strides through all of it each pass */
+} gm_bandwidth_scope;
+#define GM_SCOPE_NAMES {"grid", "block", NULL}
+#define GM_BANDWIDTH_SHARED_MAX 49152 /* bytes of x for the shared variant */
+
+typedef struct {
+    int variant;     /* gm_bandwidth_variant */
+    int cache;       /* gm_cache_path of the global loads */
+    int scope;       /* gm_bandwidth_scope */
+    const float *in;
+    float *out;      /* copy: n floats */
+    double *result;  /* read, shared: sum of everything read, cycles, ns (zeroed first) */
+    long long n;     /* floats in the working set */
+    int passes;      /* times the working set is read */
+    int blocks;      /* grid size */
+    int block;       /* threads per block, a multiple of 32 */
+} gm_bandwidth_params;
+GM_FAMILY(bandwidth)
+
 #undef GM_FAMILY
 
 #ifdef __cplusplus

@@ -58,11 +58,13 @@ from ._table import Listing, Table
 from .access import copy, read_offset, vec_add, write_offset
 from .introspect import (KernelAttributes, Occupancy, block_size_sweep, compiler_report,
                          kernel_attributes, kernel_occupancy)
+from .ladder import bandwidth, latency
 from .layout import distance, strided_read, struct_update
 from .matmul import matmul, matmul_reference
 from .profile import ProfilerError, metrics, profile, profiler_available
 from .spaces import divergence, lifetimes, register_pressure, thread_histogram
 from .stencil import constant_broadcast, stencil_1d
+from .transpose import shared_stride, transpose
 
 __version__ = "0.1.0"
 
@@ -81,6 +83,10 @@ __all__ = [
     "constant_broadcast", "stencil_1d",
     # spaces
     "divergence", "lifetimes", "register_pressure", "thread_histogram",
+    # ladder
+    "bandwidth", "latency",
+    # transpose
+    "shared_stride", "transpose",
     # introspect
     "KernelAttributes", "Occupancy", "block_size_sweep", "compiler_report", "kernel_attributes",
     "kernel_occupancy",
@@ -236,22 +242,34 @@ class BenchResult:
     repeat: int
     warmup: int
     samples_ms: tuple = field(repr=False)
+    l2: str = "warm"   #: "warm": timed as called; "cold": L2 evicted before every timed call
 
     def as_row(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "variant": self.variant, **self.params,
                 "median_ms": self.median_ms, "min_ms": self.min_ms, "max_ms": self.max_ms,
-                "GB/s": self.gbps, "GFLOP/s": self.gflops}
+                "GB/s": self.gbps, "GFLOP/s": self.gflops, "l2": self.l2}
 
 
-def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, **kw) -> BenchResult:
+def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, l2: str = "warm",
+          **kw) -> BenchResult:
     """Time ``fn(*args, **kw)``: ``warmup`` untimed calls, then ``repeat`` timed ones.
 
     ndarray arguments are copied to the device once first, so the numbers are
     kernel time only (CUDA events around each launch).  GB/s and GFLOP/s come
     from the bytes and FLOPs each variant declares (``gpumem.variants()``).
+
+    ``l2="warm"`` (the default) times each call as it comes: data the previous
+    call left in L2 is still there.  ``l2="cold"`` evicts L2 before every timed
+    call -- a kernel reads a fresh buffer of twice the L2's size,
+    outside the timed events -- so each call starts from device memory.  The
+    result's ``l2`` says which.
     """
     if not callable(fn):
         raise TypeError("bench: fn must be callable, e.g. gpumem.matmul")
+    if not isinstance(l2, str):
+        raise TypeError(f"bench: l2 must be a str, not {type(l2).__name__}")
+    if l2 not in ("warm", "cold"):
+        raise ValueError(f"bench: l2={l2!r} is unknown; allowed: 'warm', 'cold'")
     repeat, warmup = _index("bench", "repeat", repeat), _index("bench", "warmup", warmup)
     if not 1 <= repeat <= MAX_REPEAT:
         raise ValueError(f"bench: repeat={repeat} is not allowed; repeat must be "
@@ -267,6 +285,8 @@ def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, **kw) -> Bench
     samples = []
     last = None
     for _ in range(repeat):
+        if l2 == "cold":
+            _core._l2_flush()
         with record() as launches:
             fn(*args, **kw)
         if not launches:
@@ -280,12 +300,12 @@ def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, **kw) -> Bench
     return BenchResult(first.kernel, first.variant, dict(first.params), med, min(samples),
                        max(samples), nbytes / (med * 1e-3) / 1e9 if med > 0 else float("nan"),
                        flops / (med * 1e-3) / 1e9 if med > 0 else float("nan"), repeat, warmup,
-                       tuple(samples))
+                       tuple(samples), l2)
 
 
 #: Submodules imported on first use (``gpumem.model``, ``gpumem.access`` ...).
 _SUBMODULES = ("model", "experiments", "matmul", "access", "layout", "stencil", "spaces",
-               "introspect", "profile")
+               "introspect", "profile", "ladder")
 
 
 def __dir__() -> list[str]:

@@ -7,7 +7,9 @@ The sweeps live with their lessons and are re-exported here:
 * :mod:`gpumem.layout` -- :func:`stride_sweep`, :func:`aos_vs_soa`;
 * :mod:`gpumem.stencil` -- :func:`broadcast_sweep`;
 * :mod:`gpumem.spaces` -- :func:`local_vs_registers`,
-  :func:`register_pressure_sweep`, :func:`divergence_compare`.
+  :func:`register_pressure_sweep`, :func:`divergence_compare`;
+* :mod:`gpumem.ladder` -- :func:`latency_ladder`, :func:`bandwidth_ladder`,
+  :func:`cache_sizes` (the memory hierarchy's latency and bandwidth per level).
 
 The access and layout sweeps give, per configuration, the kernel time (median
 of ``repeat`` timed launches through :func:`gpumem.bench`), the effective
@@ -40,13 +42,16 @@ from . import _core
 from ._names import _moved
 from ._sweep import METRICS
 from .access import cache_path_compare, idle_lanes_sweep, offset_sweep
+from .ladder import bandwidth_ladder, cache_sizes, latency_ladder
 from .layout import aos_vs_soa, stride_sweep
 from .spaces import divergence_compare, local_vs_registers, register_pressure_sweep
 from .stencil import broadcast_sweep
+from .transpose import bank_conflict_sweep, transpose_compare
 
 __all__ = ["offset_sweep", "cache_path_compare", "idle_lanes_sweep", "stride_sweep",
            "aos_vs_soa", "broadcast_sweep", "local_vs_registers", "register_pressure_sweep",
-           "divergence_compare", "METRICS", "CACHES"]
+           "divergence_compare", "latency_ladder", "bandwidth_ladder", "cache_sizes", "METRICS",
+           "CACHES"]
 
 #: The load paths of :func:`gpumem.read_offset` (:data:`gpumem.access.CACHE_PATHS`).
 CACHES = _core.CACHE_PATHS

@@ -292,7 +292,7 @@ def test_variants_carry_their_select_value():
 
 
 # ---- one module per lesson --------------------------------------------------------------
-LESSONS = ("matmul", "access", "layout", "stencil", "spaces", "introspect")
+LESSONS = ("matmul", "access", "layout", "stencil", "spaces", "introspect", "ladder", "transpose")
 
 
 def test_lessons_do_not_import_each_other():

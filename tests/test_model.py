@@ -354,7 +354,10 @@ def test_predicting_a_16m_thread_launch_takes_well_under_a_second():
 
 
 # ---- the fast path: warp classes against the per-warp reference ----------------
-ONE_D = [(f, v) for f, vs in model.families().items() if f != "matmul" for v in vs]
+#: The families with a 2-D launch or shared memory have their own tests (test_matmul.py,
+#: test_transpose.py: fast path against warp by warp, and against the counters).
+SHAPED = ("matmul", "transpose", "shared_stride")
+ONE_D = [(f, v) for f, vs in model.families().items() if f not in SHAPED for v in vs]
 BLOCKS_1D = (1, 3, 31, 32, 33, 64, 100, 128, 257, 512, 1000, 1024)
 
 
@@ -462,10 +465,13 @@ LARGEST = [
     ("copy", "float", dict(n=GMAX * 1024, block=1024)),
     ("copy", "float4", dict(n=4 * GMAX * 1024 - 9, block=1024)),
 ] + [("matmul", v, dict(m=65535 * t, n=2 ** 30 - 1, k=GMAX, tile=t))
-     for v in ("naive", "tiled") for t in (8, 16, 32)]
-#: The sizes issue 11 names: n = 2^31 with the default block, matmul at 16384^3.
-HEADLINE = [(f, v, dict(m=16384, n=16384, k=16384) if f == "matmul" else dict(n=2 ** 31))
-            for f, vs in model.families().items() for v in vs]
+     for v in ("naive", "tiled") for t in (8, 16, 32)
+] + [("transpose", v, dict(m=65535 * 32, n=2 ** 31 - 65)) for v in model.families()["transpose"]]
+#: The sizes issue 11 names: n = 2^31 with the default block, matmul at 16384^3 (transpose
+#: at 65536^2).  shared_stride moves no global loads: its sizes are tested in test_transpose.
+HEADLINE = [(f, v, dict(m=16384, n=16384, k=16384) if f == "matmul" else
+             dict(m=65536, n=65536) if f == "transpose" else dict(n=2 ** 31))
+            for f, vs in model.families().items() if f != "shared_stride" for v in vs]
 
 
 def test_predict_at_the_largest_launch_takes_under_a_second_and_100_mb():
@@ -649,7 +655,8 @@ def test_every_key_and_the_cache_paths_agree():
     for c in ("ca", "cg", "ldg", "cs"):
         assert predict("read_offset", "unroll4", n=100_003, offset=5, block=256, cache=c) == ref
     assert set(model.families()) == {"vec_add", "matmul", "read_offset", "write_offset",
-                                     "strided_read", "struct_update", "distance", "copy"}
+                                     "strided_read", "struct_update", "distance", "copy",
+                                     "transpose", "shared_stride"}
 
 
 def test_model_cache_paths_are_the_cores():

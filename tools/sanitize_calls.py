@@ -110,6 +110,35 @@ def divergence():
         gm.divergence(f32(1000), variant=v.name, iters=3, block=96)
 
 
+def latency():
+    # every path; one node, a ring that wraps many times, 32 lanes, an odd stride
+    for v in gm.variants("latency"):
+        for ws, stride, lanes in ((8, 8, 1), (8 * 37, 8, 32), (4096, 128, 1), (40960, 40, 7)):
+            gm.latency(ws, cache=v.name, stride=stride, lanes=lanes, steps=100)
+
+
+def bandwidth():
+    for n in (1, 3, 1001, 4099):
+        for cache in gm._core.CACHE_PATHS:
+            for scope in ("grid", "block"):
+                gm.bandwidth(f32(n), scope=scope, cache=cache, passes=2, blocks=3, block=96)
+            gm.bandwidth(f32(n), variant="copy", cache=cache, passes=2, blocks=3, block=64)
+        gm.bandwidth(f32(n), variant="shared", passes=2, blocks=3, block=96)
+    gm.bandwidth(f32(12288), variant="shared", blocks=2, block=1024)
+
+
+def transpose():
+    for v in gm.variants("transpose"):
+        for m, n in ((1, 1), (37, 41), (64, 68), (65, 68), (100, 3)):
+            gm.transpose(f32(m, n), variant=v.name)
+
+
+def shared_stride():
+    for v in gm.variants("shared_stride"):
+        for stride in (1, 2, 7, 32):
+            gm.shared_stride(stride, word=v.name, iters=5, blocks=2)
+
+
 # one function per family, named as the family
 CALLS = {fam: globals()[fam] for fam in {v.family for v in gm.variants()} if fam in globals()}
 

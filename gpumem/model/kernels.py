@@ -40,9 +40,11 @@ import numpy as np
 
 from .. import _core
 from ._check import index
+from .banks import bank_conflicts_warps
 from .coalescing import _check_granularity, affine_units, runs_units
 
-__all__ = ["predict", "launch_config", "matmul_traffic", "families", "METRICS", "DECIMALS"]
+__all__ = ["predict", "launch_config", "matmul_traffic", "families", "METRICS", "DECIMALS",
+           "SHARED_METRICS"]
 
 #: The keys of :func:`predict`'s result (nvprof names, plus requested bytes).
 METRICS = (
@@ -141,6 +143,15 @@ class _Tally:
         self.req = {"ld": 0, "st": 0}
         self.tx = {"ld": 0, "st": 0}
         self.bytes = {"ld": 0, "st": 0}
+        # shared memory (families that use it): warp instructions and wavefronts
+        self.shared = False
+        self.sh_inst = {"ld": 0, "st": 0}
+        self.sh_wave = {"ld": 0, "st": 0}
+
+    def shared_access(self, op: str, instructions: int, wavefronts: int) -> None:
+        self.shared = True
+        self.sh_inst[op] += int(instructions)
+        self.sh_wave[op] += int(wavefronts)
 
     def add(self, op: str, requests: int, transactions: int, nbytes: int) -> None:
         self.req[op] += int(requests)
@@ -190,7 +201,15 @@ class _Tally:
             out[f"{p}_efficiency"] = round(100 * b / (t * self.g[op]), DECIMALS) if t else 0.0
             out[f"{p}_transactions_per_request"] = round(t / r, DECIMALS) if r else 0.0
             out[f"{p}_bytes_requested"] = b
-        return {k: out[k] for k in METRICS}
+        res = {k: out[k] for k in METRICS}
+        if self.shared:
+            # as gpumem.profile's aliases: wavefronts, and wavefronts beyond one per
+            # warp instruction (for 8- and 16-byte words that counts the width too)
+            for op, name in (("ld", "load"), ("st", "store")):
+                res[f"shared_{name}_transactions"] = self.sh_wave[op]
+                res[f"shared_{name}_requests"] = self.sh_inst[op]
+                res[f"shared_{name}_bank_conflict"] = self.sh_wave[op] - self.sh_inst[op]
+        return res
 
 
 # ---- 1-D launches -----------------------------------------------------------
@@ -456,6 +475,159 @@ def _tiled_loads(tally, axis, p, bl):
                (nbb * bl.ncol[:, None, None]).ravel(), wt.ravel())
 
 
+# ---- transpose and shared_stride (cuda/transpose.cu) ---------------------------------
+#: The shared-memory counters :func:`predict` adds for the families that use it.
+SHARED_METRICS = ("shared_load_transactions", "shared_load_requests",
+                  "shared_load_bank_conflict", "shared_store_transactions",
+                  "shared_store_requests", "shared_store_bank_conflict")
+
+_TILE, _WIDE = 32, 64
+
+
+def _transpose_shape(variant: str, m: int, n: int) -> tuple[bool, int, int]:
+    """(float4 path, tile, threadIdx.y extent) of a transpose launch, as the launcher picks."""
+    wide = variant == "coarsened" and m % 4 == 0 and n % 4 == 0
+    if wide:
+        return True, _WIDE, 16
+    return False, _TILE, 4 if variant == "coarsened" else 8
+
+
+def _global(tally, op: str, addr: np.ndarray, active: np.ndarray, width: int, weight) -> None:
+    """Warp instructions given lane by lane (rows of ``addr``), each standing for ``weight``."""
+    from .coalescing import coalesce_warps
+
+    if not active.any():
+        return
+    r = coalesce_warps(np.where(active, addr, 0), width, tally.g[op], active)
+    tally.add(op, int(r.requests.sum()) * weight, int(r.transactions.sum()) * weight,
+              int(r.bytes_requested.sum()) * weight)
+
+
+def _shared(tally, op: str, addr: np.ndarray, active: np.ndarray | None, width: int,
+            weight) -> None:
+    """Shared accesses given lane by lane (rows of ``addr``: byte offsets; ``active``:
+    the lanes that take part, None for all), each row standing for ``weight``.  An
+    instruction no lane takes part in costs nothing: predicated off, it is neither
+    a wavefront nor counted (measured on an H100)."""
+    from .banks import bank_conflicts
+
+    if active is None:
+        active = np.ones(addr.shape, bool)
+    live = active.any(axis=1)
+    if not live.any():
+        return
+    addr, active = addr[live], active[live]
+    if width == 4:
+        waves = bank_conflicts_warps(np.where(active, addr, 0), active)[0]
+    else:
+        waves = np.array([bank_conflicts(list(map(int, a[ok])), width).wavefronts
+                          for a, ok in zip(addr, active)])
+    tally.shared_access(op, len(addr) * weight, int(waves.sum()) * weight)
+
+
+def _transpose_block(variant: str, m: int, n: int, bx: int, by: int):
+    """The instructions of block (bx, by): global (op, addresses, active, width) and
+    shared (op, byte offsets, width), every lane of every warp (cuda/transpose.cu)."""
+    wide, t, brows = _transpose_shape(variant, m, n)
+    lane = np.arange(WARP, dtype=np.int64)[None, :]
+    glob, shared = [], []
+    if wide:
+        tid = np.arange(brows * WARP, dtype=np.int64).reshape(brows, WARP)   # warps x lanes
+        g, r = tid & 15, tid >> 4
+        for p in range(0, _WIDE, brows * WARP // 16):
+            row = r + p
+            R, C = by * _WIDE + row, bx * _WIDE + 4 * g
+            ok = (R < m) & (C < n)
+            glob.append(("ld", 4 * (R * n + C), ok, 16))
+            shared.append(("st", 16 * (row * 16 + (g ^ ((row >> 2) & 7))), None, 16))
+        ln, w = tid & 31, tid >> 5
+        ql, cc = ln & 7, ln >> 3
+        for p in range(32 // brows):
+            k = w + brows * p
+            cg, q = k & 15, ql + 8 * (k >> 4)
+            c = 4 * cg + cc
+            orow, ocol = bx * _WIDE + c, by * _WIDE + 4 * q
+            ok = (orow < n) & (ocol < m)
+            for i in range(4):            # guarded with the store: predicated off outside
+                shared.append(("ld", 4 * (4 * ((4 * q + i) * 16 + (cg ^ ql)) + cc), ok, 4))
+            glob.append(("st", 4 * (orow * m + ocol), ok, 16))
+        return glob, shared
+    ty = np.arange(brows, dtype=np.int64)[:, None]                        # warp = threadIdx.y
+    for j in range(0, t, brows):
+        if variant == "naive_row":
+            r, c = by * t + ty + j, bx * t + lane
+        elif variant == "naive_col":
+            r, c = by * t + lane, bx * t + ty + j
+        if variant in ("naive_row", "naive_col"):
+            ok = (r < m) & (c < n)
+            glob += [("ld", 4 * (r * n + c), ok, 4), ("st", 4 * (c * m + r), ok, 4)]
+            continue
+        r, c = by * t + ty + j, bx * t + lane
+        glob.append(("ld", 4 * (r * n + c), (r < m) & (c < n), 4))
+        shared.append(("st", 4 * _tile_at(variant, ty + j + 0 * lane, lane), None, 4))
+    if variant not in ("naive_row", "naive_col"):
+        for j in range(0, t, brows):
+            orow, ocol = bx * t + ty + j, by * t + lane
+            ok = (orow < n) & (ocol < m)    # the read is predicated with the store
+            shared.append(("ld", 4 * _tile_at(variant, lane + 0 * ty, ty + j), ok, 4))
+            glob.append(("st", 4 * (orow * m + ocol), ok, 4))
+    return glob, shared
+
+
+def _tile_at(variant: str, row, col):
+    """Word of tile element (row, col): [32][33] padded, [r][c ^ r] swizzled, else [32][32]."""
+    if variant in ("padded", "coarsened"):          # coarsened's scalar path is padded
+        return row * (_TILE + 1) + col
+    if variant == "swizzled":
+        return row * _TILE + (col ^ row)
+    return row * _TILE + col
+
+
+def _gen_transpose(tally, axis, variant, p):
+    m, n = p["m"], p["n"]
+    if m == 0 or n == 0:
+        return                                           # gpumem launches nothing
+    wide, t, brows = _transpose_shape(variant, m, n)
+    gx, gy = _cdiv(n, t), _cdiv(m, t)
+    # a block column moves the loads by 4t bytes and the stores by 4tm; a block
+    # row by 4tn and 4t: multiples of the 128-byte line, so every block is
+    # alike but the last column and the last row (partial tiles)
+    bxs, wx = axis(gx, 1, (gx - 1,))
+    bys, wy = axis(gy, 1, (gy - 1,))
+    tally.shared = True                     # the naive kernels: zeros
+    for bx, w1 in zip(bxs.tolist(), wx.tolist()):
+        for by, w2 in zip(bys.tolist(), wy.tolist()):
+            glob, shared = _transpose_block(variant, m, n, bx, by)
+            for op, addr, ok, width in glob:
+                _global(tally, op, addr, ok, width, w1 * w2)
+            for op, addr, ok, width in shared:
+                addr = np.broadcast_to(addr, (addr.shape[0], WARP))
+                ok = None if ok is None else np.broadcast_to(ok, addr.shape)
+                _shared(tally, op, addr, ok, width, w1 * w2)
+
+
+#: shared_stride: elements of the 16 KiB shared array per word size, threads per block.
+_STRIDE_BYTES, _STRIDE_BLOCK = 16384, 256
+_WORDS = {"float": 4, "float2": 8, "float4": 16}
+
+
+def _gen_shared_stride(tally, axis, variant, p):
+    width = _WORDS[variant]
+    blocks, stride, iters = p["blocks"], p["stride"], p["iters"]
+    nelem = _STRIDE_BYTES // width
+    warps = _STRIDE_BLOCK // WARP
+    # the fill: every warp stores 32 consecutive elements per instruction
+    fill = (nelem // _STRIDE_BLOCK) * warps
+    _shared(tally, "st", (width * np.arange(WARP, dtype=np.int64))[None, :], None, width,
+            fill * blocks)
+    # the loads: lane l reads element l * stride (+ 32 i: the same banks) every step
+    addr = (width * ((np.arange(WARP, dtype=np.int64) * stride) % nelem))[None, :]
+    _shared(tally, "ld", addr, None, width, iters * warps * blocks)
+    # one float per thread to global memory
+    base, w32, lanes, wt = _warps_1d(axis, blocks, _STRIDE_BLOCK)
+    tally.affine("st", 4 * (base + w32), lanes, 4, 4, wt)
+
+
 # ---- the family table ------------------------------------------------------
 _REQUIRED = object()
 
@@ -473,6 +645,9 @@ _FAMILIES: dict[str, dict[str, Any]] = {
                       "bytes": 8},
     "distance": {"params": {"n": _REQUIRED, "block": 512}, "gen": _gen_distance, "bytes": 12},
     "copy": {"params": {"n": _REQUIRED, "block": 256}, "gen": _gen_copy, "bytes": 4},
+    "transpose": {"params": {"m": _REQUIRED, "n": _REQUIRED}, "gen": _gen_transpose},
+    "shared_stride": {"params": {"stride": 1, "iters": 256, "blocks": 1024},
+                      "gen": _gen_shared_stride},
 }
 # ``bytes``: bytes per element of a 1-D family's largest array (a float, a
 # {x, y} pair, an {x, y, z} point).
@@ -497,6 +672,19 @@ def _check_size(where: str, family: str, variant: str, p: dict) -> None:
     """What the C entry points refuse: arrays past 2^63 - 1 bytes, grids past
     2^31 - 1 blocks (gridDim.x), matmul past 65535 block rows or 2^31 - 1 in
     any dimension."""
+    if family == "transpose":
+        if p["m"] > _GRID_Y_MAX * _TILE:
+            raise ValueError(f"{where}: m={p['m']} is too large; transpose takes at most "
+                             f"{_GRID_Y_MAX * _TILE} rows")
+        if p["n"] > _DIM_MAX - 64:
+            raise ValueError(f"{where}: n={p['n']} is too large; transpose takes at most "
+                             "2**31 - 65 columns")
+        if 4 * p["m"] * p["n"] > _BYTES_MAX:
+            raise ValueError(f"{where}: m={p['m']} and n={p['n']}: the matrix would hold more "
+                             "than the 2**63 - 1 bytes an array can hold")
+        return
+    if family == "shared_stride":
+        return
     if family == "matmul":
         m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
         for name in ("m", "n", "k"):
@@ -558,7 +746,11 @@ def _resolve(fn: str, family: Any, variant: Any,
     if "offset" in p:
         p["offset"] = index(where, "offset", p["offset"], 0, p["n"])
     if "stride" in p:
-        p["stride"] = index(where, "stride", p["stride"], 1, 64)
+        p["stride"] = index(where, "stride", p["stride"], 1, 32 if family == "shared_stride" else 64)
+    if "iters" in p:
+        p["iters"] = index(where, "iters", p["iters"], 1, 65536)
+    if "blocks" in p:
+        p["blocks"] = index(where, "blocks", p["blocks"], 1, 1 << 20)
     if "tile" in p:
         p["tile"] = index(where, "tile", p["tile"], allowed=(8, 16, 32))
     if "cache" in p:
@@ -606,7 +798,9 @@ def predict(family: str, variant: str, *, granularity: int = 32,
     **params
         The launch parameters, the same names as ``LaunchRecord.params``:
         ``n``, ``block``, ``offset``, ``cache``, ``stride`` (1-D families);
-        ``m``, ``n``, ``k``, ``tile`` (matmul).  Omitted ones take the
+        ``m``, ``n``, ``k``, ``tile`` (matmul); ``m``, ``n`` (transpose: ``a`` is
+        m x n); ``stride``, ``iters``, ``blocks`` (shared_stride, whose variant is
+        the word: ``"float"``, ``"float2"``, ``"float4"``).  Omitted ones take the
         defaults of the gpumem function.  Integers may be NumPy integers.
 
     Returns
@@ -621,7 +815,11 @@ def predict(family: str, variant: str, *, granularity: int = 32,
         several lanes counts once, as the hardware counts it).  Requests,
         transactions and bytes are exact ``int``; efficiencies and
         transactions per request are ``float`` rounded to :data:`DECIMALS`
-        (4) decimal places.
+        (4) decimal places.  The families that use shared memory (transpose,
+        shared_stride) add :data:`SHARED_METRICS`: ``shared_load_transactions``
+        (wavefronts), ``shared_load_requests`` (warp instructions) and
+        ``shared_load_bank_conflict`` (wavefronts beyond one per instruction, as
+        :func:`gpumem.profile` counts them), and the same for stores.
 
     Raises
     ------
@@ -672,6 +870,11 @@ def launch_config(family: str, variant: str, **params: Any) -> dict[str, tuple[i
     if family == "matmul":
         t = p["tile"]
         return {"grid": (_cdiv(p["n"], t), _cdiv(p["m"], t), 1), "block": (t, t, 1)}
+    if family == "transpose":
+        _, t, brows = _transpose_shape(variant, p["m"], p["n"])
+        return {"grid": (_cdiv(p["n"], t), _cdiv(p["m"], t), 1), "block": (WARP, brows, 1)}
+    if family == "shared_stride":
+        return {"grid": (p["blocks"], 1, 1), "block": (_STRIDE_BLOCK, 1, 1)}
     return {"grid": (_grid_1d(family, variant, p), 1, 1), "block": (p["block"], 1, 1)}
 
 

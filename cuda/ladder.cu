@@ -1,0 +1,462 @@
+// ladder.cu -- the memory hierarchy as two ladders: how long one load waits
+// (latency) and how many bytes per second a level delivers (bandwidth).
+//
+// latency: a pointer chase.  The working set is a ring of n nodes, `stride`
+// bytes apart, linked in a pseudo-random cyclic order; one thread (or each
+// lane of one warp) follows the links, every load's address being the value
+// the previous load returned.  Nothing can overlap, so the time per step is
+// the latency of the level that holds the ring: L1 (or shared, constant),
+// L2 -- near or far partition --, or device memory.  The kernel reads
+// clock64() (SM cycles) and %globaltimer (ns) around the timed steps, so
+// cycles and nanoseconds come from the same run (their ratio is the clock).
+//
+// bandwidth: the opposite -- every thread keeps several independent 16-byte
+// loads in flight over a working set that stays resident in one level; the
+// grid-wide rate is the level's bandwidth.
+//
+// The chain's order is a keyed bijection of [0, n) (a 4-round Feistel
+// network on ceil(log2 n) bits, cycle-walked into [0, n)), computed where it
+// is needed: node order(i) links to order(i + 1 mod n), one cycle through all
+// n nodes, built on the device in microseconds even for 2 GiB.
+// gpumem.ladder.chain_order reproduces it bit for bit in NumPy.
+#include "gm_launch.cuh"
+
+// ---- the chain's order ----------------------------------------------------------
+__device__ __forceinline__ unsigned chain_hash(unsigned x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+struct chain_perm {
+    long long n;
+    int wl, wr;       // bits of the left and right halves (wl + wr = ceil(log2 n), >= 1)
+    unsigned key[4];  // one per round, from the seed
+};
+
+__device__ __forceinline__ chain_perm chain_make(long long n, unsigned seed)
+{
+    chain_perm p;
+    int bits = 1;
+    while ((1LL << bits) < n)
+        ++bits;
+    p.n = n;
+    p.wl = bits / 2;
+    p.wr = bits - p.wl;
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+        p.key[r] = chain_hash(seed + 0x9e3779b9u * (unsigned)(r + 1));
+    return p;
+}
+
+// One pass of the network: a bijection of [0, 2^(wl+wr)).  Each round moves
+// the right half left and xors the left half with a hash of the right; the
+// halves trade widths, so after four rounds they are back where they began.
+__device__ __forceinline__ unsigned chain_feistel(unsigned x, const chain_perm &p)
+{
+    int wl = p.wl, wr = p.wr;
+    unsigned l = x >> wr, r = x & ((1u << wr) - 1u);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const unsigned f = chain_hash(r ^ p.key[k]) & ((1u << wl) - 1u);
+        const unsigned nl = r, nr = l ^ f;
+        l = nl;
+        r = nr;
+        const int t = wl;
+        wl = wr;
+        wr = t;
+    }
+    return (l << wr) | r;
+}
+
+// order(i): the node visited i-th.  Cycle walking keeps the bijection inside
+// [0, n) (the domain is < 2n, so about two passes on average).
+__device__ __forceinline__ long long chain_order(long long i, const chain_perm &p)
+{
+    unsigned x = chain_feistel((unsigned)i, p);
+    while ((long long)x >= p.n)
+        x = chain_feistel(x, p);
+    return (long long)x;
+}
+
+// Node order(i) at byte offset order(i) * stride holds the link to
+// order(i + 1): an 8-byte pointer for the global paths (the chase is then
+// one load per step, no address arithmetic), a 4-byte byte offset for the
+// shared and constant chases.
+__global__ void ladder_build_chain(char *chain, long long n, long long stride, unsigned seed,
+                                   int pointers)
+{
+    const chain_perm p = chain_make(n, seed);
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long a = chain_order(i, p), b = chain_order(i + 1 == n ? 0 : i + 1, p);
+        if (pointers)
+            *(unsigned long long *)(chain + a * stride) =
+                (unsigned long long)(chain + b * stride);
+        else
+            *(unsigned *)(chain + a * stride) = (unsigned)(b * stride);
+    }
+}
+
+// The constant chase's ring: the whole user constant bank of this module.
+__constant__ unsigned c_ladder_chain[GM_LATENCY_CONSTANT_MAX / 4];
+
+// ---- latency: the chase ---------------------------------------------------------
+__device__ __forceinline__ unsigned long long global_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// One step along a global ring through the chosen path: ld.global.ca (L1 and
+// L2), ld.global.cg (L2 only: every step pays at least the L2 latency), or
+// ld.global.nc (the read-only data path through L1).
+template <int MEM>
+__device__ __forceinline__ const char *chase_global(const char *p)
+{
+    const unsigned long long *q = (const unsigned long long *)p;
+    if constexpr (MEM == GM_LATENCY_CG)
+        return (const char *)__ldcg(q);
+    else if constexpr (MEM == GM_LATENCY_LDG)
+        return (const char *)__ldg(q);
+    else
+        return (const char *)__ldca(q);
+}
+
+// MEM: gm_latency_variant.  One warp; lanes 0..lanes-1 chase, lane l from
+// position l*n/lanes of the ring (so the lanes never meet within n/lanes
+// steps: 32 lanes are 32 independent misses per warp-wide load).  `warmup`
+// untimed steps first (they bring the ring into the caches it fits), then
+// `steps` timed ones.  out: end node | clock64 cycles | globaltimer ns, one
+// row of `lanes` each.  The shared chase first copies the ring from global
+// into dynamic shared memory (untimed).
+template <int MEM>
+__global__ void latency_kernel(const char *chain, long long *out, long long n, long long stride,
+                               int lanes, int steps, int warmup, unsigned seed)
+{
+    extern __shared__ __align__(16) unsigned char s_chain[];
+    if constexpr (MEM == GM_LATENCY_SHARED) {
+        const long long bytes = n * stride;
+        for (long long k = 8LL * threadIdx.x; k < bytes; k += 8LL * blockDim.x)
+            *(uint2 *)(s_chain + k) = *(const uint2 *)(chain + k);
+        __syncthreads();
+    }
+    const int lane = threadIdx.x;
+    if (lane >= lanes)
+        return;
+    const chain_perm perm = chain_make(n, seed);
+    const long long first = chain_order((long long)lane * n / lanes, perm);
+    long long t0, t1, end;
+    unsigned long long g0, g1;
+    if constexpr (MEM == GM_LATENCY_CA || MEM == GM_LATENCY_CG || MEM == GM_LATENCY_LDG) {
+        const char *p = chain + first * stride;
+        for (int s = 0; s < warmup; ++s)
+            p = chase_global<MEM>(p);
+        t0 = clock64();
+        g0 = global_ns();
+#pragma unroll 4
+        for (int s = 0; s < steps; ++s)
+            p = chase_global<MEM>(p);
+        g1 = global_ns();
+        t1 = clock64();
+        end = (p - chain) / stride;
+    } else {
+        // a byte offset into shared memory (LDS) or into the constant bank (LDC)
+        const unsigned char *base = MEM == GM_LATENCY_SHARED
+                                        ? s_chain
+                                        : (const unsigned char *)c_ladder_chain;
+        unsigned p = (unsigned)(first * stride);
+        for (int s = 0; s < warmup; ++s)
+            p = *(const unsigned *)(base + p);
+        t0 = clock64();
+        g0 = global_ns();
+#pragma unroll 4
+        for (int s = 0; s < steps; ++s)
+            p = *(const unsigned *)(base + p);
+        g1 = global_ns();
+        t1 = clock64();
+        end = (long long)p / stride;
+    }
+    out[lane] = end;
+    out[lanes + lane] = t1 - t0;
+    out[2 * lanes + lane] = (long long)(g1 - g0);
+}
+
+using latency_fn = void (*)(const char *, long long *, long long, long long, int, int, int,
+                            unsigned);
+
+static latency_fn select_latency(const gm_latency_params *p)
+{
+    return gm_select<GM_LATENCY_CA, GM_LATENCY_CG, GM_LATENCY_LDG, GM_LATENCY_SHARED,
+                     GM_LATENCY_CONSTANT>(p->variant, [](auto m) -> latency_fn {
+        return latency_kernel<decltype(m)::value>;
+    });
+}
+
+extern "C" const void *gm_latency_kernel(const gm_latency_params *p)
+{
+    return (const void *)select_latency(p);
+}
+
+extern "C" cudaError_t gm_latency_build(const gm_latency_params *p, cudaStream_t stream)
+{
+    const int pointers = p->variant != GM_LATENCY_SHARED && p->variant != GM_LATENCY_CONSTANT;
+    const unsigned blocks = gm_blocks_for(p->n, 256) < 8192 ? gm_blocks_for(p->n, 256) : 8192;
+    ladder_build_chain<<<blocks, 256, 0, stream>>>((char *)p->chain, p->n, p->stride, p->seed,
+                                                  pointers);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess || p->variant != GM_LATENCY_CONSTANT)
+        return err;
+    return cudaMemcpyToSymbolAsync(c_ladder_chain, p->chain, (size_t)(p->n * p->stride), 0,
+                                   cudaMemcpyDeviceToDevice, stream);
+}
+
+extern "C" cudaError_t gm_latency(const gm_latency_params *p, gm_dims *dims, cudaStream_t stream)
+{
+    const size_t smem = p->variant == GM_LATENCY_SHARED ? (size_t)(p->n * p->stride) : 0;
+    *dims = gm_dims_1d(1, GM_LATENCY_WARP, smem);
+    return gm_run(select_latency(p), dims, smem, stream, (const char *)p->chain, p->out, p->n,
+                  p->stride, p->lanes, p->steps, p->warmup, p->seed);
+}
+
+// ---- evicting L2 ----------------------------------------------------------------
+// Read every 16 bytes of a buffer twice the L2's size: the lines it brings in
+// push out whatever was cached -- dirty lines are written back now, not
+// during the next timed kernel -- and L2 is left holding clean lines of this
+// buffer, which no one reads again.  The xor of everything read is stored
+// only if it hits one improbable value, so no load can be optimised away.
+__global__ void ladder_l2_flush(uint4 *buf, long long n16)
+{
+    unsigned acc = 0;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n16;
+         i += (long long)gridDim.x * blockDim.x) {
+        const uint4 v = buf[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u)
+        buf[0].x = acc;
+}
+
+extern "C" cudaError_t gm_l2_flush(void *buf, size_t nbytes, cudaStream_t stream)
+{
+    const long long n16 = (long long)(nbytes / 16);
+    const unsigned blocks = gm_blocks_for(n16, 256) < 8192 ? gm_blocks_for(n16, 256) : 8192;
+    if (n16 > 0)
+        ladder_l2_flush<<<blocks, 256, 0, stream>>>((uint4 *)buf, n16);
+    return cudaGetLastError();
+}
+
+// ---- bandwidth ----------------------------------------------------------------------
+template <int CACHE>
+__device__ __forceinline__ float4 load4(const float4 *p)
+{
+    if constexpr (CACHE == GM_CACHE_CA)
+        return __ldca(p);
+    else if constexpr (CACHE == GM_CACHE_CG)
+        return __ldcg(p);
+    else if constexpr (CACHE == GM_CACHE_LDG)
+        return __ldg(p);
+    else if constexpr (CACHE == GM_CACHE_CS)
+        return __ldcs(p);
+    else
+        return *p;
+}
+
+template <int CACHE>
+__device__ __forceinline__ float load1(const float *p)
+{
+    if constexpr (CACHE == GM_CACHE_CA)
+        return __ldca(p);
+    else if constexpr (CACHE == GM_CACHE_CG)
+        return __ldcg(p);
+    else if constexpr (CACHE == GM_CACHE_LDG)
+        return __ldg(p);
+    else if constexpr (CACHE == GM_CACHE_CS)
+        return __ldcs(p);
+    else
+        return *p;
+}
+
+__device__ __forceinline__ float sum4(float4 v)
+{
+    return (v.x + v.y) + (v.z + v.w);
+}
+
+// V: gm_bandwidth_variant; CACHE: gm_cache_path; SCOPE: gm_bandwidth_scope.
+// Who reads what: with SCOPE grid the threads of the whole grid stride
+// through the working set (each pass reads it once; with ld.global.cg it
+// comes from L2, or from device memory when it does not fit); with SCOPE
+// block every block strides through all of it (each SM re-reads the same
+// bytes, which stay in its L1 when they fit).  Each thread has four 16-byte
+// loads in flight per iteration; `read` adds them into four registers, block
+// sums meet in one atomicAdd, so no load can be optimised away.  `shared`
+// stages the working set in shared memory once per block, then reads it
+// there.  `copy` writes what it reads.  Thread 0 of block 0 notes the SM
+// cycles and globaltimer ns of its passes in result[1], result[2].
+template <int V, int CACHE, int SCOPE>
+__global__ void bandwidth_kernel(const float *in, float *out, double *result, long long n,
+                                 int passes)
+{
+    extern __shared__ float4 s_data[];
+    __shared__ double warp_sums[32];
+    const long long n4 = n >> 2, tail = n & 3;
+    const long long first = SCOPE == GM_SCOPE_BLOCK
+                                ? (long long)threadIdx.x
+                                : (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long step = SCOPE == GM_SCOPE_BLOCK ? (long long)blockDim.x
+                                                   : (long long)gridDim.x * blockDim.x;
+    const float4 *in4 = (const float4 *)in;
+    const bool timer = blockIdx.x == 0 && threadIdx.x == 0;
+    long long t0 = 0;
+    unsigned long long g0 = 0;
+    if (timer) {
+        t0 = clock64();
+        g0 = global_ns();
+    }
+    if constexpr (V == GM_BANDWIDTH_COPY) {
+        float4 *out4 = (float4 *)out;
+        for (int pass = 0; pass < passes; ++pass) {
+            long long k = first;
+            for (; k + 3 * step < n4; k += 4 * step) {
+                const float4 a = load4<CACHE>(in4 + k), b = load4<CACHE>(in4 + k + step),
+                             c = load4<CACHE>(in4 + k + 2 * step),
+                             d = load4<CACHE>(in4 + k + 3 * step);
+                out4[k] = a;
+                out4[k + step] = b;
+                out4[k + 2 * step] = c;
+                out4[k + 3 * step] = d;
+            }
+            if (k < n4) { // at most three left: all three loads in flight at once
+                const bool hb = k + step < n4, hc = k + 2 * step < n4;
+                const float4 a = load4<CACHE>(in4 + k),
+                             b = hb ? load4<CACHE>(in4 + k + step) : float4{},
+                             c = hc ? load4<CACHE>(in4 + k + 2 * step) : float4{};
+                out4[k] = a;
+                if (hb)
+                    out4[k + step] = b;
+                if (hc)
+                    out4[k + 2 * step] = c;
+            }
+            if (first < tail)
+                out[4 * n4 + first] = load1<CACHE>(in + 4 * n4 + first);
+        }
+        return;
+    } else {
+        if constexpr (V == GM_BANDWIDTH_SHARED) {
+            for (long long k = threadIdx.x; k < n4; k += blockDim.x)
+                s_data[k] = in4[k];
+            if (threadIdx.x < tail)
+                ((float *)s_data)[4 * n4 + threadIdx.x] = in[4 * n4 + threadIdx.x];
+            __syncthreads();
+        }
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+        for (int pass = 0; pass < passes; ++pass) {
+            long long k = first;
+            if constexpr (V == GM_BANDWIDTH_SHARED) {
+                const int s = (int)step;
+                int j = (int)k;
+                for (; j + 3 * s < (int)n4; j += 4 * s) {
+                    a0 += sum4(s_data[j]);
+                    a1 += sum4(s_data[j + s]);
+                    a2 += sum4(s_data[j + 2 * s]);
+                    a3 += sum4(s_data[j + 3 * s]);
+                }
+                for (; j < (int)n4; j += s)
+                    a0 += sum4(s_data[j]);
+                if (first < tail)
+                    a1 += ((const float *)s_data)[4 * n4 + first];
+            } else {
+                for (; k + 3 * step < n4; k += 4 * step) {
+                    const float4 a = load4<CACHE>(in4 + k), b = load4<CACHE>(in4 + k + step),
+                                 c = load4<CACHE>(in4 + k + 2 * step),
+                                 d = load4<CACHE>(in4 + k + 3 * step);
+                    a0 += sum4(a);
+                    a1 += sum4(b);
+                    a2 += sum4(c);
+                    a3 += sum4(d);
+                }
+                if (k < n4) { // at most three left: all three loads in flight at once
+                    const float4 a = load4<CACHE>(in4 + k),
+                                 b = k + step < n4 ? load4<CACHE>(in4 + k + step) : float4{},
+                                 c = k + 2 * step < n4 ? load4<CACHE>(in4 + k + 2 * step)
+                                                       : float4{};
+                    a0 += sum4(a);
+                    a1 += sum4(b);
+                    a2 += sum4(c);
+                }
+                if (first < tail)
+                    a1 += load1<CACHE>(in + 4 * n4 + first);
+            }
+        }
+        if (timer) {
+            const unsigned long long g1 = global_ns();
+            const long long t1 = clock64();
+            result[1] = (double)(t1 - t0);
+            result[2] = (double)(g1 - g0);
+        }
+        // block sum: warp shuffles, one partial per warp in shared memory, one atomic
+        double s = ((double)a0 + (double)a1) + ((double)a2 + (double)a3);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_down_sync(0xffffffffu, s, o);
+        if ((threadIdx.x & 31) == 0)
+            warp_sums[threadIdx.x >> 5] = s;
+        __syncthreads();
+        if (threadIdx.x < 32) {
+            s = threadIdx.x < (blockDim.x >> 5) ? warp_sums[threadIdx.x] : 0.0;
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                s += __shfl_down_sync(0xffffffffu, s, o);
+            if (threadIdx.x == 0)
+                atomicAdd(result, s);
+        }
+    }
+}
+
+using bandwidth_fn = void (*)(const float *, float *, double *, long long, int);
+
+// The kernel for one (variant, cache, scope); none for a block-scope copy (a
+// copy's stores go through to L2 whatever the scope: csrc refuses it).
+template <int V, int C, int S>
+static bandwidth_fn bandwidth_pick()
+{
+    if constexpr (V == GM_BANDWIDTH_COPY && S == GM_SCOPE_BLOCK)
+        return nullptr;
+    else
+        return bandwidth_kernel<V, C, S>;
+}
+
+static bandwidth_fn select_bandwidth(const gm_bandwidth_params *p)
+{
+    if (p->variant == GM_BANDWIDTH_SHARED) // reads shared memory: one kernel, block scope
+        return bandwidth_kernel<GM_BANDWIDTH_SHARED, GM_CACHE_DEFAULT, GM_SCOPE_BLOCK>;
+    return gm_select<GM_BANDWIDTH_READ, GM_BANDWIDTH_COPY>(p->variant, [p](auto v) {
+        return gm_select<GM_CACHE_DEFAULT, GM_CACHE_CA, GM_CACHE_CG, GM_CACHE_LDG, GM_CACHE_CS>(
+            p->cache, [p](auto c) {
+                return gm_select<GM_SCOPE_GRID, GM_SCOPE_BLOCK>(p->scope, [](auto s) {
+                    return bandwidth_pick<decltype(v)::value, decltype(c)::value,
+                                          decltype(s)::value>();
+                });
+            });
+    });
+}
+
+extern "C" const void *gm_bandwidth_kernel(const gm_bandwidth_params *p)
+{
+    return (const void *)select_bandwidth(p);
+}
+
+extern "C" cudaError_t gm_bandwidth(const gm_bandwidth_params *p, gm_dims *dims,
+                                    cudaStream_t stream)
+{
+    const size_t smem = p->variant == GM_BANDWIDTH_SHARED ? (size_t)((p->n + 3) / 4 * 16) : 0;
+    const size_t sums = p->variant == GM_BANDWIDTH_COPY ? 0 : 32 * sizeof(double); // warp_sums
+    *dims = gm_dims_1d((unsigned)p->blocks, p->block, smem + sums);
+    return gm_run(select_bandwidth(p), dims, smem, stream, p->in, p->out, p->result, p->n,
+                  p->passes);
+}

@@ -1,0 +1,790 @@
+"""The memory hierarchy as two ladders: how long one load waits at each level
+(:func:`latency`, :func:`latency_ladder`) and how many bytes per second each
+level delivers (:func:`bandwidth`, :func:`bandwidth_ladder`).
+
+**Latency.** A pointer chase: the working set is a ring of
+``n = working_set / stride`` nodes, each holding the address of the next, linked
+in a pseudo-random cyclic order.  One thread -- or each lane of one warp --
+follows the links; every load's address is the value the previous load
+returned, so nothing overlaps and the time per step is the latency of the level
+that holds the ring.  The kernel reads ``clock64()`` (SM cycles) and
+``%globaltimer`` (ns) around the timed steps, so cycles and nanoseconds come
+from the same run.  Rings from 1 KiB to 2 GiB step through L1, the near and the
+far L2 partition and device memory; rings in shared and in constant memory
+give those levels.  :func:`cache_sizes` reads the steps off the curve.
+
+**The ring.** ``order(i)`` -- the node visited ``i``-th -- is a keyed bijection of
+``[0, n)``: a 4-round Feistel network on ``ceil(log2 n)`` bits, cycle-walked
+into ``[0, n)``.  Node ``order(i)`` links to ``order(i + 1 mod n)``: one cycle
+through all ``n`` nodes by construction (what Sattolo's shuffle gives, without
+its sequential loop), built on the device in microseconds even for 2 GiB.
+:func:`chain_order` computes the same order in NumPy, so a chase's end node is
+checked against the CPU (:func:`latency_reference`).
+
+**Bandwidth.** The opposite: a full grid, every thread with four independent
+16-byte loads in flight, over a working set that stays resident in one level.
+``scope="block"``: every block reads all of it, so each SM keeps its own copy
+(in L1 when it fits -- the per-SM level); ``scope="grid"``: the grid reads it
+once per pass through ``ld.global.cg``, from L2 while it fits there, from
+device memory beyond.  The ``shared`` variant reads a copy in shared memory.
+
+Reference figures for the H100 from public microbenchmark suites are in
+:data:`PUBLISHED_H100` (:func:`published_figures` tabulates them).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence, Union
+
+import numpy as np
+
+import gpumem
+
+from . import _core
+from ._core import DeviceArray
+from ._names import _checking_only, _flag, _given, _index, _indices
+from ._sweep import _choices, _int, _ints, _need_gpu, _progress, _repeat
+from ._table import Table
+
+__all__ = ["Chase", "latency", "latency_reference", "chain_order", "latency_chain", "chain_image",
+           "bandwidth", "bandwidth_reference", "latency_ladder", "bandwidth_ladder",
+           "cache_sizes", "latency_levels", "published_figures", "PUBLISHED_H100",
+           "LATENCY_SETS", "BANDWIDTH_SETS", "L1_SHARED_PER_SM"]
+
+Array = Union[np.ndarray, DeviceArray]
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+#: The chase's paths (the latency family's variants) and the largest ring each takes.
+LATENCY_CACHES = ("ca", "cg", "ldg", "shared", "constant")
+SHARED_MAX = 48 * KiB        #: bytes: the shared ring lives in one block's default dynamic smem
+CONSTANT_MAX = 64 * KiB      #: bytes: the constant ring fills the user constant bank
+MAX_WORKING_SET = 1 << 32    #: bytes: the largest ring (and the largest bandwidth set)
+MAX_STRIDE = 1 << 20
+MAX_STEPS = 1 << 20
+MAX_WARMUP = 2**31 - 1
+MAX_PASSES = 1 << 20
+BANDWIDTH_SHARED_MAX = 48 * KiB   #: bytes of x for the bandwidth ``shared`` variant
+
+#: The latency ladder's rings: powers of two from 1 KiB to 2 GiB, plus 48 KiB (the
+#: largest shared ring), points around the L1 step (96-384 KiB) and every 4 MiB
+#: from 12 to 56 MiB, where the ring outgrows first the near L2 partition and then
+#: the whole L2 (H100: 50 MiB).
+LATENCY_SETS = tuple(sorted({*(1 << k for k in range(10, 32)), 48 * KiB,
+                             96 * KiB, 160 * KiB, 192 * KiB, 224 * KiB, 384 * KiB,
+                             *(m * MiB for m in range(12, 57, 4)), 80 * MiB, 96 * MiB}))
+
+#: The bandwidth ladder's working sets, 16 KiB .. 4 GiB.
+BANDWIDTH_SETS = tuple(sorted({16 * KiB, 32 * KiB, 48 * KiB, 64 * KiB, 96 * KiB, 128 * KiB,
+                               192 * KiB, 256 * KiB, 512 * KiB,
+                               *(1 << k for k in range(20, 33)), 24 * MiB, 48 * MiB, 96 * MiB}))
+#: Working sets up to this are read per SM (``scope="block"``); from this up,
+#: by the whole grid (``scope="grid"``); both at this size.
+PER_SM_MAX = 1 * MiB
+#: Bytes one timed launch moves: enough passes that a launch lasts about half a
+#: millisecond at the level's rate (launch overhead is then ~1%).
+TARGET_BYTES = {"block": 16e9, "grid": 4e9}
+
+#: The unified L1 data cache + shared memory of one SM, bytes, by compute
+#: capability (CUDA C++ Programming Guide, compute capabilities): the L1 in
+#: use is this minus the shared-memory carveout of the running kernel.
+L1_SHARED_PER_SM = {(7, 0): 128 * KiB, (7, 2): 128 * KiB, (7, 5): 96 * KiB, (8, 0): 192 * KiB,
+                    (8, 6): 128 * KiB, (8, 7): 192 * KiB, (8, 9): 128 * KiB, (9, 0): 256 * KiB,
+                    (10, 0): 256 * KiB, (10, 3): 256 * KiB, (11, 0): 256 * KiB,
+                    (12, 0): 128 * KiB, (12, 1): 128 * KiB}
+
+#: Published H100 figures from public microbenchmark suites and papers (for
+#: comparison; method and clocks move them): latency in SM cycles per
+#: dependent load (low, high); bandwidth as stated.
+PUBLISHED_H100 = {
+    "latency": {
+        "shared": (29, 30),
+        "constant": (17, 21),
+        "L1": (32, 40),
+        "L2 near": (220, 265),
+        "L2 far": (470, 500),
+        "device memory": (570, 860),
+    },
+    "bandwidth": {
+        "L1 bytes/clk/SM": 128,
+        "L2 TB/s, H100 PCIe (114 SMs)": 7.0,
+        "L2 TB/s, H200 (132 SMs)": 10.0,
+        "HBM3 TB/s, BabelStream copy / dot (H100 SXM)": (2.90, 3.18),
+    },
+}
+
+
+# ---- the ring ---------------------------------------------------------------------
+_M32 = 0xFFFFFFFF
+
+
+def _hash(x: np.ndarray) -> np.ndarray:
+    """The kernels' 32-bit mixer, on uint64 arrays holding 32-bit values."""
+    x = x ^ (x >> np.uint64(16))
+    x = (x * np.uint64(0x7FEB352D)) & np.uint64(_M32)
+    x = x ^ (x >> np.uint64(15))
+    x = (x * np.uint64(0x846CA68B)) & np.uint64(_M32)
+    return x ^ (x >> np.uint64(16))
+
+
+def _perm(n: int, seed: int) -> tuple[int, int, np.ndarray]:
+    bits = 1
+    while (1 << bits) < n:
+        bits += 1
+    wl = bits // 2
+    keys = _hash(np.array([(seed + 0x9E3779B9 * (r + 1)) & _M32 for r in range(4)],
+                          dtype=np.uint64))
+    return wl, bits - wl, keys
+
+
+def _feistel(x: np.ndarray, wl: int, wr: int, keys: np.ndarray) -> np.ndarray:
+    left, right = x >> np.uint64(wr), x & np.uint64((1 << wr) - 1)
+    for k in range(4):
+        f = _hash(right ^ keys[k]) & np.uint64((1 << wl) - 1)
+        left, right = right, left ^ f
+        wl, wr = wr, wl
+    return (left << np.uint64(wr)) | right
+
+
+def _order(n: int, seed: int, positions: np.ndarray) -> np.ndarray:
+    wl, wr, keys = _perm(n, seed)
+    x = _feistel(positions.astype(np.uint64), wl, wr, keys)
+    out = x >= np.uint64(n)
+    while out.any():                     # cycle walking: stay inside [0, n)
+        x[out] = _feistel(x[out], wl, wr, keys)
+        out = x >= np.uint64(n)
+    return x.astype(np.int64)
+
+
+def chain_order(n: int, seed: int = 0, positions: Sequence[int] | np.ndarray | None = None
+                ) -> np.ndarray:
+    """The order in which a chase of ``n`` nodes visits them: ``order[i]`` is the node
+    visited ``i``-th (a permutation of ``0..n-1``), as the kernels compute it.
+
+    Parameters
+    ----------
+    n : int
+        Nodes, 1 .. 2**31 - 1.
+    seed : int
+        0 .. 2**32 - 1: picks the permutation.
+    positions : array of int, optional
+        Only these positions (each ``0 <= i < n``); default all ``n``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+    """
+    fn = "chain_order"
+    n, seed = _int(fn, "n", n, 1, 2**31 - 1), _int(fn, "seed", seed, 0, _M32)
+    if positions is None:
+        pos = np.arange(n, dtype=np.int64)
+    else:
+        pos = np.asarray(positions)
+        if pos.dtype.kind not in "iu":
+            raise TypeError(f"{fn}: positions must be integers, not dtype {pos.dtype}")
+        if pos.size and (pos.min() < 0 or pos.max() >= n):
+            raise ValueError(f"{fn}: positions must be 0..n-1 = 0..{n - 1}")
+    return _order(n, seed, pos.astype(np.int64).reshape(-1)).reshape(np.shape(pos))
+
+
+def _ring(fn: str, working_set: Any, stride: Any) -> tuple[int, int, int]:
+    """(working_set, stride, n) checked as the latency kernel checks them."""
+    ws = _int(fn, "working_set", working_set, 8, MAX_WORKING_SET)
+    stride = _int(fn, "stride", stride, 8, MAX_STRIDE)
+    if stride % 8:
+        raise ValueError(f"{fn}: stride={stride} is not allowed; stride must be a multiple of 8 "
+                         f"bytes (a node holds an 8-byte pointer) from 8 to {MAX_STRIDE}")
+    if ws < stride or ws % stride:
+        raise ValueError(f"{fn}: working_set={ws} is not allowed with stride={stride}; "
+                         "working_set must be a whole number (>= 1) of strides: the ring has "
+                         "working_set / stride nodes")
+    return ws, stride, ws // stride
+
+
+def latency_chain(working_set: int, stride: int = 128, seed: int = 0) -> np.ndarray:
+    """The ring as a next-index array: ``nxt[j]`` is the node after node ``j`` (node ``j``
+    sits at byte ``j * stride`` of the working set).  One cycle through all
+    ``working_set // stride`` nodes.  For rings a NumPy array can hold."""
+    _, _, n = _ring("latency_chain", working_set, stride)
+    seed = _int("latency_chain", "seed", seed, 0, _M32)
+    order = _order(n, seed, np.arange(n, dtype=np.int64))
+    nxt = np.empty(n, dtype=np.int64)
+    nxt[order] = np.roll(order, -1)
+    return nxt
+
+
+def chain_image(working_set: int, stride: int = 128, seed: int = 0) -> np.ndarray:
+    """The ring as the ``shared`` and ``constant`` chases hold it: ``working_set // 4``
+    uint32 words, word ``j * stride / 4`` holding the byte offset of node ``j``'s
+    successor, every other word 0.  (The global chases hold an 8-byte pointer,
+    the buffer's address plus that offset, at the same place.)"""
+    ws, stride, _ = _ring("chain_image", working_set, stride)
+    nxt = latency_chain(ws, stride, seed)
+    img = np.zeros(ws // 4, dtype=np.uint32)
+    img[np.arange(len(nxt)) * (stride // 4)] = (nxt * stride).astype(np.uint32)
+    return img
+
+
+def latency_reference(working_set: int, *, stride: int = 128, lanes: int = 1, steps: int = 8192,
+                      warmup: int = 0, seed: int = 0) -> np.ndarray:
+    """Where each lane of :func:`latency` ends: lane ``l`` starts at position
+    ``l * n // lanes`` of the ring and takes ``warmup + steps`` steps, so it ends at
+    node ``order[(l * n // lanes + warmup + steps) % n]``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, one node per lane.
+    """
+    fn = "latency_reference"
+    _, _, n = _ring(fn, working_set, stride)
+    lanes, steps = _int(fn, "lanes", lanes, 1, 32), _int(fn, "steps", steps, 1, MAX_STEPS)
+    warmup, seed = _int(fn, "warmup", warmup, 0, MAX_WARMUP), _int(fn, "seed", seed, 0, _M32)
+    start = np.arange(lanes, dtype=np.int64) * n // lanes
+    return _order(n, seed, (start + warmup + steps) % n)
+
+
+# ---- latency ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Chase:
+    """One pointer chase: what ran and what the kernel's clocks said.
+
+    ``cycles`` and ``ns`` are per lane, over the ``steps`` timed loads (the
+    ``warmup`` loads before them are not timed); ``end`` is the node each lane
+    stopped at (compare :func:`latency_reference`).
+    """
+
+    working_set: int
+    stride: int
+    cache: str
+    lanes: int
+    steps: int
+    warmup: int
+    seed: int
+    end: np.ndarray = field(repr=False)
+    cycles: np.ndarray = field(repr=False)
+    ns: np.ndarray = field(repr=False)
+
+    @property
+    def cycles_per_load(self) -> float:
+        """SM cycles per dependent load (mean over the lanes)."""
+        return float(self.cycles.mean()) / self.steps
+
+    @property
+    def ns_per_load(self) -> float:
+        """Nanoseconds per dependent load (mean over the lanes)."""
+        return float(self.ns.mean()) / self.steps
+
+    @property
+    def clock_mhz(self) -> float:
+        """The SM clock during the chase: cycles over nanoseconds."""
+        return float(self.cycles.sum()) / max(float(self.ns.sum()), 1e-9) * 1e3
+
+
+def latency(working_set: int, *, cache: Literal["ca", "cg", "ldg", "shared", "constant"] = "ca",
+            stride: int = 128, lanes: int = 1, steps: int = 8192, warmup: int | None = None,
+            seed: int = 0) -> Chase | None:
+    """Chase a ring of ``working_set // stride`` nodes and time each dependent load.
+
+    Before the launch (untimed) the ring is built on the device, and for the global
+    paths L2 is evicted; then one warp runs: lanes ``0..lanes-1`` each start at
+    position ``l * n // lanes`` of the ring, take ``warmup`` untimed steps, read
+    ``clock64()`` and ``%globaltimer``, take ``steps`` timed steps and read both again.
+
+    Parameters
+    ----------
+    working_set : int
+        Bytes of the ring, a multiple of ``stride``, 8 .. 2**32 (``shared``: at most
+        48 KiB, one block's default dynamic shared memory; ``constant``: at most 64 KiB).
+    cache : {"ca", "cg", "ldg", "shared", "constant"}
+        Where the ring lives and how it is read: global memory through
+        ``ld.global.ca`` (L1, L2, DRAM), ``ld.global.cg`` (L2 only, L1 skipped),
+        ``ld.global.nc`` (the read-only path); shared memory; ``__constant__`` memory.
+    stride : int
+        Bytes between nodes, a multiple of 8 up to 1 MiB.  The default, 128, puts
+        each node in its own 128-byte line, so no two nodes share a cache line.
+    lanes : int
+        Chasing lanes of the warp, 1..32.  With 32, one warp-wide load asks for 32
+        unrelated lines: its latency shows how the cache serves a divergent request.
+    steps : int
+        Timed loads per lane, 1 .. 2**20.
+    warmup : int, optional
+        Untimed loads per lane first.  Default: one pass over the ring
+        (``ceil(n / lanes)`` steps) when it lives on chip or is at most twice the L2,
+        so the timed steps meet the ring where it settles; none for larger rings,
+        which are met cold (a pass over them would take long and leave little).
+    seed : int
+        0 .. 2**32 - 1: picks the ring's order (:func:`chain_order`).
+
+    Returns
+    -------
+    Chase, or None while gpumem checks a call without running it.
+    """
+    ints = _indices("latency", stride=stride, lanes=lanes, steps=steps, warmup=warmup, seed=seed)
+    r = _core.latency(_index("latency", "working_set", working_set), cache=cache, **ints)
+    if r is None or _checking_only():
+        return None
+    rec = _core.last_record()
+    p = rec.params
+    return Chase(p["working_set"], p["stride"], p["cache"], p["lanes"], p["steps"], p["warmup"],
+                 p["seed"], r[0].copy(), r[1].copy(), r[2].copy())
+
+
+# ---- bandwidth ------------------------------------------------------------------------
+def bandwidth(x: Array, *, variant: Literal["read", "copy", "shared"] = "read",
+              scope: Literal["grid", "block"] | None = None,
+              cache: Literal["default", "ca", "cg", "ldg", "cs"] | None = None, passes: int = 1,
+              blocks: int | None = None, block: int = 256, out: DeviceArray | None = None):
+    """Read (or copy) ``x`` ``passes`` times with a full grid of 16-byte loads.
+
+    Each thread has four independent float4 loads in flight per iteration of a
+    stride loop (the ``n % 4`` tail floats are read by the first threads).
+
+    Parameters
+    ----------
+    x : numpy.ndarray or DeviceArray, float32, 1-D
+        The working set (``4 * len(x)`` bytes; ``shared``: at most 48 KiB).
+    variant : {"read", "copy", "shared"}
+        ``read``: add every value into registers (block sums meet in one float64
+        atomicAdd, so no load can be optimised away); ``copy``: store each value to
+        the result; ``shared``: each block copies ``x`` into shared memory once,
+        then reads it there ``passes`` times.
+    scope : {"grid", "block"}, optional
+        ``grid`` (default for read and copy): the grid's threads stride through
+        ``x`` once per pass -- each byte comes from L2 while ``x`` fits there, else
+        from device memory.  ``block`` (read; always for shared): every block
+        strides through all of ``x`` each pass, so each SM keeps its own copy -- in
+        L1 while it fits.  A copy's stores go through to L2 whatever the scope, so
+        copy is grid-only.
+    cache : {"default", "ca", "cg", "ldg", "cs"}, optional
+        The load path (as :func:`gpumem.read_offset`'s).  Default: ``cg`` for
+        ``scope="grid"`` -- with a fixed grid-stride assignment each SM re-reads the
+        same slice every pass, which would otherwise stay in its L1 -- and ``ca``
+        for ``scope="block"``.  Not for ``shared``.
+    passes : int
+        Times ``x`` is read, 1 .. 2**20.
+    blocks : int, optional
+        Grid size.  Default: one full wave -- every SM times the blocks of this
+        kernel that fit on one (the occupancy API).
+    block : int
+        Threads per block, a multiple of 32 up to 1024.
+    out : DeviceArray, optional
+        copy: float32 of ``x``'s shape (not ``x``); read/shared: float64, shape (3,).
+
+    Returns
+    -------
+    read, shared: float64 ``[sum, cycles, ns]`` -- the sum of every value read (all
+    passes; times the blocks for ``scope="block"``), and the SM cycles
+    (``clock64``) and nanoseconds (``%globaltimer``) thread 0 of block 0 spent in
+    its passes: their ratio is the SM clock during the run.  copy: the copy of
+    ``x``.  A numpy.ndarray for an ndarray ``x``, else a DeviceArray.
+
+    ``gpumem.bench(gpumem.bandwidth, x, ...)`` reports GB/s of the bytes read (and
+    written, for copy).
+    """
+    _given("bandwidth", x=x)
+    return _core.bandwidth(x, variant=variant, scope=scope, cache=cache,
+                           **_indices("bandwidth", passes=passes, blocks=blocks, block=block),
+                           out=out)
+
+
+def bandwidth_reference(x: np.ndarray, *, variant: str = "read", passes: int = 1,
+                        blocks: int = 1, scope: str | None = None):
+    """What :func:`bandwidth` returns, from NumPy: for ``read`` and ``shared`` the sum of
+    every value read (float64: ``passes * sum(x)``, times ``blocks`` for block scope --
+    always for ``shared``); for ``copy`` the copy of ``x``.
+
+    The kernel adds in float32 per thread: equal to this exactly when ``x`` holds
+    small integers (every partial sum below 2**24), close otherwise.
+    """
+    fn = "bandwidth_reference"
+    variant = _choices(fn, "variant", variant, ("read", "copy", "shared"))[0]
+    x = np.asarray(x, dtype=np.float32)
+    passes, blocks = _int(fn, "passes", passes, 1, MAX_PASSES), _int(fn, "blocks", blocks, 1)
+    if variant == "copy":
+        return x.copy()
+    if scope is not None:
+        scope = _choices(fn, "scope", scope, ("grid", "block"))[0]
+    per_block = variant == "shared" or scope == "block"
+    return float(x.astype(np.float64).sum()) * passes * (blocks if per_block else 1)
+
+
+# ---- the published figures ------------------------------------------------------------
+def published_figures() -> Table:
+    """:data:`PUBLISHED_H100` as a table: latency in cycles per dependent load (low..high)
+    and bandwidth as the suites state it."""
+    rows = [{"what": f"latency: {k}", "low": lo, "high": hi, "unit": "cycles"}
+            for k, (lo, hi) in PUBLISHED_H100["latency"].items()]
+    for k, v in PUBLISHED_H100["bandwidth"].items():
+        lo, hi = v if isinstance(v, tuple) else (v, v)
+        unit = "bytes/clk/SM" if "clk" in k else "TB/s"
+        rows.append({"what": f"bandwidth: {k.replace(' bytes/clk/SM', '')}", "low": lo,
+                     "high": hi, "unit": unit})
+    return Table(rows, columns=["what", "low", "high", "unit"], sources={"low": "published",
+                                                                          "high": "published"},
+                 title="H100 reference figures from public microbenchmark suites")
+
+
+# ---- the latency ladder ------------------------------------------------------------------
+def _cap(cache: str) -> int:
+    return SHARED_MAX if cache == "shared" else CONSTANT_MAX if cache == "constant" else \
+        MAX_WORKING_SET
+
+
+def latency_ladder(working_sets: Sequence[int] | None = None, *,
+                   caches: Sequence[str] | str = LATENCY_CACHES, stride: int = 128,
+                   lanes: int = 1, steps: int = 8192, seed: int = 0,
+                   progress: bool = True) -> Table:
+    """Cycles and nanoseconds per dependent load for rings of each size, along each path.
+
+    Parameters
+    ----------
+    working_sets : sequence of int, optional
+        Ring sizes in bytes (each rounded down to a whole number of strides).
+        Default :data:`LATENCY_SETS`: 1 KiB .. 2 GiB, denser around the L1 step and
+        between 12 and 56 MiB (the near/far L2 split and the L2 step).  The
+        ``shared`` path takes the sizes up to 48 KiB, ``constant`` up to 64 KiB.
+    caches : sequence of {"ca", "cg", "ldg", "shared", "constant"}
+        The paths (:func:`latency`'s ``cache``).
+    stride, lanes, steps, seed
+        As :func:`latency`; the warm-up is its default (one pass for rings on chip
+        or up to twice the L2, none beyond).
+
+    Returns
+    -------
+    Table with columns working set, stride, cache, lanes, cycles/load, ns/load,
+    clock MHz and warm-up loads.  Every chase's end node is checked against
+    :func:`latency_reference` (RuntimeError if one differs).  Without a GPU the
+    measured columns are None.
+
+    On an H100 the default ladder (five paths, about 40 rings for the global ones)
+    takes a few seconds: its cost is the warm-up passes over the rings up to
+    twice the L2 (about 5 million dependent loads per global path at stride 128).
+    """
+    fn = "latency_ladder"
+    caches = _choices(fn, "caches", caches, LATENCY_CACHES, each="cache")
+    sets = _ints(fn, "working_sets", LATENCY_SETS if working_sets is None else working_sets,
+                 8, MAX_WORKING_SET)
+    stride = _int(fn, "stride", stride, 8, MAX_STRIDE)
+    if stride % 8:
+        raise ValueError(f"{fn}: stride={stride} is not allowed; stride must be a multiple of 8 "
+                         f"bytes from 8 to {MAX_STRIDE}")
+    lanes, steps = _int(fn, "lanes", lanes, 1, 32), _int(fn, "steps", steps, 1, MAX_STEPS)
+    seed = _int(fn, "seed", seed, 0, _M32)
+    progress = _flag(fn, "progress", progress)
+    rings = sorted({ws // stride * stride for ws in sets if ws >= stride})
+    if not rings:
+        raise ValueError(f"{fn}: every one of working_sets is smaller than stride={stride}")
+    points = [(c, ws) for c in caches for ws in rings if ws <= _cap(c)]
+    if not points:
+        raise ValueError(f"{fn}: none of working_sets fits caches={caches} (shared: at most "
+                         f"{SHARED_MAX} bytes, constant: at most {CONSTANT_MAX})")
+    gpu = gpumem.is_available()
+    rows = []
+    for cache, ws in _progress(points, len(points), fn, progress and gpu):
+        row = {"working set": ws, "stride": stride, "cache": cache, "lanes": lanes,
+               "cycles/load": None, "ns/load": None, "clock MHz": None, "warm-up": None}
+        if gpu:
+            c = latency(ws, cache=cache, stride=stride, lanes=lanes, steps=steps, seed=seed)
+            ref = latency_reference(ws, stride=stride, lanes=lanes, steps=steps, warmup=c.warmup,
+                                    seed=seed)
+            if not np.array_equal(c.end, ref):
+                raise RuntimeError(f"{fn}: the {cache} chase of {ws} bytes ended at nodes "
+                                   f"{c.end.tolist()}, the CPU walk at {ref.tolist()}")
+            row.update({"cycles/load": c.cycles_per_load, "ns/load": c.ns_per_load,
+                        "clock MHz": c.clock_mhz, "warm-up": c.warmup})
+        rows.append(row)
+    title = f"latency ladder: dependent loads, stride {stride} B, {lanes} lane(s)"
+    if gpu:
+        title += f", {gpumem.device().name}"
+    else:
+        title += " (no GPU: nothing measured)"
+    return Table(rows, sources={c: "measured" for c in ("cycles/load", "ns/load", "clock MHz")}
+                 if gpu else {}, title=title)
+
+
+def _global_rows(table: Table, cache: str) -> list[dict]:
+    rows = [r for r in table if r.get("cache") == cache and r.get("cycles/load") is not None
+            and r.get("lanes", 1) == 1]
+    return sorted(rows, key=lambda r: r["working set"])
+
+
+def _crossing(rows: list[dict], threshold: float, start: int) -> int | None:
+    """Index of the first row from ``start`` whose cycles exceed ``threshold``."""
+    for j in range(max(start, 1), len(rows)):
+        if rows[j]["cycles/load"] > threshold:
+            return j
+    return None
+
+
+def _interp(rows: list[dict], j: int, threshold: float) -> float:
+    """The working set where the curve crosses ``threshold`` between rows j-1 and j
+    (linear in cycles, logarithmic in bytes)."""
+    a, b = rows[j - 1], rows[j]
+    ca, cb = a["cycles/load"], b["cycles/load"]
+    f = 0.0 if cb <= ca else min(max((threshold - ca) / (cb - ca), 0.0), 1.0)
+    return float(2 ** (math.log2(a["working set"]) + f * (math.log2(b["working set"])
+                                                             - math.log2(a["working set"]))))
+
+
+def _device_or_none(device: Any) -> Any:
+    if device is not None:
+        return device
+    return gpumem.device() if gpumem.is_available() else None
+
+
+def cache_sizes(table: Table | None = None, *, cache: Literal["ca", "ldg"] = "ca",
+                device: Any = None) -> Table:
+    """Read the cache sizes off a latency ladder and set them beside the device's.
+
+    The ``cache`` rows (one lane) of ``table`` -- by default a fresh
+    :func:`latency_ladder` of that path, which needs a GPU -- are sorted by size,
+    and the plateaus found: L1 (the smallest three rings), device memory (the
+    largest three), the near L2 (the lowest latency past the L1 step).  A step is
+    where the curve crosses a threshold between two plateaus:
+
+    * L1: the geometric mean of the L1 and near-L2 plateaus;
+    * L2 near partition: a quarter of the way from the near-L2 plateau to device
+      memory -- where rings start to spill into the far partition;
+    * L2: three quarters of the way -- where they no longer fit in L2 at all.
+
+    Returns
+    -------
+    Table: per level its plateau (cycles/load and ns/load) and, for the three
+    steps, the rings either side of it (``from``, ``to``), the crossing point
+    (``measured``: log-interpolated between them) and the device's stated size
+    (``stated``: the SM's unified L1 + shared memory by compute capability -- the L1
+    in use is that minus the shared carveout --, half the L2, the L2), with
+    ``measured / stated``.  ``device`` (a :class:`gpumem.DeviceInfo`) defaults to
+    :func:`gpumem.device` where a GPU is present; without one ``stated`` is None.
+    """
+    fn = "cache_sizes"
+    cache = _choices(fn, "cache", cache, ("ca", "ldg"))[0]
+    if table is None:
+        if not gpumem.is_available():
+            _need_gpu()                  # raises CudaUnavailableError with the driver's reason
+            raise gpumem.CudaUnavailableError(f"{fn}: no GPU to measure the ladder on; pass a "
+                                              "table from latency_ladder")
+        table = latency_ladder(caches=(cache,), progress=False)
+    elif not isinstance(table, Table):
+        raise TypeError(f"{fn}: table must be a gpumem.Table from latency_ladder, not "
+                        f"{type(table).__name__}")
+    rows = _global_rows(table, cache)
+    if len(rows) < 8:
+        raise ValueError(f"{fn}: the table has {len(rows)} measured one-lane rows of "
+                         f"cache={cache!r}; reading the steps needs at least 8 (from L1-sized "
+                         "rings to rings far beyond the L2)")
+    cyc = [r["cycles/load"] for r in rows]
+    p1 = statistics.median(cyc[:3])
+    ph = statistics.median(cyc[-3:])
+    j = _crossing(rows, 2 * p1, 1)
+    if j is None or j + 1 >= len(rows):
+        raise ValueError(f"{fn}: the table's {cache} rows show no L1 step (all within 2x "
+                         f"of {p1:.0f} cycles): the rings must grow past L1")
+    p2 = min(cyc[j + 1:]) if j + 1 < len(cyc) else cyc[j]
+    t1 = math.sqrt(p1 * p2)
+    j1 = _crossing(rows, t1, 1)
+    t_near, t_l2 = p2 + 0.25 * (ph - p2), p2 + 0.75 * (ph - p2)
+    j_near = _crossing(rows, t_near, j1 + 1) if j1 is not None else None
+    j_l2 = _crossing(rows, t_l2, j_near if j_near is not None else (j1 or 1))
+    dev = _device_or_none(device)
+    l1_stated = l2_stated = None
+    if dev is not None:
+        l1_stated = L1_SHARED_PER_SM.get(tuple(dev.compute_capability))
+        l2_stated = int(dev.l2_cache_size) or None
+
+    def ns_of(lo: float, hi: float) -> float | None:
+        ns = [r["ns/load"] for r in rows if lo <= r["cycles/load"] <= hi
+              and r.get("ns/load") is not None]
+        return statistics.median(ns) if ns else None
+
+    def step(level: str, jj: int | None, thr: float, plateau: float, stated: int | None) -> dict:
+        row = {"level": level, "cycles/load": plateau, "ns/load": None, "threshold": thr,
+               "from": None, "to": None, "measured": None, "stated": stated,
+               "measured / stated": None}
+        if jj is not None:
+            row.update({"from": rows[jj - 1]["working set"], "to": rows[jj]["working set"],
+                        "measured": _interp(rows, jj, thr)})
+            if stated:
+                row["measured / stated"] = row["measured"] / stated
+        return row
+
+    far = [c for k, c in enumerate(cyc) if j_near is not None and j_l2 is not None
+           and j_near <= k < j_l2]
+    out = [step("L1 (capacity in use)", j1, t1, p1, l1_stated),
+           step("L2 near partition", j_near, t_near, p2, l2_stated // 2 if l2_stated else None),
+           step("L2", j_l2, t_l2, statistics.median(far) if far else None, l2_stated),
+           {"level": "device memory", "cycles/load": ph, "ns/load": None}]
+    out[0]["ns/load"] = statistics.median([r["ns/load"] for r in rows[:3]])
+    out[1]["ns/load"] = ns_of(p2 * 0.999, p2 * 1.001)
+    out[3]["ns/load"] = statistics.median([r["ns/load"] for r in rows[-3:]])
+    if far:
+        out[2]["ns/load"] = statistics.median(rows[k]["ns/load"] for k in range(j_near, j_l2))
+    src = {c: "measured" for c in ("cycles/load", "ns/load", "from", "to", "measured")}
+    src.update({"stated": "device", "measured / stated": "measured"})
+    return Table(out, columns=["level", "cycles/load", "ns/load", "threshold", "from", "to",
+                               "measured", "stated", "measured / stated"], sources=src,
+                 title=f"cache sizes read off the {cache} latency ladder")
+
+
+def latency_levels(table: Table, *, device: Any = None) -> Table:
+    """Each level's latency in a :func:`latency_ladder` table beside the published H100
+    figures (:data:`PUBLISHED_H100`).
+
+    * shared: the median over the ``shared`` rings; constant: the lowest
+      ``constant`` ring (the constant cache proper; larger rings spill to its L1.5);
+    * L1: the median of ``ca`` rings up to 64 KiB;
+    * L2 near: the median of ``cg`` rings up to 4 MiB (``cg`` skips L1; without
+      ``cg`` rows, ``ca`` rings of 1-4 MiB);
+    * L2 far: the median of ``cg`` (else ``ca``) rings between 0.55 and 0.9 of the
+      L2 -- too large for one partition, small enough for the whole L2;
+    * device memory: the median of the rings of at least 8 times the L2.
+
+    The L2 size is ``device``'s (default :func:`gpumem.device`), else 50 MiB (H100).
+    Returns a Table: level, cycles/load, ns/load, published low and high, and
+    whether the measurement lies within them.
+    """
+    fn = "latency_levels"
+    if not isinstance(table, Table):
+        raise TypeError(f"{fn}: table must be a gpumem.Table from latency_ladder, not "
+                        f"{type(table).__name__}")
+    dev = _device_or_none(device)
+    l2 = int(dev.l2_cache_size) if dev is not None and dev.l2_cache_size else 50 * MiB
+
+    def pick(cache: str, lo: float, hi: float) -> list[dict]:
+        return [r for r in _global_rows(table, cache) if lo <= r["working set"] <= hi]
+
+    def agg(rows: list[dict], how=statistics.median) -> tuple[float | None, float | None]:
+        if not rows:
+            return None, None
+        return how(r["cycles/load"] for r in rows), how(r["ns/load"] for r in rows)
+
+    lowest = lambda vals: min(vals)  # noqa: E731
+    near = pick("cg", 0, 4 * MiB) or pick("ca", 1 * MiB, 4 * MiB)
+    far = pick("cg", 0.55 * l2, 0.9 * l2) or pick("ca", 0.55 * l2, 0.9 * l2)
+    dram = pick("cg", 8 * l2, MAX_WORKING_SET) or pick("ca", 8 * l2, MAX_WORKING_SET)
+    found = {"shared": agg(pick("shared", 0, SHARED_MAX)),
+             "constant": agg(pick("constant", 0, CONSTANT_MAX), lowest),
+             "L1": agg(pick("ca", 0, 64 * KiB)),
+             "L2 near": agg(near), "L2 far": agg(far), "device memory": agg(dram)}
+    rows = []
+    for level, (lo, hi) in PUBLISHED_H100["latency"].items():
+        cyc, ns = found[level]
+        rows.append({"level": level, "cycles/load": cyc, "ns/load": ns, "published low": lo,
+                     "published high": hi,
+                     "within": None if cyc is None else bool(lo <= cyc <= hi)})
+    return Table(rows, sources={"cycles/load": "measured", "ns/load": "measured",
+                                "published low": "published", "published high": "published"},
+                 title="latency per level beside the published H100 figures")
+
+
+# ---- the bandwidth ladder ------------------------------------------------------------------
+BANDWIDTH_VARIANTS = ("read", "copy", "shared")
+
+
+def _bandwidth_plan(sets: list[int], variants: list[str]) -> list[tuple[str, str, int]]:
+    """(variant, scope, working set) of each row: shared up to 48 KiB; read per SM up
+    to :data:`PER_SM_MAX` and by the grid from it; copy by the grid from it (its
+    working set is the source plus the copy)."""
+    plan = []
+    for v in variants:
+        for ws in sets:
+            if v == "shared" and 16 <= ws <= BANDWIDTH_SHARED_MAX:
+                plan.append((v, "block", ws))
+            if v == "read" and 16 <= ws <= PER_SM_MAX:
+                plan.append((v, "block", ws))
+            if v in ("read", "copy") and ws >= PER_SM_MAX:
+                plan.append((v, "grid", ws))
+    return plan
+
+
+def bandwidth_ladder(working_sets: Sequence[int] | None = None, *,
+                     variants: Sequence[str] | str = BANDWIDTH_VARIANTS, repeat: int = 5,
+                     anchor: bool = True, progress: bool = True) -> Table:
+    """GB/s of :func:`bandwidth` for working sets from on-chip to device memory.
+
+    Rows: ``shared`` (sets up to 48 KiB: the scratchpad); ``read`` with
+    ``scope="block"`` (sets up to 1 MiB per SM: L1 while it fits, then L2 shared
+    by all SMs); ``read`` and ``copy`` with ``scope="grid"`` (1 MiB .. 4 GiB for the
+    whole GPU: L2 while it fits, then device memory; a copy's working set is its
+    source plus its destination).  ``passes`` is chosen so a launch moves about
+    :data:`TARGET_BYTES`; each row is the median of ``repeat`` launches (after two
+    warm-up launches: the set is resident when timing starts) through
+    :func:`gpumem.bench`.  ``anchor`` adds ``cudaMemcpy`` device to device of 1 GiB,
+    timed in the same run, as the device-memory reference.
+
+    Columns: working set, variant, scope, cache, passes, blocks, ms, GB/s,
+    GB/s per SM, clock MHz (the SM clock a read launch saw: clock64 over
+    %globaltimer) and bytes/clk/SM (GB/s per SM over that clock).  Without a GPU
+    the measured columns are None.  About two seconds on an H100 (most of it
+    allocating and launching over the 4 GiB sets).
+    """
+    fn = "bandwidth_ladder"
+    variants = _choices(fn, "variants", variants, BANDWIDTH_VARIANTS, each="variant")
+    sets = _ints(fn, "working_sets", BANDWIDTH_SETS if working_sets is None else working_sets,
+                 16, MAX_WORKING_SET)
+    repeat = _repeat(fn, repeat)
+    anchor = _flag(fn, "anchor", anchor)
+    progress = _flag(fn, "progress", progress)
+    plan = _bandwidth_plan(sorted(set(sets)), variants)
+    if not plan:
+        raise ValueError(f"{fn}: no row to measure for working_sets and variants={variants}: "
+                         f"shared takes working sets up to {BANDWIDTH_SHARED_MAX} bytes, read "
+                         f"any, copy from {PER_SM_MAX}")
+    gpu = gpumem.is_available()
+    sms = gpumem.device().multiprocessors if gpu else None
+    cols = ["working set", "variant", "scope", "cache", "passes", "blocks", "ms", "GB/s",
+            "GB/s per SM", "clock MHz", "bytes/clk/SM"]
+    rows = []
+    for v, scope, ws in _progress(plan, len(plan), fn, progress and gpu):
+        cache = "default" if v == "shared" else ("ca" if scope == "block" else "cg")
+        row = dict.fromkeys(cols)
+        row.update({"working set": ws, "variant": v, "scope": scope,
+                    "cache": None if v == "shared" else cache})
+        if gpu:
+            row.update(_measure_bandwidth(v, scope, ws, repeat, sms))
+        rows.append(row)
+    if anchor:
+        row = dict.fromkeys(cols)
+        row.update({"working set": 2 * GiB, "variant": "cudaMemcpy D2D", "scope": "device"})
+        if gpu:
+            row.update(_memcpy_row(1 * GiB, repeat, sms))
+        rows.append(row)
+    title = "bandwidth ladder"
+    title += f", {gpumem.device().name}" if gpu else " (no GPU: nothing measured)"
+    measured = ("passes", "blocks", "ms", "GB/s", "GB/s per SM", "clock MHz", "bytes/clk/SM")
+    return Table(rows, columns=cols, sources={c: "measured" for c in measured} if gpu else {},
+                 title=title)
+
+
+def _measure_bandwidth(v: str, scope: str, ws: int, repeat: int, sms: int) -> dict:
+    n = ws // 8 if v == "copy" else ws // 4
+    x = gpumem.empty((n,))
+    out = gpumem.empty((n,)) if v == "copy" else gpumem.empty((3,), np.float64)
+    kw = {"variant": v, "out": out}
+    if v != "shared":
+        kw["scope"] = scope
+    with gpumem.record() as recs:          # one pass: the grid and the bytes of a pass
+        bandwidth(x, **kw)
+    blocks, per_pass = recs[-1].params["blocks"], recs[-1].bytes
+    passes = int(min(MAX_PASSES, max(1, round(TARGET_BYTES[scope] / max(per_pass, 1)))))
+    res = gpumem.bench(bandwidth, x, passes=passes, blocks=blocks, repeat=repeat, warmup=2, **kw)
+    row = {"passes": passes, "blocks": blocks, "ms": res.median_ms, "GB/s": res.gbps,
+           "GB/s per SM": res.gbps / sms, "cache": res.params.get("cache") if v != "shared"
+           else None}
+    if v != "copy":
+        _, cycles, ns = bandwidth(x, passes=passes, blocks=blocks, **kw).get()
+        if ns > 0:
+            clock = cycles / ns * 1e3
+            row["clock MHz"] = clock
+            row["bytes/clk/SM"] = res.gbps * 1e3 / (sms * clock)
+    return row
+
+
+def _memcpy_row(nbytes: int, repeat: int, sms: int) -> dict:
+    src, dst = gpumem.empty((nbytes // 4,)), gpumem.empty((nbytes // 4,))
+    _core._time_memcpy(dst, src, 3)                      # warm-up
+    ms = statistics.median(_core._time_memcpy(dst, src, repeat))
+    gbps = 2 * nbytes / (ms * 1e-3) / 1e9
+    return {"ms": ms, "GB/s": gbps, "GB/s per SM": gbps / sms}
