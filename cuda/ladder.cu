@@ -457,6 +457,14 @@ extern "C" cudaError_t gm_bandwidth(const gm_bandwidth_params *p, gm_dims *dims,
     const size_t smem = p->variant == GM_BANDWIDTH_SHARED ? (size_t)((p->n + 3) / 4 * 16) : 0;
     const size_t sums = p->variant == GM_BANDWIDTH_COPY ? 0 : 32 * sizeof(double); // warp_sums
     *dims = gm_dims_1d((unsigned)p->blocks, p->block, smem + sums);
-    return gm_run(select_bandwidth(p), dims, smem, stream, p->in, p->out, p->result, p->n,
-                  p->passes);
+    const bandwidth_fn k = select_bandwidth(p);
+    if (smem + sums > 48 * 1024) {
+        // past the 48 KiB a block gets by default (dynamic + the static warp sums):
+        // the kernel must opt in to more
+        const cudaError_t err =
+            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+            return err;
+    }
+    return gm_run(k, dims, smem, stream, p->in, p->out, p->result, p->n, p->passes);
 }

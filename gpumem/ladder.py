@@ -44,7 +44,7 @@ import gpumem
 
 from . import _core
 from ._core import DeviceArray
-from ._names import _checking_only, _flag, _given, _index, _indices
+from ._names import _checking_only, _flag, _given, _host, _index, _indices
 from ._sweep import _choices, _int, _ints, _need_gpu, _progress, _repeat
 from ._table import Table
 
@@ -400,7 +400,7 @@ def bandwidth_reference(x: np.ndarray, *, variant: str = "read", passes: int = 1
     """
     fn = "bandwidth_reference"
     variant = _choices(fn, "variant", variant, ("read", "copy", "shared"))[0]
-    x = np.asarray(x, dtype=np.float32)
+    x = _host(fn, "x", x, np.float32)
     passes, blocks = _int(fn, "passes", passes, 1, MAX_PASSES), _int(fn, "blocks", blocks, 1)
     if variant == "copy":
         return x.copy()

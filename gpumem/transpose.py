@@ -25,7 +25,7 @@ import gpumem
 
 from . import _core
 from ._core import DeviceArray
-from ._names import _given, _host, _index
+from ._names import _flag, _given, _host, _index
 from ._sweep import (_choices, _counters_available, _int, _ints, _model_predict, _progress,
                      _repeat)
 from ._table import Table
@@ -174,7 +174,7 @@ def transpose_compare(m: int = 8192, n: int = 8192, *,
     m, n = _int(fn, "m", m, 1, 65535 * 32), _int(fn, "n", n, 1, 2**31 - 65)
     vs = list(TRANSPOSE_VARIANTS) if variants is None else \
         _choices(fn, "variants", variants, TRANSPOSE_VARIANTS, each="variant")
-    repeat = _repeat(fn, repeat)
+    repeat, progress = _repeat(fn, repeat), _flag(fn, "progress", progress)
     gpu = gpumem.is_available()
     preds = _predictions("transpose", [(v, {"m": m, "n": n}) for v in vs])
     rows = [{"variant": v} for v in vs]
@@ -197,9 +197,9 @@ def transpose_compare(m: int = 8192, n: int = 8192, *,
         got = None
     for row, pred, g in zip(rows, preds, got or [None] * len(rows)):
         for k in TRANSPOSE_METRICS:
-            row[k] = g[k] if g is not None else (pred[k] if pred else None)
+            row[k] = g[k] if g is not None else (pred.get(k) if pred else None)
         if g is not None and pred:
-            row.update({k + "_model": pred[k] for k in TRANSPOSE_METRICS})
+            row.update({k + "_model": pred.get(k) for k in TRANSPOSE_METRICS})
     src = "measured" if got is not None else "model"
     sources = {k: src for k in TRANSPOSE_METRICS}
     if gpu:
@@ -229,7 +229,7 @@ def bank_conflict_sweep(strides: Sequence[int] = tuple(range(1, 33)),
     ws = _choices(fn, "words", words, tuple(WORDS), each="word")
     iters = _int(fn, "iters", iters, *STRIDE_RANGES["iters"])
     blocks = _int(fn, "blocks", blocks, *STRIDE_RANGES["blocks"])
-    repeat = _repeat(fn, repeat)
+    repeat, progress = _repeat(fn, repeat), _flag(fn, "progress", progress)
     cases = [(w, {"stride": s, "iters": iters, "blocks": blocks}) for w in ws for s in ss]
     preds = _predictions("shared_stride", cases)
     reads = blocks * (STRIDE_BLOCK // 32) * iters

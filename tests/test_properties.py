@@ -38,7 +38,7 @@ _LEAVE_OUT = {"profiler_available"}  # no arguments (and profiles a launch on a 
 def _public() -> dict[str, object]:
     out = {}
     for stem in ("", ".access", ".layout", ".matmul", ".stencil", ".spaces", ".introspect",
-                 ".experiments", ".profile"):
+                 ".ladder", ".transpose", ".experiments", ".profile"):
         mod = importlib.import_module("gpumem" + stem)
         for name in mod.__all__:
             obj = getattr(mod, name)

@@ -232,5 +232,7 @@ def test_compare_and_sweep_measure(rng):
     s = experiments.bank_conflict_sweep([1, 32], ["float"], repeat=3,
                                         progress=False)
     one, thirty_two = s.rows
-    assert one["wavefronts/read"] == 1 and thirty_two["wavefronts/read"] == 32
+    # the counters add a wavefront in 10^4 or so at this size (the model counts none)
+    assert one["wavefronts/read"] == pytest.approx(1, rel=1e-3)
+    assert thirty_two["wavefronts/read"] == pytest.approx(32, rel=1e-3)
     assert thirty_two["vs stride 1"] > 4          # 32 wavefronts a read cannot be hidden
