@@ -17,16 +17,17 @@
 // shared array of 4-, 8- or 16-byte elements; the stride picks the conflict.
 #include "gm_launch.cuh"
 
-namespace {
+// Every kernel is transpose_kernel<variant, ...> or shared_stride_kernel<word>:
+// the family's name and the variant first, as gpumem.compiler_report reads them.
 
-constexpr int T = GM_TRANSPOSE_TILE;      // 32
-constexpr int ROWS = GM_TRANSPOSE_ROWS;   // threadIdx.y: 8
-constexpr int W = GM_TRANSPOSE_WIDE_TILE; // 64
+static constexpr int T = GM_TRANSPOSE_TILE;      // 32
+static constexpr int ROWS = GM_TRANSPOSE_ROWS;   // threadIdx.y: 8
+static constexpr int W = GM_TRANSPOSE_WIDE_TILE; // 64
 
 // naive_row: a warp reads 32 consecutive floats of a row of `a` (one 128-byte
 // line) and writes them 4*M bytes apart down a column of `out` (32 sectors).
-__global__ void transpose_naive_row(const float *__restrict__ a, float *__restrict__ out, int m,
-                                    int n)
+static __device__ __forceinline__ void naive_row(const float *__restrict__ a,
+                                                 float *__restrict__ out, int m, int n)
 {
     const int c = blockIdx.x * T + threadIdx.x;
     const int r0 = blockIdx.y * T + threadIdx.y;
@@ -40,8 +41,8 @@ __global__ void transpose_naive_row(const float *__restrict__ a, float *__restri
 
 // naive_col: the lanes walk down a column of `a` instead (threadIdx.x picks
 // the row): strided reads, coalesced writes.
-__global__ void transpose_naive_col(const float *__restrict__ a, float *__restrict__ out, int m,
-                                    int n)
+static __device__ __forceinline__ void naive_col(const float *__restrict__ a,
+                                                 float *__restrict__ out, int m, int n)
 {
     const int r = blockIdx.y * T + threadIdx.x;
     const int c0 = blockIdx.x * T + threadIdx.y;
@@ -62,7 +63,7 @@ __global__ void transpose_naive_col(const float *__restrict__ a, float *__restri
 // many tiles -- kinder to DRAM pages.  It changes no instruction and no
 // address, only which tile runs when.
 template <int G>
-__device__ __forceinline__ void tile_order(int &bx, int &by)
+static __device__ __forceinline__ void tile_order(int &bx, int &by)
 {
     if (G == 0) {
         bx = blockIdx.x;
@@ -79,7 +80,7 @@ __device__ __forceinline__ void tile_order(int &bx, int &by)
 
 // Where element (row, col) of a T x T tile lives in shared memory.
 template <int LAYOUT>
-__device__ __forceinline__ int tile_at(int row, int col)
+static __device__ __forceinline__ int tile_at(int row, int col)
 {
     if (LAYOUT == GM_TRANSPOSE_PADDED)
         return row * (T + 1) + col; // a row is 33 words: a column spans all 32 banks
@@ -96,9 +97,9 @@ __device__ __forceinline__ int tile_at(int row, int col)
 // tile (coalesced).  Out-of-range elements are neither loaded from nor stored
 // to global memory; every thread still writes (a zero) and reads its shared
 // words, so every block meets the banks alike.
-template <int LAYOUT, int BROWS, int G = GM_TRANSPOSE_GROUP>
-__global__ void __launch_bounds__(T *BROWS)
-    transpose_tiled(const float *__restrict__ a, float *__restrict__ out, int m, int n)
+template <int LAYOUT, int BROWS, int G>
+static __device__ __forceinline__ void tiled(const float *__restrict__ a,
+                                             float *__restrict__ out, int m, int n)
 {
     __shared__ float tile[T * (T + 1)];
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -134,11 +135,11 @@ __global__ void __launch_bounds__(T *BROWS)
 //        8 different bank quads, the 4 columns on the 4 banks of a quad --
 //        32 banks, one wavefront) and store them as one float4 of out's row
 //        bx + c: 8 lanes x 16 bytes = 128 contiguous bytes per row.
-constexpr int WIDE_THREADS = GM_TRANSPOSE_WIDE_ROWS * T; // 512
+static constexpr int WIDE_THREADS = GM_TRANSPOSE_WIDE_ROWS * T; // 512
 
-template <int G = GM_TRANSPOSE_GROUP>
-__global__ void __launch_bounds__(WIDE_THREADS)
-    transpose_wide(const float *__restrict__ a, float *__restrict__ out, int m, int n)
+template <int G>
+static __device__ __forceinline__ void wide(const float *__restrict__ a,
+                                            float *__restrict__ out, int m, int n)
 {
     __shared__ float4 tile[W * W / 4];
     const int t = threadIdx.y * T + threadIdx.x;
@@ -172,37 +173,53 @@ __global__ void __launch_bounds__(WIDE_THREADS)
     }
 }
 
+// The kernel of variant V; BROWS: threadIdx.y (the threads per tile column);
+// WIDE: coarsened's float4 path.
+template <int V, int BROWS, bool WIDE = false, int G = GM_TRANSPOSE_GROUP>
+__global__ void __launch_bounds__(WIDE ? WIDE_THREADS : T * BROWS)
+    transpose_kernel(const float *__restrict__ a, float *__restrict__ out, int m, int n)
+{
+    if constexpr (V == GM_TRANSPOSE_NAIVE_ROW)
+        naive_row(a, out, m, n);
+    else if constexpr (V == GM_TRANSPOSE_NAIVE_COL)
+        naive_col(a, out, m, n);
+    else if constexpr (WIDE)
+        wide<G>(a, out, m, n);
+    else // coarsened's scalar path is padded
+        tiled<V == GM_TRANSPOSE_COARSENED ? GM_TRANSPOSE_PADDED : V, BROWS, G>(a, out, m, n);
+}
+
 using transpose_fn = void (*)(const float *, float *, int, int);
 
 // coarsened takes the float4 path when both sizes are multiples of 4 (every
 // row then starts 16-byte aligned; cudaMalloc aligns the base).
-bool transpose_wide_ok(const gm_transpose_params *p)
+static bool transpose_wide_ok(const gm_transpose_params *p)
 {
     return p->m % 4 == 0 && p->n % 4 == 0 && (reinterpret_cast<size_t>(p->a) & 15) == 0 &&
            (reinterpret_cast<size_t>(p->out) & 15) == 0;
 }
 
-transpose_fn select_transpose(const gm_transpose_params *p)
+static transpose_fn select_transpose(const gm_transpose_params *p)
 {
     switch (p->variant) {
     case GM_TRANSPOSE_NAIVE_ROW:
-        return transpose_naive_row;
+        return transpose_kernel<GM_TRANSPOSE_NAIVE_ROW, ROWS>;
     case GM_TRANSPOSE_NAIVE_COL:
-        return transpose_naive_col;
+        return transpose_kernel<GM_TRANSPOSE_NAIVE_COL, ROWS>;
     case GM_TRANSPOSE_SHARED:
-        return transpose_tiled<GM_TRANSPOSE_SHARED, ROWS>;
+        return transpose_kernel<GM_TRANSPOSE_SHARED, ROWS>;
     case GM_TRANSPOSE_PADDED:
-        return transpose_tiled<GM_TRANSPOSE_PADDED, ROWS>;
+        return transpose_kernel<GM_TRANSPOSE_PADDED, ROWS>;
     case GM_TRANSPOSE_SWIZZLED:
-        return transpose_tiled<GM_TRANSPOSE_SWIZZLED, ROWS>;
+        return transpose_kernel<GM_TRANSPOSE_SWIZZLED, ROWS>;
     case GM_TRANSPOSE_COARSENED:
-        return transpose_wide_ok(p) ? transpose_wide<> : transpose_tiled<GM_TRANSPOSE_PADDED, 4>;
+        return transpose_wide_ok(p)
+                   ? transpose_kernel<GM_TRANSPOSE_COARSENED, GM_TRANSPOSE_WIDE_ROWS, true>
+                   : transpose_kernel<GM_TRANSPOSE_COARSENED, 4>;
     default:
         return nullptr;
     }
 }
-
-} // namespace
 
 extern "C" const void *gm_transpose_kernel(const gm_transpose_params *p)
 {
@@ -213,7 +230,7 @@ extern "C" cudaError_t gm_transpose(const gm_transpose_params *p, gm_dims *dims,
                                     cudaStream_t stream)
 {
     const transpose_fn k = select_transpose(p);
-    const bool wide = k == transpose_wide<>;
+    const bool wide = k == transpose_kernel<GM_TRANSPOSE_COARSENED, GM_TRANSPOSE_WIDE_ROWS, true>;
     const int tile = wide ? W : T;
     const int brows = wide ? GM_TRANSPOSE_WIDE_ROWS
                       : p->variant == GM_TRANSPOSE_COARSENED ? 4
@@ -228,11 +245,10 @@ extern "C" cudaError_t gm_transpose(const gm_transpose_params *p, gm_dims *dims,
 }
 
 // ---- shared_stride ------------------------------------------------------------------
-namespace {
 
 // Element e of the shared array holds small integers (e % 7, e % 5, ...): any
 // sum of 65536 of them is exact in float32, so the result is checked bit for bit.
-template <typename V> __device__ __forceinline__ V stride_value(int e);
+template <typename V> static __device__ __forceinline__ V stride_value(int e);
 template <> __device__ __forceinline__ float stride_value<float>(int e) { return (float)(e % 7); }
 template <> __device__ __forceinline__ float2 stride_value<float2>(int e)
 {
@@ -242,19 +258,25 @@ template <> __device__ __forceinline__ float4 stride_value<float4>(int e)
 {
     return make_float4((float)(e % 7), (float)(e % 5), (float)(e % 3), (float)(e % 2));
 }
-__device__ __forceinline__ float stride_sum(float v) { return v; }
-__device__ __forceinline__ float stride_sum(float2 v) { return v.x + v.y; }
-__device__ __forceinline__ float stride_sum(float4 v) { return (v.x + v.y) + (v.z + v.w); }
+static __device__ __forceinline__ float stride_sum(float v) { return v; }
+static __device__ __forceinline__ float stride_sum(float2 v) { return v.x + v.y; }
+static __device__ __forceinline__ float stride_sum(float4 v) { return (v.x + v.y) + (v.z + v.w); }
+
+// The element type of a gm_shared_stride_variant.
+template <int WORD> struct stride_word { using type = float; };
+template <> struct stride_word<GM_SHARED_FLOAT2> { using type = float2; };
+template <> struct stride_word<GM_SHARED_FLOAT4> { using type = float4; };
 
 // The block fills the array (consecutive elements per warp: conflict-free),
 // waits, then lane l reads element (l * stride + 32 i) mod N at step i.  The
 // 32 i moves every lane by a multiple of 128 bytes, so every step meets the
 // banks exactly as step 0 does (and 31 * stride < N keeps the lanes'
 // elements distinct): the conflict of one stride, `iters` times per warp.
-template <typename V>
+template <int WORD>
 __global__ void __launch_bounds__(GM_SHARED_STRIDE_BLOCK)
     shared_stride_kernel(float *__restrict__ out, int stride, int iters)
 {
+    using V = typename stride_word<WORD>::type;
     constexpr int N = GM_SHARED_STRIDE_BYTES / sizeof(V);
     __shared__ V s[N];
     for (int i = threadIdx.x; i < N; i += blockDim.x)
@@ -270,21 +292,11 @@ __global__ void __launch_bounds__(GM_SHARED_STRIDE_BLOCK)
 
 using stride_fn = void (*)(float *, int, int);
 
-stride_fn select_stride(const gm_shared_stride_params *p)
+static stride_fn select_stride(const gm_shared_stride_params *p)
 {
-    switch (p->variant) {
-    case GM_SHARED_FLOAT:
-        return shared_stride_kernel<float>;
-    case GM_SHARED_FLOAT2:
-        return shared_stride_kernel<float2>;
-    case GM_SHARED_FLOAT4:
-        return shared_stride_kernel<float4>;
-    default:
-        return nullptr;
-    }
+    return gm_select<GM_SHARED_FLOAT, GM_SHARED_FLOAT2, GM_SHARED_FLOAT4>(
+        p->variant, [](auto w) -> stride_fn { return shared_stride_kernel<decltype(w)::value>; });
 }
-
-} // namespace
 
 extern "C" const void *gm_shared_stride_kernel(const gm_shared_stride_params *p)
 {

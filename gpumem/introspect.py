@@ -314,7 +314,9 @@ def _template_args(pretty: str) -> list[str]:
 
 def _family_of(pretty: str) -> str | None:
     """``<family>_kernel`` -> family, for the families ``_core.variants()`` lists."""
-    base = pretty.split("<")[0].split("(")[0].split()[-1]
+    head = pretty.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
+    words = head.split("<")[0].split("(")[0].split()
+    base = words[-1].split("::")[-1] if words else ""
     fam = base[:-len("_kernel")] if base.endswith("_kernel") else None
     return fam if fam in _selects() else None
 
