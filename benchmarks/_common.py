@@ -41,6 +41,19 @@ def time_cupy(cupy, fn, repeat: int, warmup: int = 3) -> float:
     return statistics.median(samples)
 
 
+def memcpy_d2d(dst: gm.DeviceArray, src: gm.DeviceArray, repeat: int = 50,
+               warmup: int = 5) -> dict:
+    """The anchor of every bandwidth benchmark: ``cudaMemcpy`` device to device of ``src``
+    into ``dst`` (same size), between CUDA events each call (``gpumem._core._time_memcpy``),
+    ``warmup`` untimed calls first; GB/s counts read + write."""
+    gm._core._time_memcpy(dst, src, warmup)
+    samples = gm._core._time_memcpy(dst, src, repeat)
+    med = statistics.median(samples)
+    return {"bytes_copied": src.nbytes, "median_ms": med, "min_ms": min(samples),
+            "GB/s": 2 * src.nbytes / (med * 1e-3) / 1e9, "repeat": repeat,
+            "timed_with": "cudaMemcpy between CUDA events (gpumem._core._time_memcpy)"}
+
+
 def write(out_dir: str, name: str, payload: dict, table: gm.Table, notes: list[str]) -> None:
     with open(os.path.join(out_dir, f"bench_{name}.json"), "w") as f:
         json.dump(payload, f, indent=1, default=str)

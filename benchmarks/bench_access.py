@@ -12,93 +12,19 @@ at offset 0) reaches >= 0.90x the device-to-device bandwidth.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import glob
 import json
 import os
-import statistics
 
 import numpy as np
 
 import gpumem as gm
+from _common import memcpy_d2d
 
 REPEAT = 50
 WARMUP = 5
 TARGET = 0.90
 STREAMING = {("copy", "float4"), ("copy", "float"), ("read_offset", "unroll1"),
              ("read_offset", "unroll4")}
-
-
-# ---- the anchor: cudaMemcpy device to device ---------------------------------------------
-def _memcpy_cupy(dst: int, src: int, nbytes: int, repeat: int) -> list[float]:
-    import cupy
-
-    rt = cupy.cuda.runtime
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    null = cupy.cuda.Stream.null
-    for _ in range(WARMUP):
-        rt.memcpy(dst, src, nbytes, rt.memcpyDeviceToDevice)
-    samples = []
-    for _ in range(repeat):
-        start.record(null)
-        rt.memcpy(dst, src, nbytes, rt.memcpyDeviceToDevice)
-        stop.record(null)
-        stop.synchronize()
-        samples.append(cupy.cuda.get_elapsed_time(start, stop))
-    return samples
-
-
-def _cudart():
-    """The CUDA runtime as a shared library (the toolkit's or a wheel's)."""
-    names = [ctypes.util.find_library("cudart")]
-    for root in filter(None, (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")):
-        names += sorted(glob.glob(os.path.join(root, "lib64", "libcudart.so*")), reverse=True)
-    for name in filter(None, names):
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            continue
-    raise RuntimeError("bench_access: neither CuPy nor libcudart.so is available to time cudaMemcpy")
-
-
-def _memcpy_ctypes(dst: int, src: int, nbytes: int, repeat: int) -> list[float]:
-    rt = _cudart()
-    ev = [ctypes.c_void_p(), ctypes.c_void_p()]
-
-    def check(err, what):
-        if err != 0:
-            raise RuntimeError(f"bench_access: {what} failed with CUDA error {err}")
-
-    for e in ev:
-        check(rt.cudaEventCreate(ctypes.byref(e)), "cudaEventCreate")
-    copy = lambda: check(rt.cudaMemcpy(ctypes.c_void_p(dst), ctypes.c_void_p(src),
-                                       ctypes.c_size_t(nbytes), 3), "cudaMemcpy")  # 3: D2D
-    for _ in range(WARMUP):
-        copy()
-    samples = []
-    ms = ctypes.c_float()
-    for _ in range(repeat):
-        check(rt.cudaEventRecord(ev[0], None), "cudaEventRecord")
-        copy()
-        check(rt.cudaEventRecord(ev[1], None), "cudaEventRecord")
-        check(rt.cudaEventSynchronize(ev[1]), "cudaEventSynchronize")
-        check(rt.cudaEventElapsedTime(ctypes.byref(ms), ev[0], ev[1]), "cudaEventElapsedTime")
-        samples.append(ms.value)
-    for e in ev:
-        rt.cudaEventDestroy(e)
-    return samples
-
-
-def memcpy_d2d(dst: gm.DeviceArray, src: gm.DeviceArray, repeat: int = REPEAT) -> dict:
-    nbytes = src.nbytes
-    try:
-        samples, how = _memcpy_cupy(dst.ptr, src.ptr, nbytes, repeat), "cupy.cuda.runtime.memcpy"
-    except ImportError:
-        samples, how = _memcpy_ctypes(dst.ptr, src.ptr, nbytes, repeat), "cudaMemcpy via ctypes"
-    med = statistics.median(samples)
-    return {"bytes_copied": nbytes, "median_ms": med, "min_ms": min(samples),
-            "GB/s": 2 * nbytes / (med * 1e-3) / 1e9, "timed_with": how, "repeat": repeat}
 
 
 # ---- the run ----------------------------------------------------------------------------------
@@ -116,7 +42,7 @@ def run(out_dir: str, quick: bool) -> bool:
     soa3 = gm.to_device(rng.standard_normal((3, n // 4), dtype=np.float32))
     dist = gm.empty((n // 4,))
 
-    d2d_before = memcpy_d2d(c, a)
+    d2d_before = memcpy_d2d(c, a, REPEAT, WARMUP)
 
     cases = []
     for variant in ("float4", "float"):
@@ -146,7 +72,7 @@ def run(out_dir: str, quick: bool) -> bool:
                      "n": res.params["n"], "offset": res.params.get("offset"),
                      "median_ms": res.median_ms, "min_ms": res.min_ms, "GB/s": res.gbps})
 
-    d2d_after = memcpy_d2d(c, a)
+    d2d_after = memcpy_d2d(c, a, REPEAT, WARMUP)
     ref = max(d2d_before["GB/s"], d2d_after["GB/s"])
     for r in rows:
         r["x D2D"] = r["GB/s"] / ref

@@ -1,7 +1,7 @@
 """The latency and bandwidth ladders (gpumem.ladder) beside cudaMemcpy device to device,
 in one run.
 
-The anchor is ``cudaMemcpy`` device to device of 1 GiB (``gpumem._core._time_memcpy``:
+The anchor is ``cudaMemcpy`` device to device of 1 GiB (``_common.memcpy_d2d``:
 CUDA events around each call, median of ``REPEAT``; GB/s counts read + write), timed
 before and after the ladders; the faster of the two is the reference (the stricter
 target).  The bandwidth ladder measures its own cudaMemcpy row too.
@@ -29,7 +29,7 @@ import statistics
 
 import gpumem as gm
 from gpumem import ladder
-from _common import stamp
+from _common import memcpy_d2d, stamp
 
 REPEAT = 20
 HBM_TARGET = 0.95          # x the device copy
@@ -41,13 +41,7 @@ TOLERANCE = 0.0            # fraction by which the published latency ranges are 
 
 
 def _d2d(nbytes: int) -> dict:
-    src, dst = gm.empty((nbytes // 4,)), gm.empty((nbytes // 4,))
-    gm._core._time_memcpy(dst, src, 3)
-    ms = gm._core._time_memcpy(dst, src, REPEAT)
-    med = statistics.median(ms)
-    return {"bytes_copied": nbytes, "median_ms": med, "min_ms": min(ms),
-            "GB/s": 2 * nbytes / (med * 1e-3) / 1e9, "repeat": REPEAT,
-            "timed_with": "cudaMemcpy between CUDA events (gpumem._core._time_memcpy)"}
+    return memcpy_d2d(gm.empty((nbytes // 4,)), gm.empty((nbytes // 4,)), REPEAT, 3)
 
 
 def run(out_dir: str, quick: bool) -> bool:

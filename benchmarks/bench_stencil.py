@@ -10,32 +10,20 @@ from __future__ import annotations
 import numpy as np
 
 import gpumem as gm
-from _common import cupy_or_none, stamp, time_cupy, write
+from _common import memcpy_d2d, stamp, write
 
 TARGET = 0.85
-ANCHOR_COPY_GBPS = 2903.0  # shared/notes/anchors.md, H100 device copy of the same bytes
 CONFIGS = [(32, 1), (256, 1), (256, 2), (256, 4), (256, 8), (128, 4), (512, 4), (128, 8)]
 
 
 def run(out_dir: str, quick: bool) -> bool:
     n = 1 << (24 if quick else 26)
-    cp = cupy_or_none()
     x = gm.to_device(np.random.default_rng(2).standard_normal(n).astype(np.float32))
     out = gm.empty((n,), np.float32)
-    rows = []
-    copy_gbps, copy_src = None, ""
-    if cp is not None:
-        src = cp.asarray(x)
-        dst = cp.empty_like(src)
-        nbytes = src.nbytes
-        ms = time_cupy(cp, lambda: dst.data.copy_from_device(src.data, nbytes), 30)
-        copy_gbps = 2 * nbytes / ms / 1e6
-        copy_src = "measured"
-        rows.append({"variant": "cudaMemcpy D2D (CuPy)", "block": None, "items": None,
-                     "median_ms": ms, "GB/s": copy_gbps, "x copy": 1.0})
-        del src, dst
-    else:
-        copy_gbps, copy_src = ANCHOR_COPY_GBPS, "anchors.md (no CuPy in this run)"
+    d2d = memcpy_d2d(out, x, 30, 3)
+    copy_gbps, copy_src = d2d["GB/s"], "measured"
+    rows = [{"variant": "cudaMemcpy D2D", "block": None, "items": None,
+             "median_ms": d2d["median_ms"], "GB/s": copy_gbps, "x copy": 1.0}]
     for memory in ("constant", "readonly", "global"):
         for block, items in CONFIGS:
             r = gm.bench(gm.stencil_1d, x, memory=memory, block=block, items=items, out=out,

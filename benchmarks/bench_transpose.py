@@ -2,7 +2,7 @@
 
 Every gpumem row is the median of ``REPEAT`` launches timed with CUDA events
 (gpumem.bench), GB/s counting read + write (8*M*N bytes).  The anchor is
-``cudaMemcpy`` device-to-device of the M*N floats (bench_access.memcpy_d2d),
+``cudaMemcpy`` device-to-device of the M*N floats (_common.memcpy_d2d),
 measured before and after the kernels; the faster of the two is the
 reference.  Every output is compared with ``a.T`` before it is timed.
 
@@ -18,8 +18,7 @@ import os
 import numpy as np
 
 import gpumem as gm
-from _common import stamp
-from bench_access import memcpy_d2d
+from _common import memcpy_d2d, stamp
 
 REPEAT = 50
 WARMUP = 5
@@ -36,7 +35,8 @@ def run(out_dir: str, quick: bool) -> bool:
         a = gm.to_device(host)
         out = gm.empty((k, m))
         flat = gm.empty((m * k,))
-        before = memcpy_d2d(flat, gm.to_device(host.reshape(-1)))
+        src = gm.to_device(host.reshape(-1))
+        before = memcpy_d2d(flat, src, REPEAT, WARMUP)
         variants = [v.name for v in gm.variants("transpose")] if (m, k) == (n, n) \
             else ["padded", "coarsened"]
         shape_rows = []
@@ -47,7 +47,7 @@ def run(out_dir: str, quick: bool) -> bool:
             r = gm.bench(gm.transpose, a, variant=v, out=out, repeat=REPEAT, warmup=WARMUP)
             shape_rows.append({"shape": f"{m} x {k}", "variant": v, "median_ms": r.median_ms,
                                "GB/s": r.gbps})
-        after = memcpy_d2d(flat, gm.to_device(host.reshape(-1)))
+        after = memcpy_d2d(flat, src, REPEAT, WARMUP)
         ref = max(before["GB/s"], after["GB/s"])
         refs[f"{m}x{k}"] = {"before": before, "after": after, "GB/s": ref}
         rows.append({"shape": f"{m} x {k}", "variant": "cudaMemcpy D2D",

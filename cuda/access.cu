@@ -47,20 +47,7 @@ extern "C" cudaError_t gm_vec_add(const gm_vec_add_params *p, gm_dims *dims, cud
 // Every path moves 32-byte sectors, so the sectors a warp's request touches
 // do not depend on the path; what differs is where the data may stay
 // afterwards (L1 or not, evicted first or not).  Stores are plain STG.E throughout.
-template <int CACHE>
-__device__ __forceinline__ float load(const float *p)
-{
-    if constexpr (CACHE == GM_CACHE_CA)
-        return __ldca(p);
-    else if constexpr (CACHE == GM_CACHE_CG)
-        return __ldcg(p);
-    else if constexpr (CACHE == GM_CACHE_LDG)
-        return __ldg(p);
-    else if constexpr (CACHE == GM_CACHE_CS)
-        return __ldcs(p);
-    else
-        return *p;
-}
+// The loads go through gm_load<CACHE> (gm_launch.cuh).
 
 // ---- read_offset --------------------------------------------------------------
 // Misaligned reads: the loads of A and B start `offset` floats into the
@@ -73,7 +60,7 @@ __device__ __forceinline__ void read_unroll1(const float *A, const float *B, flo
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     long long k = i + offset;
     if (k < n)
-        C[i] = load<CACHE>(A + k) + load<CACHE>(B + k);
+        C[i] = gm_load<CACHE>(A + k) + gm_load<CACHE>(B + k);
 }
 
 // The readOffsetUnroll4 pattern: each thread handles four elements one block
@@ -91,8 +78,8 @@ __device__ __forceinline__ void read_unroll4(const float *A, const float *B, flo
     for (int j = 0; j < 4; ++j) {
         long long k = i + j * bd + offset;
         if (k < n) {
-            a[j] = load<CACHE>(A + k);
-            b[j] = load<CACHE>(B + k);
+            a[j] = gm_load<CACHE>(A + k);
+            b[j] = gm_load<CACHE>(B + k);
         }
     }
 #pragma unroll

@@ -273,11 +273,6 @@ GM_FAMILY(divergence)
 #define GM_TRANSPOSE_ROWS 8      /* threadIdx.y: 32 x 8 = 256 threads */
 #define GM_TRANSPOSE_WIDE_TILE 64 /* coarsened, float4 path: 64 x 64 tiles, */
 #define GM_TRANSPOSE_WIDE_ROWS 16 /* blocks of 32 x 16 threads */
-/* The tiled variants walk GM_TRANSPOSE_GROUP block rows down before stepping
- * right (0: plain launch order); chosen by measurement on an H100. */
-#ifndef GM_TRANSPOSE_GROUP
-#define GM_TRANSPOSE_GROUP 0
-#endif
 typedef enum {
     GM_TRANSPOSE_NAIVE_ROW = 0, /* coalesced reads, strided writes */
     GM_TRANSPOSE_NAIVE_COL = 1, /* strided reads, coalesced writes */

@@ -30,6 +30,24 @@ static auto gm_select(int v, F f) -> decltype(f(std::integral_constant<int, 0>{}
     return r;
 }
 
+// One global load through the path `CACHE` (gm_cache_path) names, for any type
+// the load intrinsics take (float, float4, ...): what `cache=` selects in
+// read_offset and bandwidth.  cuda/access.cu says what each becomes on sm_90.
+template <int CACHE, typename T>
+__device__ __forceinline__ T gm_load(const T *p)
+{
+    if constexpr (CACHE == GM_CACHE_CA)
+        return __ldca(p);
+    else if constexpr (CACHE == GM_CACHE_CG)
+        return __ldcg(p);
+    else if constexpr (CACHE == GM_CACHE_LDG)
+        return __ldg(p);
+    else if constexpr (CACHE == GM_CACHE_CS)
+        return __ldcs(p);
+    else
+        return *p;
+}
+
 // Launch kernel k (from the family's selector) with dims and arguments.
 template <typename... P, typename... A>
 static cudaError_t gm_run(void (*k)(P...), const gm_dims *d, size_t dynamic_smem,

@@ -252,36 +252,6 @@ extern "C" cudaError_t gm_l2_flush(void *buf, size_t nbytes, cudaStream_t stream
 }
 
 // ---- bandwidth ----------------------------------------------------------------------
-template <int CACHE>
-__device__ __forceinline__ float4 load4(const float4 *p)
-{
-    if constexpr (CACHE == GM_CACHE_CA)
-        return __ldca(p);
-    else if constexpr (CACHE == GM_CACHE_CG)
-        return __ldcg(p);
-    else if constexpr (CACHE == GM_CACHE_LDG)
-        return __ldg(p);
-    else if constexpr (CACHE == GM_CACHE_CS)
-        return __ldcs(p);
-    else
-        return *p;
-}
-
-template <int CACHE>
-__device__ __forceinline__ float load1(const float *p)
-{
-    if constexpr (CACHE == GM_CACHE_CA)
-        return __ldca(p);
-    else if constexpr (CACHE == GM_CACHE_CG)
-        return __ldcg(p);
-    else if constexpr (CACHE == GM_CACHE_LDG)
-        return __ldg(p);
-    else if constexpr (CACHE == GM_CACHE_CS)
-        return __ldcs(p);
-    else
-        return *p;
-}
-
 __device__ __forceinline__ float sum4(float4 v)
 {
     return (v.x + v.y) + (v.z + v.w);
@@ -323,9 +293,9 @@ __global__ void bandwidth_kernel(const float *in, float *out, double *result, lo
         for (int pass = 0; pass < passes; ++pass) {
             long long k = first;
             for (; k + 3 * step < n4; k += 4 * step) {
-                const float4 a = load4<CACHE>(in4 + k), b = load4<CACHE>(in4 + k + step),
-                             c = load4<CACHE>(in4 + k + 2 * step),
-                             d = load4<CACHE>(in4 + k + 3 * step);
+                const float4 a = gm_load<CACHE>(in4 + k), b = gm_load<CACHE>(in4 + k + step),
+                             c = gm_load<CACHE>(in4 + k + 2 * step),
+                             d = gm_load<CACHE>(in4 + k + 3 * step);
                 out4[k] = a;
                 out4[k + step] = b;
                 out4[k + 2 * step] = c;
@@ -333,9 +303,9 @@ __global__ void bandwidth_kernel(const float *in, float *out, double *result, lo
             }
             if (k < n4) { // at most three left: all three loads in flight at once
                 const bool hb = k + step < n4, hc = k + 2 * step < n4;
-                const float4 a = load4<CACHE>(in4 + k),
-                             b = hb ? load4<CACHE>(in4 + k + step) : float4{},
-                             c = hc ? load4<CACHE>(in4 + k + 2 * step) : float4{};
+                const float4 a = gm_load<CACHE>(in4 + k),
+                             b = hb ? gm_load<CACHE>(in4 + k + step) : float4{},
+                             c = hc ? gm_load<CACHE>(in4 + k + 2 * step) : float4{};
                 out4[k] = a;
                 if (hb)
                     out4[k + step] = b;
@@ -343,7 +313,7 @@ __global__ void bandwidth_kernel(const float *in, float *out, double *result, lo
                     out4[k + 2 * step] = c;
             }
             if (first < tail)
-                out[4 * n4 + first] = load1<CACHE>(in + 4 * n4 + first);
+                out[4 * n4 + first] = gm_load<CACHE>(in + 4 * n4 + first);
         }
         return;
     } else {
@@ -372,25 +342,25 @@ __global__ void bandwidth_kernel(const float *in, float *out, double *result, lo
                     a1 += ((const float *)s_data)[4 * n4 + first];
             } else {
                 for (; k + 3 * step < n4; k += 4 * step) {
-                    const float4 a = load4<CACHE>(in4 + k), b = load4<CACHE>(in4 + k + step),
-                                 c = load4<CACHE>(in4 + k + 2 * step),
-                                 d = load4<CACHE>(in4 + k + 3 * step);
+                    const float4 a = gm_load<CACHE>(in4 + k), b = gm_load<CACHE>(in4 + k + step),
+                                 c = gm_load<CACHE>(in4 + k + 2 * step),
+                                 d = gm_load<CACHE>(in4 + k + 3 * step);
                     a0 += sum4(a);
                     a1 += sum4(b);
                     a2 += sum4(c);
                     a3 += sum4(d);
                 }
                 if (k < n4) { // at most three left: all three loads in flight at once
-                    const float4 a = load4<CACHE>(in4 + k),
-                                 b = k + step < n4 ? load4<CACHE>(in4 + k + step) : float4{},
-                                 c = k + 2 * step < n4 ? load4<CACHE>(in4 + k + 2 * step)
+                    const float4 a = gm_load<CACHE>(in4 + k),
+                                 b = k + step < n4 ? gm_load<CACHE>(in4 + k + step) : float4{},
+                                 c = k + 2 * step < n4 ? gm_load<CACHE>(in4 + k + 2 * step)
                                                        : float4{};
                     a0 += sum4(a);
                     a1 += sum4(b);
                     a2 += sum4(c);
                 }
                 if (first < tail)
-                    a1 += load1<CACHE>(in + 4 * n4 + first);
+                    a1 += gm_load<CACHE>(in + 4 * n4 + first);
             }
         }
         if (timer) {

@@ -54,30 +54,6 @@ static __device__ __forceinline__ void naive_col(const float *__restrict__ a,
     }
 }
 
-// Which tile a block moves.  Blocks start roughly in launch order (x fastest),
-// so with the plain order the blocks in flight cover a few block rows across
-// the whole width: a's rows are read in long runs but out's rows are written
-// in runs of a few tiles scattered over every row of out.  Walking G block
-// rows down before stepping right (G = 0: the plain order) makes the blocks
-// in flight a G x (resident / G) patch of tiles, so both sides move runs of
-// many tiles -- kinder to DRAM pages.  It changes no instruction and no
-// address, only which tile runs when.
-template <int G>
-static __device__ __forceinline__ void tile_order(int &bx, int &by)
-{
-    if (G == 0) {
-        bx = blockIdx.x;
-        by = blockIdx.y;
-        return;
-    }
-    const long long gx = gridDim.x, gy = gridDim.y;
-    const long long L = (long long)blockIdx.y * gx + blockIdx.x, per_group = G * gx;
-    const long long first = L / per_group * G, r = L % per_group;
-    const long long rows = gy - first < G ? gy - first : G;
-    by = (int)(first + r % rows);
-    bx = (int)(r / rows);
-}
-
 // Where element (row, col) of a T x T tile lives in shared memory.
 template <int LAYOUT>
 static __device__ __forceinline__ int tile_at(int row, int col)
@@ -95,18 +71,16 @@ static __device__ __forceinline__ int tile_at(int row, int col)
 // block reads the tile rows by..by+31, columns bx..bx+31 of `a` row by row
 // (coalesced), waits, and writes row bx + i of `out` from column i of the
 // tile (coalesced).  Out-of-range elements are neither loaded from nor stored
-// to global memory; every thread still writes (a zero) and reads its shared
-// words, so every block meets the banks alike.
-template <int LAYOUT, int BROWS, int G>
+// to global memory; every thread still writes its shared word (a zero outside),
+// while the compiler predicates each shared read with the global store it
+// feeds, so a partial tile reads fewer words (gpumem.model counts it so).
+template <int LAYOUT, int BROWS>
 static __device__ __forceinline__ void tiled(const float *__restrict__ a,
                                              float *__restrict__ out, int m, int n)
 {
     __shared__ float tile[T * (T + 1)];
     const int tx = threadIdx.x, ty = threadIdx.y;
-    int bx, by;
-    tile_order<G>(bx, by);
-    bx *= T;
-    by *= T;
+    const int bx = blockIdx.x * T, by = blockIdx.y * T;
 #pragma unroll
     for (int j = 0; j < T; j += BROWS) {
         const int r = by + ty + j, c = bx + tx;
@@ -137,16 +111,12 @@ static __device__ __forceinline__ void tiled(const float *__restrict__ a,
 //        bx + c: 8 lanes x 16 bytes = 128 contiguous bytes per row.
 static constexpr int WIDE_THREADS = GM_TRANSPOSE_WIDE_ROWS * T; // 512
 
-template <int G>
 static __device__ __forceinline__ void wide(const float *__restrict__ a,
                                             float *__restrict__ out, int m, int n)
 {
     __shared__ float4 tile[W * W / 4];
     const int t = threadIdx.y * T + threadIdx.x;
-    int bx, by;
-    tile_order<G>(bx, by);
-    bx *= W;
-    by *= W;
+    const int bx = blockIdx.x * W, by = blockIdx.y * W;
     const int g = t & 15, r = t >> 4;
 #pragma unroll
     for (int p = 0; p < W; p += WIDE_THREADS / 16) {
@@ -175,7 +145,7 @@ static __device__ __forceinline__ void wide(const float *__restrict__ a,
 
 // The kernel of variant V; BROWS: threadIdx.y (the threads per tile column);
 // WIDE: coarsened's float4 path.
-template <int V, int BROWS, bool WIDE = false, int G = GM_TRANSPOSE_GROUP>
+template <int V, int BROWS, bool WIDE = false>
 __global__ void __launch_bounds__(WIDE ? WIDE_THREADS : T * BROWS)
     transpose_kernel(const float *__restrict__ a, float *__restrict__ out, int m, int n)
 {
@@ -184,9 +154,9 @@ __global__ void __launch_bounds__(WIDE ? WIDE_THREADS : T * BROWS)
     else if constexpr (V == GM_TRANSPOSE_NAIVE_COL)
         naive_col(a, out, m, n);
     else if constexpr (WIDE)
-        wide<G>(a, out, m, n);
+        wide(a, out, m, n);
     else // coarsened's scalar path is padded
-        tiled<V == GM_TRANSPOSE_COARSENED ? GM_TRANSPOSE_PADDED : V, BROWS, G>(a, out, m, n);
+        tiled<V == GM_TRANSPOSE_COARSENED ? GM_TRANSPOSE_PADDED : V, BROWS>(a, out, m, n);
 }
 
 using transpose_fn = void (*)(const float *, float *, int, int);

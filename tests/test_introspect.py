@@ -23,7 +23,8 @@ def test_compiler_report_sees_local_memory_and_caps():
     try:
         t = gm.compiler_report()
     except FileNotFoundError:
-        pytest.skip("cuobjdump not found")
+        pytest.skip("cuobjdump not found (CUDA toolkit bin/ or pip's nvidia-cuda-cuobjdump): "
+                    "the compiler's report cannot be read on this machine")
     by = {(r["family"], r["variant"], r["arch"]): r for r in t}
     archs = {r["arch"] for r in t}
     checked = 0

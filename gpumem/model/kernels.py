@@ -40,8 +40,8 @@ import numpy as np
 
 from .. import _core
 from ._check import index
-from .banks import bank_conflicts_warps
-from .coalescing import _check_granularity, affine_units, runs_units
+from .banks import bank_conflicts, bank_conflicts_warps
+from .coalescing import _check_granularity, affine_units, coalesce_warps, runs_units
 
 __all__ = ["predict", "launch_config", "matmul_traffic", "families", "METRICS", "DECIMALS",
            "SHARED_METRICS"]
@@ -494,8 +494,6 @@ def _transpose_shape(variant: str, m: int, n: int) -> tuple[bool, int, int]:
 
 def _global(tally, op: str, addr: np.ndarray, active: np.ndarray, width: int, weight) -> None:
     """Warp instructions given lane by lane (rows of ``addr``), each standing for ``weight``."""
-    from .coalescing import coalesce_warps
-
     if not active.any():
         return
     r = coalesce_warps(np.where(active, addr, 0), width, tally.g[op], active)
@@ -509,8 +507,6 @@ def _shared(tally, op: str, addr: np.ndarray, active: np.ndarray | None, width: 
     the lanes that take part, None for all), each row standing for ``weight``.  An
     instruction no lane takes part in costs nothing: predicated off, it is neither
     a wavefront nor counted (measured on an H100)."""
-    from .banks import bank_conflicts
-
     if active is None:
         active = np.ones(addr.shape, bool)
     live = active.any(axis=1)
