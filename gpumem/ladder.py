@@ -528,8 +528,11 @@ def _interp(rows: list[dict], j: int, threshold: float) -> float:
                                                              - math.log2(a["working set"]))))
 
 
-def _device_or_none(device: Any) -> Any:
+def _device_or_none(fn: str, device: Any) -> Any:
     if device is not None:
+        if not all(hasattr(device, a) for a in ("compute_capability", "l2_cache_size")):
+            raise TypeError(f"{fn}: device must be a gpumem.DeviceInfo (gpumem.device()) or "
+                            f"None, not {type(device).__name__}")
         return device
     return gpumem.device() if gpumem.is_available() else None
 
@@ -561,6 +564,7 @@ def cache_sizes(table: Table | None = None, *, cache: Literal["ca", "ldg"] = "ca
     """
     fn = "cache_sizes"
     cache = _choices(fn, "cache", cache, ("ca", "ldg"))[0]
+    dev = _device_or_none(fn, device)      # checked before a ladder is measured
     if table is None:
         if not gpumem.is_available():
             _need_gpu()                  # raises CudaUnavailableError with the driver's reason
@@ -588,7 +592,6 @@ def cache_sizes(table: Table | None = None, *, cache: Literal["ca", "ldg"] = "ca
     t_near, t_l2 = p2 + 0.25 * (ph - p2), p2 + 0.75 * (ph - p2)
     j_near = _crossing(rows, t_near, j1 + 1) if j1 is not None else None
     j_l2 = _crossing(rows, t_l2, j_near if j_near is not None else (j1 or 1))
-    dev = _device_or_none(device)
     l1_stated = l2_stated = None
     if dev is not None:
         l1_stated = L1_SHARED_PER_SM.get(tuple(dev.compute_capability))
@@ -649,7 +652,7 @@ def latency_levels(table: Table, *, device: Any = None) -> Table:
     if not isinstance(table, Table):
         raise TypeError(f"{fn}: table must be a gpumem.Table from latency_ladder, not "
                         f"{type(table).__name__}")
-    dev = _device_or_none(device)
+    dev = _device_or_none(fn, device)
     l2 = int(dev.l2_cache_size) if dev is not None and dev.l2_cache_size else 50 * MiB
 
     def pick(cache: str, lo: float, hi: float) -> list[dict]:

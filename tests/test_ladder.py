@@ -423,6 +423,11 @@ def test_cache_sizes_without_device_or_enough_rows(no_gpu):
         cache_sizes(_synthetic(), cache="cg")
     with pytest.raises(gm.CudaUnavailableError):
         cache_sizes()                          # measuring needs a GPU
+    for fn in (cache_sizes, latency_levels):   # checked before any ladder is measured
+        with pytest.raises(TypeError, match=fr"{fn.__name__}: device must be a gpumem.DeviceInfo"):
+            fn(_synthetic(), device=7)
+    with pytest.raises(TypeError, match=r"cache_sizes: device must be a gpumem.DeviceInfo"):
+        cache_sizes(device="H100")             # would otherwise measure first, then fail
 
 
 def test_latency_levels_beside_the_published_figures():
