@@ -14,6 +14,8 @@ extern const gm_family gm_thread_histogram_family, gm_lifetimes_family,
 extern const gm_family gm_transpose_family, gm_shared_stride_family;    /* transpose.c */
 extern const gm_family gm_latency_family, gm_bandwidth_family;            /* ladder.c */
 int gm_ladder_init(PyObject *module);                                      /* ladder.c */
+extern const gm_family gm_read_sum_family, gm_scale_family;               /* transfer.c */
+int gm_transfer_init(PyObject *module);                                    /* transfer.c */
 int gm_introspect_init(PyObject *module);                                  /* introspect.c */
 
 static const gm_family *const gm_all_families[] = {
@@ -26,6 +28,7 @@ static const gm_family *const gm_all_families[] = {
     &gm_register_pressure_family, &gm_divergence_family,
     &gm_transpose_family,        &gm_shared_stride_family,
     &gm_latency_family,          &gm_bandwidth_family,
+    &gm_read_sum_family,         &gm_scale_family,
     NULL,
 };
 
@@ -59,9 +62,10 @@ PyMODINIT_FUNC PyInit__core(void)
     if (m == NULL)
         return NULL;
     if (gm_errors_init(m) < 0 || gm_device_init(m) < 0 || gm_memory_init(m) < 0 ||
+        gm_hostmem_init(m) < 0 || gm_dlpack_init(m) < 0 ||
         gm_launch_init(m) < 0 || gm_profile_init(m) < 0 ||
         gm_registry_init(m, gm_all_families) < 0 || gm_introspect_init(m) < 0 ||
-        gm_ladder_init(m) < 0 ||
+        gm_ladder_init(m) < 0 || gm_transfer_init(m) < 0 ||
         add_cache_paths(m) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -61,8 +61,8 @@ const char *gm_shape_str(int ndim, const npy_intp *shape, char *buf, size_t len)
 
 /* ---- DeviceArray ----------------------------------------------------------- */
 /* Bytes of an array of this shape and dtype; ValueError for a bad shape. */
-static int shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, size_t *out,
-                        const char *fn)
+int gm_shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, size_t *out,
+                    const char *fn)
 {
     if (ndim > GM_MAXDIM) {
         PyErr_Format(PyExc_ValueError, "%s: shape: at most %d dimensions, not %d", fn, GM_MAXDIM,
@@ -89,13 +89,14 @@ static int shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, s
 gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *dtype)
 {
     size_t nbytes;
-    if (shape_nbytes(ndim, shape, dtype, &nbytes, "device array") < 0)
+    if (gm_shape_nbytes(ndim, shape, dtype, &nbytes, "device array") < 0)
         return NULL;
     gm_DeviceArray *d = PyObject_New(gm_DeviceArray, &gm_DeviceArray_Type);
     if (d == NULL)
         return NULL;
     d->ptr = NULL;
     d->nbytes = 0;
+    d->owner = NULL;
     d->ndim = ndim;
     memcpy(d->shape, shape, sizeof(npy_intp) * (size_t)ndim);
     Py_INCREF(dtype);
@@ -110,7 +111,7 @@ gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *
 
 /* Plain numbers only: bool, integers, floats, complex (no strings, bytes,
  * dates, objects or structs).  `what` is "fn: argument has dtype". */
-static int check_plain_dtype(PyArray_Descr *dtype, const char *what)
+int gm_check_plain_dtype(PyArray_Descr *dtype, const char *what)
 {
     const char kind = dtype->kind;
     if (PyDataType_REFCHK(dtype) || PyDataType_HASFIELDS(dtype) ||
@@ -135,42 +136,68 @@ gm_DeviceArray *gm_devarray_from_host(PyArrayObject *arr)
     if (c == NULL)
         return NULL;
     gm_DeviceArray *d = gm_devarray_new(PyArray_NDIM(c), PyArray_DIMS(c), PyArray_DESCR(c));
-    if (d == NULL)
-        goto fail;
-    if (d->nbytes) {
-        cudaError_t err;
-        Py_BEGIN_ALLOW_THREADS
-        err = cudaMemcpy(d->ptr, PyArray_DATA(c), d->nbytes, cudaMemcpyHostToDevice);
-        Py_END_ALLOW_THREADS
-        GM_CUDA(err);
-    }
+    if (d != NULL && gm_copy_host(d->ptr, PyArray_DATA(c), d->nbytes, 1) < 0)
+        Py_CLEAR(d);
     Py_DECREF(c);
     return d;
-fail:
-    Py_XDECREF(d);
-    Py_DECREF(c);
-    return NULL;
 }
 
-PyObject *gm_devarray_get(gm_DeviceArray *d)
+/* get(out=): a writable C-contiguous ndarray of d's shape and dtype. */
+static int check_get_out(gm_DeviceArray *d, PyObject *out)
 {
-    Py_INCREF(d->dtype);
-    PyArrayObject *a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d->dtype, d->ndim,
-                                                             d->shape, NULL, NULL, 0, NULL);
-    if (a == NULL)
+    char want[256], got[256];
+    if (!PyArray_Check(out)) {
+        PyErr_Format(PyExc_TypeError, "get: out must be a numpy.ndarray, not %.200s",
+                     Py_TYPE(out)->tp_name);
+        return -1;
+    }
+    PyArrayObject *o = (PyArrayObject *)out;
+    if (!PyArray_EquivTypes(PyArray_DESCR(o), d->dtype)) {
+        PyErr_Format(PyExc_TypeError, "get: out has dtype %R; the DeviceArray has %R",
+                     (PyObject *)PyArray_DESCR(o), (PyObject *)d->dtype);
+        return -1;
+    }
+    int same = PyArray_NDIM(o) == d->ndim;
+    for (int i = 0; same && i < d->ndim; i++)
+        same = PyArray_DIMS(o)[i] == d->shape[i];
+    if (!same) {
+        PyErr_Format(PyExc_ValueError, "get: out has shape %s; the DeviceArray has shape %s",
+                     gm_shape_str(PyArray_NDIM(o), PyArray_DIMS(o), got, sizeof got),
+                     gm_shape_str(d->ndim, d->shape, want, sizeof want));
+        return -1;
+    }
+    if (!PyArray_IS_C_CONTIGUOUS(o) || !PyArray_ISWRITEABLE(o)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "get: out must be C-contiguous and writeable (e.g. numpy.empty(shape, "
+                        "dtype) or gpumem.pinned_empty(shape, dtype))");
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *gm_devarray_get_into(gm_DeviceArray *d, PyObject *out)
+{
+    PyArrayObject *a;
+    if (out != NULL && out != Py_None) {
+        if (check_get_out(d, out) < 0)
+            return NULL;
+        Py_INCREF(out);
+        a = (PyArrayObject *)out;
+    } else {
+        Py_INCREF(d->dtype);
+        a = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, d->dtype, d->ndim, d->shape, NULL,
+                                                  NULL, 0, NULL);
+        if (a == NULL)
+            return NULL;
+    }
+    if (gm_copy_host(PyArray_DATA(a), d->ptr, d->nbytes, 0) < 0) {
+        Py_DECREF(a);
         return NULL;
-    if (d->nbytes) {
-        cudaError_t err;
-        Py_BEGIN_ALLOW_THREADS
-        err = cudaMemcpy(PyArray_DATA(a), d->ptr, d->nbytes, cudaMemcpyDeviceToHost);
-        Py_END_ALLOW_THREADS
-        GM_CUDA(err);
     }
     return (PyObject *)a;
-fail:
-    Py_DECREF(a);
-    return NULL;
 }
+
+PyObject *gm_devarray_get(gm_DeviceArray *d) { return gm_devarray_get_into(d, NULL); }
 
 static PyObject *gm_to_device(PyObject *self, PyObject *obj)
 {
@@ -180,11 +207,37 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
         return NULL;
     }
     if (!PyArray_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "to_device: a must be a numpy.ndarray, not %.200s",
-                     Py_TYPE(obj)->tp_name);
-        return NULL;
+        /* Another library's array: its device memory is shared, a host one
+         * (DLPack device kDLCPU) goes through NumPy and is copied. */
+        if (PyObject_HasAttrString(obj, "__cuda_array_interface__"))
+            return gm_from_dlpack_obj(obj, "to_device");
+        if (!PyObject_HasAttrString(obj, "__dlpack__")) {
+            PyErr_Format(PyExc_TypeError,
+                         "to_device: a must be a numpy.ndarray or an array with __dlpack__ or "
+                         "__cuda_array_interface__, not %.200s",
+                         Py_TYPE(obj)->tp_name);
+            return NULL;
+        }
+        PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+        long type = 0, id = 0;
+        int host = dev != NULL && PyTuple_Check(dev) && PyArg_ParseTuple(dev, "ll", &type, &id) &&
+                   type == 1;
+        Py_XDECREF(dev);
+        PyErr_Clear();
+        if (!host)
+            return gm_from_dlpack_obj(obj, "to_device");
+        PyObject *np = PyImport_ImportModule("numpy");
+        PyObject *arr = np ? PyObject_CallMethod(np, "from_dlpack", "O", obj) : NULL;
+        Py_XDECREF(np);
+        if (arr == NULL)
+            return NULL;
+        PyObject *res = PyArray_Check(arr) ? gm_to_device(self, arr) : NULL;
+        if (res == NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "to_device: numpy.from_dlpack(a) gave no ndarray");
+        Py_DECREF(arr);
+        return res;
     }
-    if (check_plain_dtype(PyArray_DESCR((PyArrayObject *)obj), "to_device: a has dtype") < 0)
+    if (gm_check_plain_dtype(PyArray_DESCR((PyArrayObject *)obj), "to_device: a has dtype") < 0)
         return NULL;
     if (gm_ensure_device() < 0)
         return NULL;
@@ -217,8 +270,8 @@ static PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
     if (dtype == NULL)
         dtype = PyArray_DescrFromType(NPY_FLOAT32);
     size_t nbytes;
-    if (check_plain_dtype(dtype, "empty: dtype is") == 0 &&
-        shape_nbytes(shape.len, shape.ptr, dtype, &nbytes, "empty") == 0 && gm_ensure_device() == 0)
+    if (gm_check_plain_dtype(dtype, "empty: dtype is") == 0 &&
+        gm_shape_nbytes(shape.len, shape.ptr, dtype, &nbytes, "empty") == 0 && gm_ensure_device() == 0)
         result = (PyObject *)gm_devarray_new(shape.len, shape.ptr, dtype);
     Py_DECREF(dtype);
     PyDimMem_FREE(shape.ptr);
@@ -227,7 +280,10 @@ static PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
 
 static void devarray_dealloc(gm_DeviceArray *d)
 {
-    gm_device_free(d->ptr, d->nbytes);
+    if (d->owner)
+        Py_DECREF(d->owner); /* borrowed memory (from_dlpack): its owner frees it */
+    else
+        gm_device_free(d->ptr, d->nbytes);
     Py_XDECREF(d->dtype);
     PyObject_Free(d);
 }
@@ -285,9 +341,22 @@ static PyObject *devarray_cai(gm_DeviceArray *d, void *closure)
                          "stream", Py_None);
 }
 
-static PyObject *devarray_get_py(gm_DeviceArray *d, PyObject *unused)
+static PyObject *devarray_get_py(gm_DeviceArray *d, PyObject *args, PyObject *kwargs)
 {
-    return gm_devarray_get(d);
+    static char *kwlist[] = {"out", NULL};
+    PyObject *out = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:get", kwlist, &out))
+        return NULL;
+    return gm_devarray_get_into(d, out);
+}
+
+/* np.asarray(d) would otherwise make a 0-d object array: say what to do. */
+static PyObject *devarray_array(gm_DeviceArray *d, PyObject *args, PyObject *kwargs)
+{
+    PyErr_SetString(PyExc_TypeError,
+                    "a DeviceArray is in device memory: NumPy cannot read it implicitly; copy it "
+                    "to the host with .get() (or .get(out=ndarray))");
+    return NULL;
 }
 
 static PyObject *devarray_repr(gm_DeviceArray *d)
@@ -320,8 +389,17 @@ static PyGetSetDef devarray_getset[] = {
 };
 
 static PyMethodDef devarray_methods[] = {
-    {"get", (PyCFunction)devarray_get_py, METH_NOARGS,
-     "Copy to the host: a new C-contiguous numpy.ndarray."},
+    {"get", (PyCFunction)(void (*)(void))devarray_get_py, METH_VARARGS | METH_KEYWORDS,
+     "get($self, /, out=None)\n--\n\nCopy to the host: a new C-contiguous numpy.ndarray, or "
+     "into `out` (a writeable C-contiguous ndarray of the same shape and dtype), returned."},
+    {"__array__", (PyCFunction)(void (*)(void))devarray_array, METH_VARARGS | METH_KEYWORDS,
+     "Refused: NumPy cannot read device memory; call .get()."},
+    {"__dlpack__", (PyCFunction)(void (*)(void))gm_devarray_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+     "A DLPack capsule sharing this array's device memory (DLPack 1.0 versioned when "
+     "max_version >= (1, 0), else the legacy capsule); copy=True exports a device copy."},
+    {"__dlpack_device__", (PyCFunction)gm_devarray_dlpack_device, METH_NOARGS,
+     "(2, 0): CUDA device 0, as DLPack names it."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -346,7 +424,8 @@ PyTypeObject gm_DeviceArray_Type = {
 
 static PyMethodDef memory_methods[] = {
     {"to_device", gm_to_device, METH_O,
-     "to_device($module, a, /)\n--\n\nCopy an ndarray to device memory: a DeviceArray."},
+     "to_device($module, a, /)\n--\n\nCopy an ndarray to device memory: a DeviceArray.  An "
+     "array already on the GPU (__dlpack__ or __cuda_array_interface__) is shared, not copied."},
     {"empty", (PyCFunction)(void (*)(void))gm_empty, METH_VARARGS | METH_KEYWORDS,
      "empty($module, /, shape, dtype=None)\n--\n\nAn uninitialised DeviceArray of this shape "
      "and dtype (float32 by default)."},

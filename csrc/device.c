@@ -141,8 +141,9 @@ static PyObject *gm_memory_info(PyObject *self, PyObject *unused)
     if (gm_ensure_device() < 0)
         return NULL;
     GM_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    return Py_BuildValue("{s:K,s:K,s:L}", "free", (unsigned long long)free_b, "total",
-                         (unsigned long long)total_b, "gpumem_bytes", gm_bytes_held());
+    return Py_BuildValue("{s:K,s:K,s:L,s:L}", "free", (unsigned long long)free_b, "total",
+                         (unsigned long long)total_b, "gpumem_bytes", gm_bytes_held(),
+                         "pinned_bytes", gm_pinned_bytes());
 fail:
     return NULL;
 }

@@ -1,7 +1,9 @@
 /* gm.h -- the infrastructure of gpumem._core, in layers that never call
  * upward:
  *   errors and device   errors.c, device.c
- *   memory              devarray.c (DeviceArray, kernel operands)
+ *   memory              devarray.c (DeviceArray, kernel operands),
+ *                       hostmem.c (pinned memory, staged copies),
+ *                       dlpack.c (DLPack and CUDA array interface in and out)
  *   launch              launch.c (events, LaunchRecords, the profiler hook)
  *   entry points        entry.c (one parse-validate-upload-launch-finish path
  *                       driven by a family's argument table), registry.c
@@ -74,6 +76,7 @@ typedef struct {
     npy_intp shape[GM_MAXDIM];
     PyArray_Descr *dtype;
     size_t nbytes;
+    PyObject *owner; /* NULL: gpumem's cudaMalloc; else who frees the memory (from_dlpack) */
 } gm_DeviceArray;
 
 extern PyTypeObject gm_DeviceArray_Type;
@@ -90,8 +93,36 @@ gm_DeviceArray *gm_devarray_from_host(PyArrayObject *arr);
 /* Copy a device array back into a new C-contiguous ndarray. */
 PyObject *gm_devarray_get(gm_DeviceArray *d);
 
+/* ... or into `out` (None/NULL: a new one), checked and returned. */
+PyObject *gm_devarray_get_into(gm_DeviceArray *d, PyObject *out);
+/* Bytes of an array of this shape and dtype; ValueError naming fn otherwise. */
+int gm_shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, size_t *out,
+                    const char *fn);
+/* TypeError unless a plain numeric dtype in native byte order; `what` starts
+ * the message ("fn: a has dtype"). */
+int gm_check_plain_dtype(PyArray_Descr *dtype, const char *what);
+
 /* Adds DeviceArray, to_device() and empty() to the module. */
 int gm_memory_init(PyObject *module);
+
+/* ---- page-locked host memory and staged copies (hostmem.c) -------------------- */
+/* cudaHostAlloc / cudaFreeHost through the pinned account (memory_info()). */
+int gm_host_alloc(size_t nbytes, unsigned flags, void **ptr);
+void gm_host_free(void *ptr, size_t nbytes);
+long long gm_pinned_bytes(void);
+/* Copy between host and device memory (to_device: host -> device), the GIL
+ * released: pageable host memory of 2 MiB and more through the staging
+ * threads, the rest by cudaMemcpy.  0 / -1 with CudaError set. */
+int gm_copy_host(void *dst, const void *src, size_t nbytes, int to_device);
+int gm_stage_workers(void);
+int gm_hostmem_init(PyObject *module); /* pinned_empty, PinnedMemory, _stage_* */
+
+/* ---- DLPack and the CUDA array interface (dlpack.c) ---------------------------- */
+PyObject *gm_devarray_dlpack(gm_DeviceArray *d, PyObject *args, PyObject *kwargs);
+PyObject *gm_devarray_dlpack_device(gm_DeviceArray *d, PyObject *unused);
+/* x's device memory as a DeviceArray (shared); fn names the caller. */
+PyObject *gm_from_dlpack_obj(PyObject *x, const char *fn);
+int gm_dlpack_init(PyObject *module); /* from_dlpack */
 
 /* ---- kernel operands (devarray.c) ---------------------------------------- */
 /* An input of a kernel: an ndarray (uploaded for the call) or a DeviceArray.

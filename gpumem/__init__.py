@@ -49,8 +49,10 @@ from ._core import (
     DeviceMemoryError,
     LaunchRecord,
     empty,
+    from_dlpack,
     is_available,
     memory_info,
+    pinned_empty,
     to_device,
 )
 from ._names import MAX_REPEAT, _family, _index, _moved, _validate
@@ -64,6 +66,7 @@ from .matmul import matmul, matmul_reference
 from .profile import ProfilerError, metrics, profile, profiler_available
 from .spaces import divergence, lifetimes, register_pressure, thread_histogram
 from .stencil import constant_broadcast, stencil_1d
+from .transfer import pinned_like, read_sum, scale
 from .transpose import shared_stride, transpose
 
 __version__ = "0.1.0"
@@ -73,6 +76,8 @@ __all__ = [
     "CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArray", "LaunchRecord",
     "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device", "empty", "is_available",
     "last_record", "memory_info", "record", "to_device", "variants",
+    # host memory and interop
+    "from_dlpack", "pinned_empty", "pinned_like",
     # matmul
     "matmul", "matmul_reference",
     # access
@@ -87,6 +92,8 @@ __all__ = [
     "bandwidth", "latency",
     # transpose
     "shared_stride", "transpose",
+    # transfer
+    "read_sum", "scale",
     # introspect
     "KernelAttributes", "Occupancy", "block_size_sweep", "compiler_report", "kernel_attributes",
     "kernel_occupancy",

@@ -9,7 +9,10 @@ The sweeps live with their lessons and are re-exported here:
 * :mod:`gpumem.spaces` -- :func:`local_vs_registers`,
   :func:`register_pressure_sweep`, :func:`divergence_compare`;
 * :mod:`gpumem.ladder` -- :func:`latency_ladder`, :func:`bandwidth_ladder`,
-  :func:`cache_sizes` (the memory hierarchy's latency and bandwidth per level).
+  :func:`cache_sizes` (the memory hierarchy's latency and bandwidth per level);
+* :mod:`gpumem.transpose` -- :func:`transpose_compare`, :func:`bank_conflict_sweep`;
+* :mod:`gpumem.transfer` -- :func:`transfer_sweep`, :func:`zero_copy_compare`,
+  :func:`managed_compare`, :func:`overlap_timeline` (host memory and copies).
 
 The access and layout sweeps give, per configuration, the kernel time (median
 of ``repeat`` timed launches through :func:`gpumem.bench`), the effective
@@ -46,11 +49,14 @@ from .ladder import bandwidth_ladder, cache_sizes, latency_ladder
 from .layout import aos_vs_soa, stride_sweep
 from .spaces import divergence_compare, local_vs_registers, register_pressure_sweep
 from .stencil import broadcast_sweep
+from .transfer import managed_compare, overlap_timeline, transfer_sweep, zero_copy_compare
 from .transpose import bank_conflict_sweep, transpose_compare
 
 __all__ = ["offset_sweep", "cache_path_compare", "idle_lanes_sweep", "stride_sweep",
            "aos_vs_soa", "broadcast_sweep", "local_vs_registers", "register_pressure_sweep",
-           "divergence_compare", "latency_ladder", "bandwidth_ladder", "cache_sizes", "METRICS",
+           "divergence_compare", "latency_ladder", "bandwidth_ladder", "cache_sizes",
+           "transpose_compare", "bank_conflict_sweep", "transfer_sweep", "zero_copy_compare",
+           "managed_compare", "overlap_timeline", "METRICS",
            "CACHES"]
 
 #: The load paths of :func:`gpumem.read_offset` (:data:`gpumem.access.CACHE_PATHS`).

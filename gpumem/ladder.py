@@ -221,7 +221,7 @@ def chain_image(working_set: int, stride: int = 128, seed: int = 0) -> np.ndarra
     successor, every other word 0.  (The global chases hold an 8-byte pointer,
     the buffer's address plus that offset, at the same place.)"""
     ws, stride, _ = _ring("chain_image", working_set, stride)
-    nxt = latency_chain(ws, stride, seed)
+    nxt = latency_chain(ws, stride, _int("chain_image", "seed", seed, 0, _M32))
     img = np.zeros(ws // 4, dtype=np.uint32)
     img[np.arange(len(nxt)) * (stride // 4)] = (nxt * stride).astype(np.uint32)
     return img

@@ -59,7 +59,8 @@ def test_variants_lists_named_variants_with_bytes_and_flops():
 
 # ---- DeviceArray and allocation validation -------------------------------------
 @pytest.mark.parametrize("obj,exc,msg", [
-    ([1.0, 2.0], TypeError, "to_device: a must be a numpy.ndarray, not list"),
+    ([1.0, 2.0], TypeError, "to_device: a must be a numpy.ndarray or an array with __dlpack__ "
+                            "or __cuda_array_interface__, not list"),
     (np.array([object()]), TypeError, "cannot live in device memory"),
     (np.zeros(2, dtype=[("x", F), ("y", F)]), TypeError, "cannot live in device memory"),
     (np.zeros(2, dtype=">f4"), TypeError, "not in native byte order"),

@@ -1,0 +1,602 @@
+/* dlpack.c -- DeviceArray in and out of other libraries without a copy:
+ * DeviceArray.__dlpack__ / __dlpack_device__ (DLPack 1.0, the versioned
+ * capsule when the consumer asks for it, the legacy one otherwise) and
+ * from_dlpack(x) for any object with __dlpack__ or __cuda_array_interface__
+ * whose memory is on the GPU gpumem uses.  The structs below are the DLPack
+ * ABI (dlpack.h, v1.0), declared here so the build needs no extra header. */
+#include "gm.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* ---- the DLPack ABI ------------------------------------------------------------- */
+enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_HOST = 3, DL_CUDA_MANAGED = 13 };
+enum { DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_COMPLEX = 5, DL_BOOL = 6 };
+#define DL_FLAG_READ_ONLY (1ULL << 0)
+#define DL_FLAG_IS_COPIED (1ULL << 1)
+
+typedef struct {
+    int32_t device_type;
+    int32_t device_id;
+} DLDevice;
+
+typedef struct {
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+} DLDataType;
+
+typedef struct {
+    void *data;
+    DLDevice device;
+    int32_t ndim;
+    DLDataType dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} DLTensor;
+
+typedef struct DLManagedTensor {
+    DLTensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor *self);
+} DLManagedTensor;
+
+typedef struct {
+    uint32_t major;
+    uint32_t minor;
+} DLPackVersion;
+
+typedef struct DLManagedTensorVersioned {
+    DLPackVersion version;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensorVersioned *self);
+    uint64_t flags;
+    DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+
+static const char CAP_LEGACY[] = "dltensor", CAP_LEGACY_USED[] = "used_dltensor";
+static const char CAP_VERSIONED[] = "dltensor_versioned",
+                  CAP_VERSIONED_USED[] = "used_dltensor_versioned";
+
+/* ---- export -------------------------------------------------------------------------- */
+/* One allocation: the managed tensor (either kind) and its shape and strides. */
+typedef struct {
+    DLManagedTensor legacy;
+    DLManagedTensorVersioned versioned;
+    int64_t shape[GM_MAXDIM];
+    int64_t strides[GM_MAXDIM];
+    PyObject *array; /* the DeviceArray kept alive (owned) */
+} export_ctx;
+
+static void export_free(export_ctx *ctx)
+{
+    if (ctx == NULL)
+        return;
+    PyGILState_STATE g = PyGILState_Ensure(); /* a consumer may free it from any thread */
+    Py_XDECREF(ctx->array);
+    PyGILState_Release(g);
+    PyMem_RawFree(ctx);
+}
+
+static void legacy_deleter(DLManagedTensor *t) { export_free((export_ctx *)t->manager_ctx); }
+static void versioned_deleter(DLManagedTensorVersioned *t)
+{
+    export_free((export_ctx *)t->manager_ctx);
+}
+
+/* An unconsumed capsule still owns its tensor. */
+static void legacy_capsule_free(PyObject *cap)
+{
+    if (PyCapsule_IsValid(cap, CAP_LEGACY)) {
+        DLManagedTensor *t = PyCapsule_GetPointer(cap, CAP_LEGACY);
+        if (t && t->deleter)
+            t->deleter(t);
+    }
+}
+
+static void versioned_capsule_free(PyObject *cap)
+{
+    if (PyCapsule_IsValid(cap, CAP_VERSIONED)) {
+        DLManagedTensorVersioned *t = PyCapsule_GetPointer(cap, CAP_VERSIONED);
+        if (t && t->deleter)
+            t->deleter(t);
+    }
+}
+
+static int dl_dtype(PyArray_Descr *d, DLDataType *out)
+{
+    out->bits = (uint8_t)(PyDataType_ELSIZE(d) * 8);
+    out->lanes = 1;
+    switch (d->kind) {
+    case 'b': out->code = DL_BOOL; return 0;
+    case 'i': out->code = DL_INT; return 0;
+    case 'u': out->code = DL_UINT; return 0;
+    case 'f': out->code = DL_FLOAT; return 0;
+    case 'c': out->code = DL_COMPLEX; return 0;
+    }
+    PyErr_Format(PyExc_BufferError, "__dlpack__: dtype %R has no DLPack type", (PyObject *)d);
+    return -1;
+}
+
+static int is_cuda_device(PyObject *dl_device)
+{
+    long long type = -1, id = -1;
+    if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2)
+        return 0;
+    type = PyLong_AsLongLong(PyTuple_GET_ITEM(dl_device, 0));
+    id = PyLong_AsLongLong(PyTuple_GET_ITEM(dl_device, 1));
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return type == DL_CUDA && id == 0;
+}
+
+PyObject *gm_devarray_dlpack(gm_DeviceArray *d, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
+    PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
+    int versioned = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:__dlpack__", kwlist, &stream,
+                                     &max_version, &dl_device, &copy))
+        return NULL;
+    if (stream != Py_None && (!PyLong_Check(stream) || PyBool_Check(stream))) {
+        PyErr_Format(PyExc_TypeError, "__dlpack__: stream must be None or an int, not %.200s",
+                     Py_TYPE(stream)->tp_name);
+        return NULL;
+    }
+    if (max_version != Py_None) {
+        unsigned long major = 0, minor = 0;
+        if (!PyTuple_Check(max_version) || !PyArg_ParseTuple(max_version, "kk", &major, &minor)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "__dlpack__: max_version must be None or a (major, minor) tuple, not %R",
+                         max_version);
+            return NULL;
+        }
+        versioned = major >= 1;
+    }
+    if (dl_device != Py_None && !is_cuda_device(dl_device)) {
+        PyErr_Format(PyExc_BufferError,
+                     "__dlpack__: dl_device=%R: a DeviceArray lives on the GPU, (2, 0); copy it "
+                     "to the host with .get()",
+                     dl_device);
+        return NULL;
+    }
+    if (copy != Py_None && !PyBool_Check(copy)) {
+        PyErr_Format(PyExc_TypeError, "__dlpack__: copy must be None, True or False, not %.200s",
+                     Py_TYPE(copy)->tp_name);
+        return NULL;
+    }
+    /* Every gpumem launch and copy has finished before it returns: the data is
+     * ready on any stream, so `stream` needs no synchronisation. */
+    gm_DeviceArray *src = d;
+    Py_INCREF(src);
+    if (copy == Py_True) {
+        gm_DeviceArray *c = gm_devarray_new(d->ndim, d->shape, d->dtype);
+        if (c == NULL) {
+            Py_DECREF(src);
+            return NULL;
+        }
+        if (d->nbytes) {
+            cudaError_t err;
+            Py_BEGIN_ALLOW_THREADS
+            err = cudaMemcpy(c->ptr, d->ptr, d->nbytes, cudaMemcpyDeviceToDevice);
+            Py_END_ALLOW_THREADS
+            if (err != cudaSuccess) {
+                gm_set_cuda_error(err, "cudaMemcpy (__dlpack__ copy=True)");
+                Py_DECREF(c);
+                Py_DECREF(src);
+                return NULL;
+            }
+        }
+        Py_SETREF(src, c);
+    }
+    export_ctx *ctx = PyMem_RawCalloc(1, sizeof *ctx);
+    if (ctx == NULL) {
+        Py_DECREF(src);
+        return PyErr_NoMemory();
+    }
+    ctx->array = (PyObject *)src;
+    DLTensor t = {0};
+    t.data = src->ptr;
+    t.device.device_type = DL_CUDA;
+    t.device.device_id = 0;
+    t.ndim = src->ndim;
+    if (dl_dtype(src->dtype, &t.dtype) < 0) {
+        export_free(ctx);
+        return NULL;
+    }
+    long long stride = 1;
+    for (int i = src->ndim - 1; i >= 0; i--) {
+        ctx->shape[i] = (int64_t)src->shape[i];
+        ctx->strides[i] = (int64_t)stride; /* in elements */
+        stride *= src->shape[i] ? src->shape[i] : 1;
+    }
+    t.shape = ctx->shape;
+    t.strides = ctx->strides;
+    PyObject *cap;
+    if (versioned) {
+        ctx->versioned.version.major = 1;
+        ctx->versioned.version.minor = 0;
+        ctx->versioned.manager_ctx = ctx;
+        ctx->versioned.deleter = versioned_deleter;
+        ctx->versioned.flags = copy == Py_True ? DL_FLAG_IS_COPIED : 0;
+        ctx->versioned.dl_tensor = t;
+        cap = PyCapsule_New(&ctx->versioned, CAP_VERSIONED, versioned_capsule_free);
+    } else {
+        ctx->legacy.dl_tensor = t;
+        ctx->legacy.manager_ctx = ctx;
+        ctx->legacy.deleter = legacy_deleter;
+        cap = PyCapsule_New(&ctx->legacy, CAP_LEGACY, legacy_capsule_free);
+    }
+    if (cap == NULL)
+        export_free(ctx);
+    return cap;
+}
+
+PyObject *gm_devarray_dlpack_device(gm_DeviceArray *d, PyObject *unused)
+{
+    return Py_BuildValue("(ii)", DL_CUDA, 0);
+}
+
+/* ---- import ---------------------------------------------------------------------------- */
+/* The owner of borrowed memory: calls the producer's deleter when the
+ * DeviceArray that wraps the memory goes. */
+static void import_capsule_free(PyObject *cap)
+{
+    const char *name = PyCapsule_GetName(cap);
+    void *p = PyCapsule_GetPointer(cap, name);
+    if (p == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (name && strcmp(name, "gpumem.dlpack_versioned") == 0) {
+        DLManagedTensorVersioned *t = p;
+        if (t->deleter)
+            t->deleter(t);
+    } else {
+        DLManagedTensor *t = p;
+        if (t->deleter)
+            t->deleter(t);
+    }
+}
+
+static PyArray_Descr *numpy_dtype(DLDataType dt, const char *fn)
+{
+    int type = -1;
+    if (dt.lanes == 1) {
+        switch (dt.code) {
+        case DL_BOOL: type = dt.bits == 8 ? NPY_BOOL : -1; break;
+        case DL_INT:
+            type = dt.bits == 8 ? NPY_INT8 : dt.bits == 16 ? NPY_INT16 : dt.bits == 32 ? NPY_INT32
+                 : dt.bits == 64 ? NPY_INT64 : -1;
+            break;
+        case DL_UINT:
+            type = dt.bits == 8 ? NPY_UINT8 : dt.bits == 16 ? NPY_UINT16
+                 : dt.bits == 32 ? NPY_UINT32 : dt.bits == 64 ? NPY_UINT64 : -1;
+            break;
+        case DL_FLOAT:
+            type = dt.bits == 16 ? NPY_FLOAT16 : dt.bits == 32 ? NPY_FLOAT32
+                 : dt.bits == 64 ? NPY_FLOAT64 : -1;
+            break;
+        case DL_COMPLEX:
+            type = dt.bits == 64 ? NPY_COMPLEX64 : dt.bits == 128 ? NPY_COMPLEX128 : -1;
+            break;
+        }
+    }
+    if (type < 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: x has DLPack dtype (code %d, %d bits, %d lanes), which gpumem does not "
+                     "hold (only bool, integers, float16/32/64 and complex64/128)",
+                     fn, dt.code, dt.bits, dt.lanes);
+        return NULL;
+    }
+    return PyArray_DescrFromType(type);
+}
+
+/* C-contiguous strides (in elements, or bytes when `bytes`)?  Dimensions of
+ * size 1 may carry any stride; an empty array is contiguous. */
+static int c_contiguous(int ndim, const npy_intp *shape, const int64_t *strides, int64_t unit)
+{
+    int64_t want = unit;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0)
+            return 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        if (shape[i] != 1 && strides[i] != want)
+            return 0;
+        want *= shape[i];
+    }
+    return 1;
+}
+
+/* A DeviceArray over memory someone else owns; `owner` (stolen) is released
+ * with it.  The memory is not counted as gpumem's. */
+static gm_DeviceArray *wrap(void *ptr, int ndim, const npy_intp *shape, PyArray_Descr *dtype,
+                            PyObject *owner)
+{
+    gm_DeviceArray *d = PyObject_New(gm_DeviceArray, &gm_DeviceArray_Type);
+    if (d == NULL) {
+        Py_DECREF(owner);
+        return NULL;
+    }
+    d->ptr = ptr;
+    d->ndim = ndim;
+    memcpy(d->shape, shape, sizeof(npy_intp) * (size_t)ndim);
+    Py_INCREF(dtype);
+    d->dtype = dtype;
+    size_t n = (size_t)PyDataType_ELSIZE(dtype);
+    for (int i = 0; i < ndim; i++)
+        n *= (size_t)shape[i];
+    d->nbytes = n;
+    d->owner = owner;
+    return d;
+}
+
+static int device_ok(const char *fn, int32_t type, int32_t id)
+{
+    if ((type == DL_CUDA || type == DL_CUDA_MANAGED) && id == 0)
+        return 0;
+    if (type == DL_CPU || type == DL_CUDA_HOST)
+        PyErr_Format(PyExc_ValueError,
+                     "%s: x is in host memory (DLPack device %d); copy it with "
+                     "gpumem.to_device(x)",
+                     fn, (int)type);
+    else
+        PyErr_Format(PyExc_ValueError,
+                     "%s: x is on DLPack device (%d, %d); gpumem uses CUDA device 0, (2, 0)", fn,
+                     (int)type, (int)id);
+    return -1;
+}
+
+static gm_DeviceArray *from_capsule(PyObject *cap, const char *fn)
+{
+    int versioned = PyCapsule_IsValid(cap, CAP_VERSIONED);
+    if (!versioned && !PyCapsule_IsValid(cap, CAP_LEGACY)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: x.__dlpack__() returned %.200s, not an unused DLPack capsule", fn,
+                     Py_TYPE(cap)->tp_name);
+        return NULL;
+    }
+    void *p = PyCapsule_GetPointer(cap, versioned ? CAP_VERSIONED : CAP_LEGACY);
+    if (p == NULL)
+        return NULL;
+    DLTensor *t;
+    if (versioned) {
+        DLManagedTensorVersioned *m = p;
+        if (m->version.major != 1) {
+            PyErr_Format(PyExc_BufferError, "%s: x gave a DLPack %u.%u tensor; gpumem reads 1.x",
+                         fn, m->version.major, m->version.minor);
+            return NULL;
+        }
+        t = &m->dl_tensor;
+    } else {
+        t = &((DLManagedTensor *)p)->dl_tensor;
+    }
+    if (device_ok(fn, t->device.device_type, t->device.device_id) < 0)
+        return NULL;
+    if (t->ndim < 0 || t->ndim > GM_MAXDIM) {
+        PyErr_Format(PyExc_ValueError, "%s: x has %d dimensions; gpumem holds at most %d", fn,
+                     (int)t->ndim, GM_MAXDIM);
+        return NULL;
+    }
+    npy_intp shape[GM_MAXDIM];
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: x has a negative dimension", fn);
+            return NULL;
+        }
+        shape[i] = (npy_intp)t->shape[i];
+    }
+    if (t->strides && !c_contiguous(t->ndim, shape, t->strides, 1)) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: x is not C-contiguous; a DeviceArray is (make a contiguous copy first, "
+                     "e.g. x.copy() or x.contiguous())",
+                     fn);
+        return NULL;
+    }
+    PyArray_Descr *dtype = numpy_dtype(t->dtype, fn);
+    if (dtype == NULL)
+        return NULL;
+    /* Consume the capsule: from here its tensor is ours to delete. */
+    if (PyCapsule_SetName(cap, versioned ? CAP_VERSIONED_USED : CAP_LEGACY_USED) < 0) {
+        Py_DECREF(dtype);
+        return NULL;
+    }
+    PyObject *owner = PyCapsule_New(p, versioned ? "gpumem.dlpack_versioned" : "gpumem.dlpack",
+                                    import_capsule_free);
+    if (owner == NULL) {
+        if (versioned)
+            ((DLManagedTensorVersioned *)p)->deleter((DLManagedTensorVersioned *)p);
+        else
+            ((DLManagedTensor *)p)->deleter((DLManagedTensor *)p);
+        Py_DECREF(dtype);
+        return NULL;
+    }
+    gm_DeviceArray *d = wrap((char *)t->data + t->byte_offset, t->ndim, shape, dtype, owner);
+    Py_DECREF(dtype);
+    return d;
+}
+
+static gm_DeviceArray *from_cai(PyObject *x, PyObject *cai, const char *fn)
+{
+    if (!PyDict_Check(cai)) {
+        PyErr_Format(PyExc_TypeError, "%s: x.__cuda_array_interface__ is not a dict", fn);
+        return NULL;
+    }
+    PyObject *data = PyDict_GetItemString(cai, "data"); /* borrowed */
+    PyObject *shape_obj = PyDict_GetItemString(cai, "shape");
+    PyObject *typestr = PyDict_GetItemString(cai, "typestr");
+    PyObject *strides = PyDict_GetItemString(cai, "strides");
+    PyObject *mask = PyDict_GetItemString(cai, "mask");
+    PyObject *stream = PyDict_GetItemString(cai, "stream");
+    if (data == NULL || shape_obj == NULL || typestr == NULL || !PyTuple_Check(data) ||
+        PyTuple_GET_SIZE(data) < 1 || !PyTuple_Check(shape_obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: x.__cuda_array_interface__ lacks data, shape or "
+                     "typestr", fn);
+        return NULL;
+    }
+    if (mask != NULL && mask != Py_None) {
+        PyErr_Format(PyExc_ValueError, "%s: x has a mask; gpumem takes unmasked arrays", fn);
+        return NULL;
+    }
+    Py_ssize_t ndim = PyTuple_GET_SIZE(shape_obj);
+    if (ndim > GM_MAXDIM) {
+        PyErr_Format(PyExc_ValueError, "%s: x has %zd dimensions; gpumem holds at most %d", fn,
+                     ndim, GM_MAXDIM);
+        return NULL;
+    }
+    npy_intp shape[GM_MAXDIM];
+    int64_t st[GM_MAXDIM];
+    for (Py_ssize_t i = 0; i < ndim; i++) {
+        shape[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape_obj, i));
+        if (shape[i] < 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "%s: x has a negative dimension", fn);
+            return NULL;
+        }
+    }
+    PyArray_Descr *dtype = NULL;
+    if (!PyArray_DescrConverter(typestr, &dtype))
+        return NULL;
+    if (gm_check_plain_dtype(dtype, "from_dlpack: x has dtype") < 0) {
+        Py_DECREF(dtype);
+        return NULL;
+    }
+    if (strides != NULL && strides != Py_None) {
+        int bad = !PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim;
+        for (Py_ssize_t i = 0; !bad && i < ndim; i++) {
+            st[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, i));
+            bad = PyErr_Occurred() != NULL;
+        }
+        PyErr_Clear();
+        if (bad || !c_contiguous((int)ndim, shape, st, (int64_t)PyDataType_ELSIZE(dtype))) {
+            Py_DECREF(dtype);
+            PyErr_Format(PyExc_ValueError,
+                         "%s: x is not C-contiguous; a DeviceArray is (make a contiguous copy "
+                         "first, e.g. x.copy())",
+                         fn);
+            return NULL;
+        }
+    }
+    void *ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    if (ptr == NULL && PyErr_Occurred()) {
+        Py_DECREF(dtype);
+        return NULL;
+    }
+    if (ptr != NULL) {
+        struct cudaPointerAttributes a;
+        cudaError_t err = cudaPointerGetAttributes(&a, ptr);
+        if (err != cudaSuccess || (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+            || a.device != 0) {
+            (void)cudaGetLastError();
+            Py_DECREF(dtype);
+            PyErr_Format(PyExc_ValueError,
+                         "%s: x's data at %p is not device memory of CUDA device 0", fn, ptr);
+            return NULL;
+        }
+    }
+    /* Version 3: work on `stream` may still be writing x; wait for it. */
+    if (stream != NULL && stream != Py_None) {
+        void *s = PyLong_AsVoidPtr(stream);
+        if (s == NULL && PyErr_Occurred()) {
+            Py_DECREF(dtype);
+            return NULL;
+        }
+        cudaError_t err;
+        Py_BEGIN_ALLOW_THREADS
+        err = cudaStreamSynchronize((cudaStream_t)s);
+        Py_END_ALLOW_THREADS
+        if (err != cudaSuccess) {
+            Py_DECREF(dtype);
+            gm_set_cuda_error(err, "cudaStreamSynchronize");
+            return NULL;
+        }
+    }
+    Py_INCREF(x);
+    gm_DeviceArray *d = wrap(ptr, (int)ndim, shape, dtype, x);
+    Py_DECREF(dtype);
+    return d;
+}
+
+/* from_dlpack(x): x's device memory as a DeviceArray, shared (no copy). */
+PyObject *gm_from_dlpack_obj(PyObject *x, const char *fn)
+{
+    if (gm_DeviceArray_Check(x)) {
+        Py_INCREF(x);
+        return x;
+    }
+    if (gm_ensure_device() < 0)
+        return NULL;
+    PyObject *method = PyObject_GetAttrString(x, "__dlpack__");
+    if (method == NULL) {
+        PyErr_Clear();
+        PyObject *cai = PyObject_GetAttrString(x, "__cuda_array_interface__");
+        if (cai == NULL) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "%s: x must have __dlpack__ or __cuda_array_interface__ (a CuPy, "
+                         "PyTorch, JAX or Numba array), not %.200s",
+                         fn, Py_TYPE(x)->tp_name);
+            return NULL;
+        }
+        gm_DeviceArray *d = from_cai(x, cai, fn);
+        Py_DECREF(cai);
+        return (PyObject *)d;
+    }
+    /* Where it lives first: a host array is refused before a capsule is made. */
+    PyObject *dev = PyObject_CallMethod(x, "__dlpack_device__", NULL);
+    if (dev != NULL) {
+        long type = -1, id = -1;
+        int ok = PyTuple_Check(dev) && PyArg_ParseTuple(dev, "ll", &type, &id);
+        Py_DECREF(dev);
+        if (!ok) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s: x.__dlpack_device__() is not a (type, id) tuple",
+                         fn);
+            Py_DECREF(method);
+            return NULL;
+        }
+        if (device_ok(fn, (int32_t)type, (int32_t)id) < 0) {
+            Py_DECREF(method);
+            return NULL;
+        }
+    } else {
+        PyErr_Clear();
+    }
+    /* stream=1: the producer orders its work before CUDA's legacy default
+     * stream, the one gpumem's kernels run on. */
+    PyObject *kw = Py_BuildValue("{s:i,s:(ii)}", "stream", 1, "max_version", 1, 0);
+    PyObject *empty = PyTuple_New(0);
+    PyObject *cap = (kw && empty) ? PyObject_Call(method, empty, kw) : NULL;
+    if (cap == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear(); /* a producer from before DLPack 1.0 */
+        PyObject *kw1 = Py_BuildValue("{s:i}", "stream", 1);
+        cap = kw1 ? PyObject_Call(method, empty, kw1) : NULL;
+        Py_XDECREF(kw1);
+    }
+    Py_XDECREF(kw);
+    Py_XDECREF(empty);
+    Py_DECREF(method);
+    if (cap == NULL)
+        return NULL;
+    gm_DeviceArray *d = from_capsule(cap, fn);
+    Py_DECREF(cap);
+    return (PyObject *)d;
+}
+
+static PyObject *from_dlpack(PyObject *self, PyObject *x)
+{
+    return gm_from_dlpack_obj(x, "from_dlpack");
+}
+
+static PyMethodDef dlpack_methods[] = {
+    {"from_dlpack", from_dlpack, METH_O,
+     "from_dlpack($module, x, /)\n--\n\nA DeviceArray sharing x's device memory (no copy): "
+     "any object with __dlpack__ or __cuda_array_interface__ on CUDA device 0, C-contiguous."},
+    {NULL, NULL, 0, NULL},
+};
+
+int gm_dlpack_init(PyObject *module) { return PyModule_AddFunctions(module, dlpack_methods); }
