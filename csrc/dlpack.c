@@ -528,8 +528,6 @@ PyObject *gm_from_dlpack_obj(PyObject *x, const char *fn)
         Py_INCREF(x);
         return x;
     }
-    if (gm_ensure_device() < 0)
-        return NULL;
     PyObject *method = PyObject_GetAttrString(x, "__dlpack__");
     if (method == NULL) {
         PyErr_Clear();
@@ -542,7 +540,7 @@ PyObject *gm_from_dlpack_obj(PyObject *x, const char *fn)
                          fn, Py_TYPE(x)->tp_name);
             return NULL;
         }
-        gm_DeviceArray *d = from_cai(x, cai, fn);
+        gm_DeviceArray *d = gm_ensure_device() < 0 ? NULL : from_cai(x, cai, fn);
         Py_DECREF(cai);
         return (PyObject *)d;
     }
@@ -565,6 +563,10 @@ PyObject *gm_from_dlpack_obj(PyObject *x, const char *fn)
         }
     } else {
         PyErr_Clear();
+    }
+    if (gm_ensure_device() < 0) {
+        Py_DECREF(method);
+        return NULL;
     }
     /* stream=1: the producer orders its work before CUDA's legacy default
      * stream, the one gpumem's kernels run on. */

@@ -335,7 +335,12 @@ int gm_copy_host(void *dst, const void *src, size_t nbytes, int to_device)
         err = stage_setup(&call);
         if (err == cudaSuccess) {
             staged = 1;
+            /* A thread per 4 MiB at most: at 4 MiB eight threads' start-up cost more
+             * than they save (measured on the H100: 4.3 GB/s d2h against the driver's
+             * 8.5), from 16 MiB on they win (12 against 7.5). */
             int workers = stage.workers;
+            if ((size_t)workers > nbytes / ((size_t)4 << 20))
+                workers = nbytes < ((size_t)8 << 20) ? 1 : (int)(nbytes / ((size_t)4 << 20));
             size_t chunk = nbytes / (size_t)(2 * workers);
             chunk = chunk < STAGE_MIN_CHUNK ? STAGE_MIN_CHUNK : chunk > STAGE_CHUNK ? STAGE_CHUNK : chunk;
             chunk = (chunk + 4095) & ~(size_t)4095;

@@ -285,8 +285,11 @@ def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, l2: str = "war
         raise ValueError(f"bench: warmup={warmup} is not allowed; warmup must be "
                          f"0..{MAX_REPEAT}")
     _validate(fn, args, kw)           # the kernel's own errors, before anything is uploaded
-    args = tuple(to_device(a) if isinstance(a, np.ndarray) else a for a in args)
-    kw = {k: (to_device(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+    try:          # ndarrays go to the device once, so only the kernel is timed
+        args = tuple(to_device(a) if isinstance(a, np.ndarray) else a for a in args)
+        kw = {k: (to_device(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"bench: an argument for fn cannot go to the device: {e}") from None
     for _ in range(warmup):
         fn(*args, **kw)
     samples = []

@@ -15,7 +15,7 @@ import pytest
 NOTEBOOK_DIR = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 SOURCES = sorted(NOTEBOOK_DIR.glob("*.py"))
-LESSONS = ["01_matmul", "02_access", "03_layout", "04_stencil", "05_spaces", "08_ladder",
+LESSONS = ["01_matmul", "02_access", "03_layout", "04_stencil", "05_spaces", "07_transfer", "08_ladder",
            "09_transpose"]
 
 

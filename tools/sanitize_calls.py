@@ -139,6 +139,31 @@ def shared_stride():
             gm.shared_stride(stride, word=v.name, iters=5, blocks=2)
 
 
+def read_sum():
+    for n in (0, 1, 3, 1001, 4099):
+        for block in (32, 256, 1024):
+            gm.read_sum(f32(n), block=block)
+    # the experiments point it at mapped pinned host memory and managed memory
+    gm._core._transfer_zero_copy(4100, 2, 1)
+    gm._core._transfer_managed(4100, 1)
+    # and the copies behind to_device/get: staged (>= 2 MiB pageable) and pinned
+    big = f32(3 * 2**18 + 5)
+    assert np.array_equal(gm.to_device(big).get(), big)
+    h = gm.pinned_empty(1003, np.float32)
+    h[:] = 1.5
+    d = gm.to_device(h)
+    d.get(out=h)
+    for kind in ("pageable", "pinned", "write_combined", "staged"):
+        gm._core._transfer_copy(kind, "h2d", 3 * 2**20 + 4, 1, 0)
+        gm._core._transfer_copy(kind, "d2h", 3 * 2**20 + 4, 1, 0)
+
+
+def scale():
+    for n, work in ((1, 0), (1001, 3), (70000, 1)):
+        gm.scale(f32(n), work=work, block=128)
+    gm._core._transfer_overlap(4 * 1001, 3, 2)
+
+
 # one function per family, named as the family
 CALLS = {fam: globals()[fam] for fam in {v.family for v in gm.variants()} if fam in globals()}
 
