@@ -1,4 +1,5 @@
-/* matmul.c -- the matmul lesson's entry point: C = A @ B, naive or tiled. */
+/* matmul.c -- the matmul lesson's entry point: C = A @ B, from naive through
+ * shared-memory tiles to double buffering and thread coarsening. */
 #include "gm.h"
 
 GM_THUNKS(matmul)
@@ -15,11 +16,52 @@ static const gm_variant variants[] = {
            "TILE x TILE tiles of A and B staged in shared memory: global loads fall by the tile "
            "width",
            MATMUL_BYTES, MATMUL_FLOPS),
+    GM_ROW(matmul, "prefetch", GM_MATMUL_PREFETCH,
+           "double buffering: the next tiles are loaded into registers while this tile's inner "
+           "product runs, then stored to the other shared buffer; one barrier per tile, not two",
+           MATMUL_BYTES, MATMUL_FLOPS),
+    GM_ROW(matmul, "coarsened", GM_MATMUL_COARSENED,
+           "thread coarsening: each thread computes 4 outputs of a column of a 32 x 32 tile, so "
+           "each B value read from shared memory serves 4 FMAs from a register",
+           MATMUL_BYTES, MATMUL_FLOPS),
     GM_END_ROWS,
 };
 
 enum { A, B, TILE, VARIANT };
 static const long long tiles[] = {8, 16, 32, 0};
+
+/* The tiles each variant takes (its default first): the edge of the C tile a
+ * block computes. */
+static const struct {
+    int variant;
+    long long tiles[4];
+    const char *allowed;
+} variant_tiles[] = {
+    {GM_MATMUL_NAIVE, {16, 8, 32, 0}, "8, 16 or 32"},
+    {GM_MATMUL_TILED, {16, 8, 32, 0}, "8, 16 or 32"},
+    {GM_MATMUL_PREFETCH, {16, 32, 0}, "16 or 32"},
+    {GM_MATMUL_COARSENED, {GM_MATMUL_COARSENED_TILE, 0}, "32 only (blocks of 32 x 8 threads)"},
+};
+
+static int pick_tile(gm_call *c)
+{
+    for (size_t i = 0; i < sizeof variant_tiles / sizeof variant_tiles[0]; i++) {
+        if (variant_tiles[i].variant != c->variant->select)
+            continue;
+        if (!c->given[TILE]) {
+            c->v[TILE] = variant_tiles[i].tiles[0];
+            return 0;
+        }
+        for (int j = 0; variant_tiles[i].tiles[j]; j++)
+            if (variant_tiles[i].tiles[j] == c->v[TILE])
+                return 0;
+        PyErr_Format(PyExc_ValueError,
+                     "matmul: tile=%lld is not allowed with variant='%s'; tile must be %s",
+                     c->v[TILE], c->variant->name, variant_tiles[i].allowed);
+        return -1;
+    }
+    return 0;
+}
 static const gm_arg args[] = {
     [A] = {"a", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 2},
     [B] = {"b", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 2},
@@ -32,6 +74,8 @@ static int check(gm_call *c)
 {
     char sa[128], sb[128];
     const npy_intp *a = c->op[A].shape, *b = c->op[B].shape;
+    if (pick_tile(c) < 0)
+        return -1;
     const long long M = a[0], K = a[1], N = b[1], tile = c->v[TILE];
     if (K != b[0]) {
         PyErr_Format(PyExc_ValueError,
@@ -66,7 +110,8 @@ static void fill(const gm_call *c, void *params)
 
 const gm_family gm_matmul_family = {
     "matmul",
-    "C = a @ b for float32 matrices (M x K @ K x N) with blocks of tile x tile threads; "
-    "variant 'naive' or 'tiled' (shared-memory tiles of A and B).",
+    "C = a @ b for float32 matrices (M x K @ K x N), a tile x tile block of C per thread "
+    "block; variant 'naive', 'tiled' (shared-memory tiles of A and B), 'prefetch' (double "
+    "buffered) or 'coarsened' (4 outputs of a column per thread, 32 x 32 tiles).",
     args, 1, 0, variants, check, NULL, fill,
 };

@@ -41,7 +41,13 @@ typedef struct {
 
 /* ==== lesson matmul (cuda/matmul.cu) ===================================== */
 /* C[M,N] = A[M,K] @ B[K,N], float32, row-major. */
-typedef enum { GM_MATMUL_NAIVE = 0, GM_MATMUL_TILED = 1 } gm_matmul_variant;
+typedef enum {
+    GM_MATMUL_NAIVE = 0,
+    GM_MATMUL_TILED = 1,
+    GM_MATMUL_PREFETCH = 2,       /* tiled, the next tiles loaded during this one's product */
+    GM_MATMUL_COARSENED = 3       /* 32 x 32 tiles, 4 outputs of a column per thread */
+} gm_matmul_variant;
+#define GM_MATMUL_COARSENED_TILE 32 /* rows and columns of C per block (coarsened) */
 
 typedef struct {
     int variant; /* gm_matmul_variant */
@@ -49,7 +55,7 @@ typedef struct {
     const float *b;
     float *c;
     int m, n, k;
-    int tile; /* 8, 16 or 32: block is tile x tile threads (0: 16) */
+    int tile; /* naive, tiled: 8, 16 or 32; prefetch: 16 or 32 (0: 16); coarsened: 32 */
 } gm_matmul_params;
 GM_FAMILY(matmul)
 

@@ -70,18 +70,120 @@ __device__ __forceinline__ void tiled(float (&As)[TILE][TILE], float (&Bs)[TILE]
         C[(size_t)row * N + col] = acc;
 }
 
+// prefetch (double buffering, PMPP): two shared buffers per operand.  While
+// the block multiplies the tiles in buffer `cur`, each thread already has
+// its elements of the next tiles in flight from global memory into two
+// registers; it stores them to the other buffer after its inner product, and
+// one barrier per tile (not two) separates the steps: buffer cur ^ 1 was last
+// read before the previous barrier, buffer cur is next written after this one.
+template <int TILE>
+__device__ __forceinline__ void prefetch(float (&As)[2][TILE][TILE], float (&Bs)[2][TILE][TILE],
+                                         const float *__restrict__ A, const float *__restrict__ B,
+                                         float *__restrict__ C, int M, int N, int K)
+{
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int row = blockIdx.y * TILE + ty;
+    const int col = blockIdx.x * TILE + tx;
+    const int tiles = (K + TILE - 1) / TILE;
+    float acc = 0.0f;
+    if (tiles > 0) {
+        // A[row][k0 + tx] and B[k0 + ty][col], zero outside the matrices
+        auto a_at = [&](int k0) {
+            return (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : 0.0f;
+        };
+        auto b_at = [&](int k0) {
+            return (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * N + col] : 0.0f;
+        };
+        As[0][ty][tx] = a_at(0);
+        Bs[0][ty][tx] = b_at(0);
+        __syncthreads();
+        for (int t = 0; t < tiles; ++t) {
+            const int cur = t & 1;
+            float a_next = 0.0f, b_next = 0.0f;
+            const bool more = t + 1 < tiles;
+            if (more) { // issued now, used after the inner product: the loads overlap it
+                a_next = a_at((t + 1) * TILE);
+                b_next = b_at((t + 1) * TILE);
+            }
+#pragma unroll
+            for (int k = 0; k < TILE; ++k)
+                acc += As[cur][ty][k] * Bs[cur][k][tx];
+            if (more) {
+                As[cur ^ 1][ty][tx] = a_next;
+                Bs[cur ^ 1][ty][tx] = b_next;
+            }
+            __syncthreads();
+        }
+    }
+    if (row < M && col < N)
+        C[(size_t)row * N + col] = acc;
+}
+
+// coarsened (thread coarsening, PMPP): a 32 x 32 tile of C per block of
+// 32 x 8 threads; each thread computes COARSE = 4 outputs of one column (rows
+// ty, ty + 8, ty + 16, ty + 24).  Each B value it reads from shared memory is
+// kept in a register and used 4 times (the A values are warp-wide broadcasts),
+// so shared-memory loads per FMA fall from 2 to 1.25.
+constexpr int COARSE_TILE = GM_MATMUL_COARSENED_TILE, COARSE_ROWS = 8,
+              COARSE = COARSE_TILE / COARSE_ROWS;
+
+__device__ __forceinline__ void coarsened(float (&As)[COARSE_TILE][COARSE_TILE],
+                                          float (&Bs)[COARSE_TILE][COARSE_TILE],
+                                          const float *__restrict__ A,
+                                          const float *__restrict__ B, float *__restrict__ C,
+                                          int M, int N, int K)
+{
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int row0 = blockIdx.y * COARSE_TILE + ty;
+    const int col = blockIdx.x * COARSE_TILE + tx;
+    float acc[COARSE] = {};
+    for (int k0 = 0; k0 < K; k0 += COARSE_TILE) {
+#pragma unroll
+        for (int i = 0; i < COARSE; ++i) {
+            const int r = row0 + i * COARSE_ROWS, kb = k0 + ty + i * COARSE_ROWS;
+            As[ty + i * COARSE_ROWS][tx] =
+                (r < M && k0 + tx < K) ? A[(size_t)r * K + k0 + tx] : 0.0f;
+            Bs[ty + i * COARSE_ROWS][tx] = (kb < K && col < N) ? B[(size_t)kb * N + col] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < COARSE_TILE; ++k) {
+            const float b = Bs[k][tx];
+#pragma unroll
+            for (int i = 0; i < COARSE; ++i)
+                acc[i] += As[ty + i * COARSE_ROWS][k] * b;
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < COARSE; ++i) {
+        const int r = row0 + i * COARSE_ROWS;
+        if (r < M && col < N)
+            C[(size_t)r * N + col] = acc[i];
+    }
+}
+
 // One kernel per (variant, tile): VARIANT is a gm_matmul_variant; naive
-// ignores TILE (its blocks are tile x tile threads all the same).
+// ignores TILE (its blocks are tile x tile threads all the same), coarsened
+// has its own fixed tile (TILE 0).
 template <int VARIANT, int TILE>
 __global__ void matmul_kernel(const float *__restrict__ A, const float *__restrict__ B,
                               float *__restrict__ C, int M, int N, int K)
 {
     if constexpr (VARIANT == GM_MATMUL_NAIVE) {
         naive(A, B, C, M, N, K);
-    } else {
+    } else if constexpr (VARIANT == GM_MATMUL_TILED) {
         __shared__ float As[TILE][TILE];
         __shared__ float Bs[TILE][TILE];
         tiled<TILE>(As, Bs, A, B, C, M, N, K);
+    } else if constexpr (VARIANT == GM_MATMUL_PREFETCH) {
+        __shared__ float As[2][TILE][TILE];
+        __shared__ float Bs[2][TILE][TILE];
+        prefetch<TILE>(As, Bs, A, B, C, M, N, K);
+    } else {
+        __shared__ float As[COARSE_TILE][COARSE_TILE];
+        __shared__ float Bs[COARSE_TILE][COARSE_TILE];
+        coarsened(As, Bs, A, B, C, M, N, K);
     }
 }
 
@@ -90,11 +192,21 @@ using matmul_fn = void (*)(const float *, const float *, float *, int, int, int)
 // The one selector: the launcher runs what it returns, attributes read it.
 static matmul_fn select_kernel(const gm_matmul_params *p)
 {
-    if (p->variant == GM_MATMUL_NAIVE)
+    switch (p->variant) {
+    case GM_MATMUL_NAIVE:
         return matmul_kernel<GM_MATMUL_NAIVE, 0>;
-    return gm_select<8, 16, 32>(p->tile ? p->tile : 16, [](auto t) -> matmul_fn {
-        return matmul_kernel<GM_MATMUL_TILED, decltype(t)::value>;
-    });
+    case GM_MATMUL_TILED:
+        return gm_select<8, 16, 32>(p->tile ? p->tile : 16, [](auto t) -> matmul_fn {
+            return matmul_kernel<GM_MATMUL_TILED, decltype(t)::value>;
+        });
+    case GM_MATMUL_PREFETCH:
+        return gm_select<16, 32>(p->tile ? p->tile : 16, [](auto t) -> matmul_fn {
+            return matmul_kernel<GM_MATMUL_PREFETCH, decltype(t)::value>;
+        });
+    case GM_MATMUL_COARSENED:
+        return matmul_kernel<GM_MATMUL_COARSENED, 0>;
+    }
+    return nullptr;
 }
 
 extern "C" const void *gm_matmul_kernel(const gm_matmul_params *p)
@@ -104,8 +216,17 @@ extern "C" const void *gm_matmul_kernel(const gm_matmul_params *p)
 
 extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaStream_t stream)
 {
-    const unsigned int t = (unsigned int)p->tile;
-    const size_t smem = p->variant == GM_MATMUL_TILED ? 2 * t * t * sizeof(float) : 0;
-    *dims = gm_dims{{(p->n + t - 1) / t, (p->m + t - 1) / t, 1}, {t, t, 1}, smem};
+    const unsigned int t = (unsigned int)(p->tile ? p->tile : 16);
+    const unsigned int m = (unsigned int)p->m, n = (unsigned int)p->n;
+    switch (p->variant) {
+    case GM_MATMUL_COARSENED:
+        *dims = gm_dims{{(n + COARSE_TILE - 1) / COARSE_TILE, (m + COARSE_TILE - 1) / COARSE_TILE, 1},
+                        {COARSE_TILE, COARSE_ROWS, 1}, 2 * COARSE_TILE * COARSE_TILE * sizeof(float)};
+        break;
+    default: {
+        const size_t bufs = p->variant == GM_MATMUL_TILED ? 2 : p->variant == GM_MATMUL_PREFETCH ? 4 : 0;
+        *dims = gm_dims{{(n + t - 1) / t, (m + t - 1) / t, 1}, {t, t, 1}, bufs * t * t * sizeof(float)};
+    }
+    }
     return gm_run(select_kernel(p), dims, 0, stream, p->a, p->b, p->c, p->m, p->n, p->k);
 }

@@ -1,6 +1,12 @@
-"""Matrix multiply: a naive kernel (every thread reads a row of A and a column of
-B from global memory) against a tiled one (blocks stage ``tile x tile`` tiles
-of A and B in shared memory, so each loaded float is used ``tile`` times).
+"""Matrix multiply, the staircase from a naive kernel toward cuBLAS:
+
+* ``naive``: every thread reads a row of A and a column of B from global memory;
+* ``tiled``: blocks stage ``tile x tile`` tiles of A and B in shared memory, so
+  each loaded float is used ``tile`` times;
+* ``prefetch``: tiled with double buffering -- the next tiles are loaded into
+  registers while this tile's inner product runs, one barrier per tile;
+* ``coarsened``: thread coarsening -- 32 x 8 threads compute a 32 x 32 tile, four
+  outputs of a column each, so a B value read from shared memory serves four FMAs.
 
 Takes float32 NumPy arrays (and returns NumPy arrays) or
 :class:`gpumem.DeviceArray` (and returns DeviceArray, with no host copies).
@@ -20,8 +26,9 @@ __all__ = ["matmul", "matmul_reference"]
 Array = Union[np.ndarray, DeviceArray]
 
 
-def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32] = 16,
-           variant: Literal["tiled", "naive"] = "tiled", out: DeviceArray | None = None):
+def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32] | None = None,
+           variant: Literal["tiled", "naive", "prefetch", "coarsened"] = "tiled",
+           out: DeviceArray | None = None):
     """``a @ b`` for float32 matrices of any shape M x K @ K x N.
 
     Parameters
@@ -29,10 +36,12 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32] = 16,
     a, b : numpy.ndarray or DeviceArray, float32, 2-D
         Other dtypes raise TypeError (convert with ``.astype(np.float32)``);
         non-contiguous ndarrays are copied to a contiguous buffer first.
-    tile : {8, 16, 32}
-        Block edge: blocks of ``tile x tile`` threads; for ``"tiled"`` also the
-        shared-memory tile.
-    variant : {"tiled", "naive"}
+    tile : {8, 16, 32}, optional
+        The edge of the block of C a thread block computes (default 16): blocks
+        of ``tile x tile`` threads; for ``"tiled"`` and ``"prefetch"`` (16 or 32)
+        also the shared-memory tile.  ``"coarsened"`` takes 32 only (its blocks
+        are 32 x 8 threads); a tile a variant does not take is a ValueError.
+    variant : {"tiled", "naive", "prefetch", "coarsened"}
         ``gpumem.variants("matmul")`` lists what each shows.
     out : DeviceArray, optional
         Where to write the M x N result; must not be an input.
@@ -43,7 +52,8 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32] = 16,
     Empty operands give NumPy's result shape (K == 0 gives zeros).
     """
     _given("matmul", a=a, b=b)
-    return _core.matmul(a, b, **_indices("matmul", tile=tile), variant=variant, out=out)
+    tiles = {} if tile is None else _indices("matmul", tile=tile)
+    return _core.matmul(a, b, **tiles, variant=variant, out=out)
 
 
 def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -35,7 +35,7 @@ def test_no_gpu_behaviour():
             call()
     assert gm._core.bytes_held() == 0
     # ... and the package keeps working for what needs no GPU.
-    assert [v.name for v in gm.variants("matmul")] == ["naive", "tiled"]
+    assert [v.name for v in gm.variants("matmul")] == ["naive", "tiled", "prefetch", "coarsened"]
 
 
 def test_runtime_version_without_device():
@@ -45,7 +45,7 @@ def test_runtime_version_without_device():
 
 def test_variants_lists_named_variants_with_bytes_and_flops():
     vs = gm.variants("matmul")
-    assert [v.name for v in vs] == ["naive", "tiled"]
+    assert [v.name for v in vs] == ["naive", "tiled", "prefetch", "coarsened"]
     assert all(v.family == "matmul" and v.bytes == "4*(M*K + K*N + M*N)" and v.flops == "2*M*N*K"
                for v in vs)
     assert "shared memory" in vs[1].idea
@@ -446,7 +446,7 @@ def test_py_typed_marks_the_package_typed():
 
 def test_variants_show_as_a_table_and_stay_a_list():
     vs = gm.variants("matmul")
-    assert isinstance(vs, list) and [v.name for v in vs] == ["naive", "tiled"]
+    assert isinstance(vs, list) and [v.name for v in vs][:2] == ["naive", "tiled"]
     lines = repr(vs).splitlines()
     assert lines[0] == "variants of matmul"
     assert lines[1].split() == ["family", "name", "idea", "bytes", "flops", "select"]

@@ -1,5 +1,5 @@
-"""matmul: validation without a GPU, the NumPy reference, and on a GPU both
-variants against NumPy on fresh random data of awkward sizes, with the output
+"""matmul: validation without a GPU, the NumPy reference, and on a GPU every
+variant against NumPy on fresh random data of awkward sizes, with the output
 poisoned first so an element the kernel never wrote fails."""
 import numpy as np
 import pytest
@@ -45,7 +45,12 @@ def test_matmul_rejects_bad_operands(a, b, exc, msg):
     ({"tile": 16.0}, TypeError, "tile must be an int, not float"),
     ({"tile": True}, TypeError, "tile must be an int, not bool"),
     ({"tile": 2**70}, ValueError, "tile=.* is out of range"),
-    ({"variant": "tiledd"}, ValueError, "variant='tiledd' is unknown; allowed: 'naive', 'tiled'"),
+    ({"variant": "tiledd"}, ValueError, "variant='tiledd' is unknown; allowed: 'naive', 'tiled', "
+                                        "'prefetch', 'coarsened'"),
+    ({"variant": "prefetch", "tile": 8}, ValueError,
+     "matmul: tile=8 is not allowed with variant='prefetch'; tile must be 16 or 32"),
+    ({"variant": "coarsened", "tile": 16}, ValueError,
+     r"matmul: tile=16 is not allowed with variant='coarsened'; tile must be 32 only"),
     ({"variant": 1}, TypeError, "variant must be a str, not int"),
     ({"out": m(3, 2)}, TypeError, "out must be a gpumem.DeviceArray, not numpy.ndarray"),
 ])
@@ -69,9 +74,25 @@ def test_matmul_rejects_too_many_rows_for_one_grid():
 
 
 # ---- on the GPU -----------------------------------------------------------------
+#: Every variant with every tile it takes.
+VARIANT_TILES = [("naive", 8), ("naive", 16), ("naive", 32), ("tiled", 8), ("tiled", 16),
+                 ("tiled", 32), ("prefetch", 16), ("prefetch", 32), ("coarsened", 32)]
+
+
+def test_every_variant_and_tile_is_tested():
+    assert {v.name for v in gm.variants("matmul")} == {v for v, _ in VARIANT_TILES}
+
+
+def test_a_variant_without_tile_takes_its_own():
+    # checked before the device: the record of a launch would say the same
+    with pytest.raises(ValueError, match="too large for one launch with tile=32"):
+        a = np.lib.stride_tricks.as_strided(np.zeros(1, F), shape=(65535 * 32 + 1, 0),
+                                            strides=(0, 4))
+        gm.matmul(a, np.zeros((0, 3), F), variant="coarsened")
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["naive", "tiled"])
-@pytest.mark.parametrize("tile", [8, 16, 32])
+@pytest.mark.parametrize("variant, tile", VARIANT_TILES)
 @pytest.mark.parametrize("mkn", MATMUL_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_matmul_matches_numpy(rng, variant, tile, mkn, no_leak):
     M, K, N = mkn
@@ -140,6 +161,19 @@ def test_matmul_out_must_match_and_not_alias(rng):
         gm.matmul(a, a, out=gm.empty((8, 8), dtype=np.float64))
     with pytest.raises(ValueError, match="out must not share memory with an input"):
         gm.matmul(a, a, out=a)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["prefetch", "coarsened"])
+def test_new_variants_sum_in_tiled_order(rng, variant):
+    # prefetch and coarsened add the products of k in the same order as tiled with
+    # the same tile (one FMA chain per output): the float32 results are identical.
+    a = rng.standard_normal((130, 77)).astype(np.float32)
+    b = rng.standard_normal((77, 65)).astype(np.float32)
+    tile = 32 if variant == "coarsened" else 16
+    np.testing.assert_array_equal(gm.matmul(a, b, variant=variant),
+                                  gm.matmul(a, b, tile=tile, variant="tiled"))
+    assert gm.last_record().params["tile"] == tile
 
 
 @pytest.mark.gpu

@@ -465,7 +465,8 @@ LARGEST = [
     ("copy", "float", dict(n=GMAX * 1024, block=1024)),
     ("copy", "float4", dict(n=4 * GMAX * 1024 - 9, block=1024)),
 ] + [("matmul", v, dict(m=65535 * t, n=2 ** 30 - 1, k=GMAX, tile=t))
-     for v in ("naive", "tiled") for t in (8, 16, 32)
+     for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)), ("prefetch", (16, 32)),
+                      ("coarsened", (32,))) for t in tiles
 ] + [("transpose", v, dict(m=65535 * 32, n=2 ** 31 - 65)) for v in model.families()["transpose"]]
 #: The sizes issue 11 names: n = 2^31 with the default block, matmul at 16384^3 (transpose
 #: at 65536^2).  shared_stride moves no global loads: its sizes are tested in test_transpose.
@@ -1084,8 +1085,10 @@ def _cases(family):
     if family == "matmul":
         shapes = ((64, 64, 64), (100, 37, 53), (33, 65, 7), (1, 1, 1), (17, 200, 3),
                   (257, 129, 70))
-        return [_case(family, v, m=m, n=n, k=k, tile=t) for v in ("naive", "tiled")
-                for t in (8, 16, 32) for m, n, k in shapes]
+        return [_case(family, v, m=m, n=n, k=k, tile=t)
+                for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)),
+                                 ("prefetch", (16, 32)), ("coarsened", (32,)))
+                for t in tiles for m, n, k in shapes]
     raise AssertionError(family)
 
 

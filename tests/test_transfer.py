@@ -179,7 +179,7 @@ def test_pinned_arrays(rng, no_leak):
 @gpu
 @pytest.mark.parametrize("out, exc, msg", [
     (np.empty(5, np.float32), ValueError, r"get: out has shape \(5,\); the DeviceArray has shape \(4,\)"),
-    (np.empty(4, np.float64), TypeError, "get: out has dtype dtype\('float64'\)"),
+    (np.empty(4, np.float64), TypeError, r"get: out has dtype dtype\('float64'\)"),
     (np.empty(8, np.float32)[::2], ValueError, "C-contiguous and writeable"),
     ([0.0] * 4, TypeError, "get: out must be a numpy.ndarray"),
 ])

@@ -624,6 +624,15 @@ def _gen_shared_stride(tally, axis, variant, p):
     tally.affine("st", 4 * (base + w32), lanes, 4, 4, wt)
 
 
+#: matmul's tile (the edge of the C tile of a block) per variant: default, allowed.
+#: prefetch loads exactly what tiled loads (the next tile early, into registers);
+#: coarsened's 32 x 8 threads load and store a 32 x 32 tile four rows per thread, the
+#: same requests and sectors as tiled with tile 32 (each of its warps' four
+#: instructions covers one row, as one warp of tiled's 32 x 32 block does).
+_MATMUL_TILES = {"naive": (16, (8, 16, 32)), "tiled": (16, (8, 16, 32)),
+                 "prefetch": (16, (16, 32)), "coarsened": (32, (32,))}
+
+
 # ---- the family table ------------------------------------------------------
 _REQUIRED = object()
 
@@ -747,8 +756,10 @@ def _resolve(fn: str, family: Any, variant: Any,
         p["iters"] = index(where, "iters", p["iters"], 1, 65536)
     if "blocks" in p:
         p["blocks"] = index(where, "blocks", p["blocks"], 1, 1 << 20)
-    if "tile" in p:
-        p["tile"] = index(where, "tile", p["tile"], allowed=(8, 16, 32))
+    if family == "matmul":
+        default, allowed = _MATMUL_TILES[variant]
+        p["tile"] = index(where, "tile", p["tile"] if "tile" in params else default,
+                          allowed=allowed)
     if "cache" in p:
         _name(where, "cache", p["cache"])
         if p["cache"] not in CACHES:
@@ -865,7 +876,8 @@ def launch_config(family: str, variant: str, **params: Any) -> dict[str, tuple[i
     _, p = _resolve("model.launch_config", family, variant, params)
     if family == "matmul":
         t = p["tile"]
-        return {"grid": (_cdiv(p["n"], t), _cdiv(p["m"], t), 1), "block": (t, t, 1)}
+        block = (t, 8, 1) if variant == "coarsened" else (t, t, 1)
+        return {"grid": (_cdiv(p["n"], t), _cdiv(p["m"], t), 1), "block": block}
     if family == "transpose":
         _, t, brows = _transpose_shape(variant, p["m"], p["n"])
         return {"grid": (_cdiv(p["n"], t), _cdiv(p["m"], t), 1), "block": (WARP, brows, 1)}
@@ -875,7 +887,7 @@ def launch_config(family: str, variant: str, **params: Any) -> dict[str, tuple[i
 
 
 def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
-                   tile: int = 16) -> dict[str, int | float]:
+                   tile: int | None = None) -> dict[str, int | float]:
     """Global traffic of one gpumem matmul launch ``C[m,n] = A[m,k] @ B[k,n]`` (no GPU needed).
 
     The bytes are what the kernel's loads and stores *request* (4 per active
@@ -886,8 +898,9 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
     ----------
     m, n, k : int
         Matrix sizes.
-    variant : {"tiled", "naive"}
-    tile : {8, 16, 32}
+    variant : {"tiled", "naive", "prefetch", "coarsened"}
+        prefetch and coarsened load what tiled does with the same tile.
+    tile : {8, 16, 32}, default 16 (prefetch: 16 or 32; coarsened: 32 only)
 
     Returns
     -------
@@ -905,7 +918,7 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
         As :func:`predict`, naming ``model.matmul_traffic``.
     """
     _, p = _resolve("model.matmul_traffic", "matmul", variant,
-                    {"m": m, "n": n, "k": k, "tile": tile})
+                    {"m": m, "n": n, "k": k} | ({} if tile is None else {"tile": tile}))
     m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
     gx, gy = _cdiv(n, t), _cdiv(m, t)
     if m == 0 or n == 0:
