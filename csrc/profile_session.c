@@ -336,9 +336,19 @@ static int enable_range_profiler(CUcontext *ctx)
     cn.deviceIndex = (size_t)gm_prof.device;
     GM_CUPTI(cuptiDeviceGetChipName, &cn);
     snprintf(gm_prof.chip, sizeof gm_prof.chip, "%s", cn.pChipName ? cn.pChipName : "?");
+    /* A thread other than the one that made the context has none current until
+     * the runtime binds one: make gpumem's (the device's primary context)
+     * current here, as a kernel launch from this thread would. */
+    GM_CUDA(cudaSetDevice(gm_prof.device));
+    GM_CUDA(cudaFree(0));
     CUresult r = gm_prof_cuCtxGetCurrent(ctx);
-    if (r != CUDA_SUCCESS || *ctx == NULL) {
+    if (r != CUDA_SUCCESS) {
         gm_prof_driver_error(r, "cuCtxGetCurrent");
+        goto fail;
+    }
+    if (*ctx == NULL) {
+        PyErr_SetString(gm_CudaError, "profile: no CUDA context is current in this thread, even "
+                                      "after cudaFree(0) bound the runtime's");
         goto fail;
     }
     CUpti_RangeProfiler_Enable_Params en = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};

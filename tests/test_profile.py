@@ -269,6 +269,32 @@ def test_one_pass_sets_are_read_in_batches_with_the_same_values(counters, rng, n
 
 
 @pytest.mark.gpu
+def test_profiling_from_another_thread(counters, rng, no_leak):
+    # a fresh thread has no CUDA context current until the runtime binds one;
+    # the profiler binds it (it used to fail with "driver error 0")
+    import threading
+
+    a, b = f32(rng, 1 << 20), f32(rng, 1 << 20)
+    got, errors = [], []
+
+    def work():
+        try:
+            with gpumem.profile(["gld_efficiency"]) as p:
+                gpumem.read_offset(a, b, offset=11, block=512)
+            got.append(p.records[0].metrics["gld_efficiency"])
+        except Exception as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+
+    for _ in range(2):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    assert not errors, errors
+    assert got == [pytest.approx(80.0, abs=0.01)] * 2
+    assert clean_state()
+
+
+@pytest.mark.gpu
 def test_batched_in_place_launch_sees_and_leaves_its_inputs(counters, rng, no_leak):
     a, b = f32(rng, 10_001), f32(rng, 10_001)
     da, db = gpumem.to_device(a), gpumem.to_device(b)
