@@ -80,11 +80,12 @@ static PyObject *gm_device_info(PyObject *self, PyObject *unused)
     if (gm_ensure_device() < 0)
         return NULL;
     struct cudaDeviceProp prop;
-    int dev = 0, mem_clock_khz = 0, driver = 0, runtime = 0;
+    int dev = 0, mem_clock_khz = 0, clock_khz = 0, driver = 0, runtime = 0;
     PyObject *d = NULL;
     GM_CUDA(cudaGetDevice(&dev));
     GM_CUDA(cudaGetDeviceProperties(&prop, dev));
     GM_CUDA(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev));
+    GM_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
     GM_CUDA(cudaDriverGetVersion(&driver));
     GM_CUDA(cudaRuntimeGetVersion(&runtime));
 
@@ -118,6 +119,7 @@ static PyObject *gm_device_info(PyObject *self, PyObject *unused)
               dict_set_int(d, "constant_memory", (long long)prop.totalConstMem) < 0 ||
               dict_set_int(d, "l2_cache_size", prop.l2CacheSize) < 0 ||
               dict_set_int(d, "memory_clock_khz", mem_clock_khz) < 0 ||
+              dict_set_int(d, "clock_khz", clock_khz) < 0 ||
               dict_set_int(d, "memory_bus_width", prop.memoryBusWidth) < 0 ||
               dict_set_int(d, "total_memory", (long long)prop.totalGlobalMem) < 0;
     Py_XDECREF(name);

@@ -62,10 +62,11 @@ from .introspect import (KernelAttributes, Occupancy, block_size_sweep, compiler
                          kernel_attributes, kernel_occupancy)
 from .ladder import bandwidth, latency
 from .layout import distance, strided_read, struct_update
-from .matmul import matmul, matmul_reference
+from .matmul import matmul, matmul_model_points, matmul_reference
 from .profile import ProfilerError, metrics, profile, profiler_available
 from .spaces import divergence, lifetimes, register_pressure, thread_histogram
 from .stencil import constant_broadcast, stencil_1d
+from .roofline import plot_roofline, roofline
 from .transfer import pinned_like, read_sum, scale
 from .transpose import shared_stride, transpose
 
@@ -79,7 +80,9 @@ __all__ = [
     # host memory and interop
     "from_dlpack", "pinned_empty", "pinned_like",
     # matmul
-    "matmul", "matmul_reference",
+    "matmul", "matmul_reference", "matmul_model_points",
+    # the roofline
+    "roofline", "plot_roofline",
     # access
     "vec_add", "copy", "read_offset", "write_offset",
     # layout
@@ -133,6 +136,21 @@ class DeviceInfo:
     total_memory: int
     driver_version: tuple[int, int]
     runtime_version: tuple[int, int]
+    clock_khz: int = 0  #: the SMs' peak clock (cudaDevAttrClockRate)
+
+    @property
+    def fp32_lanes_per_multiprocessor(self) -> int | None:
+        """FP32 units per SM for this compute capability (None where unknown)."""
+        from .roofline import FP32_LANES
+        return FP32_LANES.get(tuple(self.compute_capability))
+
+    @property
+    def peak_fp32_gflops(self) -> float | None:
+        """SMs x FP32 lanes x 2 (an FMA) x the peak clock, in GFLOP/s."""
+        lanes = self.fp32_lanes_per_multiprocessor
+        if not lanes or not self.clock_khz:
+            return None
+        return self.multiprocessors * lanes * 2 * self.clock_khz / 1e6
 
     def summary(self) -> str:
         """A few lines for people."""
@@ -149,6 +167,7 @@ class DeviceInfo:
             f"  constant memory {self.constant_memory // 1024} KiB, L2 {self.l2_cache_size / 2**20:.0f} MiB",
             f"  device memory {self.total_memory / 2**30:.1f} GiB, {self.memory_bus_width}-bit at "
             f"{self.memory_clock_khz / 1000:.0f} MHz: {self.theoretical_bandwidth_gbps:.0f} GB/s theoretical",
+            f"  FP32 peak {self.peak_fp32_gflops or 0:,.0f} GFLOP/s at {self.clock_khz / 1000:.0f} MHz",
             f"  driver {self.driver_version[0]}.{self.driver_version[1]}, "
             f"runtime {self.runtime_version[0]}.{self.runtime_version[1]}",
         ])

@@ -19,9 +19,9 @@ import numpy as np
 
 from . import _core
 from ._core import DeviceArray
-from ._names import _given, _host, _indices
+from ._names import _given, _host, _index, _indices
 
-__all__ = ["matmul", "matmul_reference"]
+__all__ = ["matmul", "matmul_reference", "matmul_model_points"]
 
 Array = Union[np.ndarray, DeviceArray]
 
@@ -74,3 +74,43 @@ def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise ValueError(f"{fn}: a is {a.shape[0]} x {a.shape[1]} and b is {b.shape[0]} x "
                          f"{b.shape[1]}: a's columns must equal b's rows")
     return a @ b
+
+
+def matmul_model_points(m: int, n: int, k: int,
+                        variants: tuple = (("naive", 16), ("tiled", 8), ("tiled", 16),
+                                           ("tiled", 32), ("prefetch", 32), ("coarsened", 32))):
+    """The model's roofline points of the matmul variants (no GPU needed): a Table of
+    label, flops (``2mnk``), bytes and source ``"model"`` for :func:`gpumem.roofline`.
+
+    The bytes are the global loads and stores the kernels *request*
+    (:func:`gpumem.model.matmul_traffic`), so the intensity is the lesson's
+    compute-to-global-memory-access ratio in FLOP per byte: 0.25 for naive (two 4-byte
+    loads per FMA: 2 FLOPs per 8 bytes), about ``tile / 4`` for tiled.  Measured DRAM bytes are fewer (L1 and L2
+    serve the reuse): profile ``dram_read_bytes`` and ``dram_write_bytes`` for those.
+    """
+    from . import model
+    from ._table import Table
+
+    fn = "matmul_model_points"
+    sizes = {name: _index(fn, name, v) for name, v in (("m", m), ("n", n), ("k", k))}
+    if isinstance(variants, (str, bytes)) or not hasattr(variants, "__iter__"):
+        raise TypeError(f"{fn}: variants must be a sequence of (variant, tile) pairs, not "
+                        f"{type(variants).__name__}")
+    pairs = []
+    for pair in variants:
+        if (not isinstance(pair, (tuple, list)) or len(pair) != 2
+                or not isinstance(pair[0], str)):
+            raise TypeError(f"{fn}: variants must hold (variant, tile) pairs such as "
+                            f"('tiled', 16), not {pair!r}")
+        pairs.append((pair[0], _index(fn, "tile", pair[1])))
+    rows = []
+    for variant, tile in pairs:
+        try:
+            t = model.matmul_traffic(sizes["m"], sizes["n"], sizes["k"], variant, tile)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{fn}: {e}") from None
+        rows.append({"label": f"matmul/{variant} (tile={tile})", "flops": t["flops"],
+                     "bytes": t["load_bytes"] + t["store_bytes"], "source": "model"})
+    return Table(rows, ["label", "flops", "bytes", "source"],
+                 title=f"matmul {sizes['m']} x {sizes['k']} @ {sizes['k']} x {sizes['n']}: "
+                       "global bytes requested (model)")
