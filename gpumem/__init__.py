@@ -269,15 +269,30 @@ class BenchResult:
     warmup: int
     samples_ms: tuple = field(repr=False)
     l2: str = "warm"   #: "warm": timed as called; "cold": L2 evicted before every timed call
+    #: with ``counters=True``: bytes the hardware counted in device memory (read +
+    #: written) and through L2 for one call, and those bytes over ``median_ms``
+    dram_bytes: float | None = None
+    dram_gbps: float | None = None
+    l2_bytes: float | None = None
+    l2_gbps: float | None = None
 
     def as_row(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "variant": self.variant, **self.params,
-                "median_ms": self.median_ms, "min_ms": self.min_ms, "max_ms": self.max_ms,
-                "GB/s": self.gbps, "GFLOP/s": self.gflops, "l2": self.l2}
+        row = {"kernel": self.kernel, "variant": self.variant, **self.params,
+               "median_ms": self.median_ms, "min_ms": self.min_ms, "max_ms": self.max_ms,
+               "GB/s": self.gbps, "GFLOP/s": self.gflops, "l2": self.l2}
+        if self.dram_bytes is not None:
+            row.update({"DRAM bytes": self.dram_bytes, "DRAM GB/s": self.dram_gbps,
+                        "L2 bytes": self.l2_bytes, "L2 GB/s": self.l2_gbps})
+        return row
+
+
+#: What ``bench(..., counters=True)`` reads: device memory read and written, and the
+#: sectors (32 bytes) through L2's tag stage (reads and writes, hits and misses).
+BENCH_COUNTERS = ("dram_read_bytes", "dram_write_bytes", "lts__t_sectors.sum")
 
 
 def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, l2: str = "warm",
-          **kw) -> BenchResult:
+          counters: bool = False, **kw) -> BenchResult:
     """Time ``fn(*args, **kw)``: ``warmup`` untimed calls, then ``repeat`` timed ones.
 
     ndarray arguments are copied to the device once first, so the numbers are
@@ -289,6 +304,15 @@ def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, l2: str = "war
     call -- a kernel reads a fresh buffer of twice the L2's size,
     outside the timed events -- so each call starts from device memory.  The
     result's ``l2`` says which.
+
+    ``counters=True`` profiles one more call after the timed ones
+    (:func:`gpumem.profile` with :data:`BENCH_COUNTERS`) and reports the bytes the
+    hardware counted -- in device memory (``dram_bytes``, read + written) and
+    through L2 (``l2_bytes``) -- and those bytes over the median time
+    (``dram_gbps``, ``l2_gbps``) beside the declared-bytes ``gbps``: a kernel whose
+    declared bytes are wrong, or whose data comes from L2, shows here.  The
+    profiled call starts with L2 flushed (as ``ncu`` does).  It needs the counters
+    (:class:`gpumem.ProfilerError` says why they cannot be read).
     """
     if not callable(fn):
         raise TypeError("bench: fn must be callable, e.g. gpumem.matmul")
@@ -296,6 +320,8 @@ def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, l2: str = "war
         raise TypeError(f"bench: l2 must be a str, not {type(l2).__name__}")
     if l2 not in ("warm", "cold"):
         raise ValueError(f"bench: l2={l2!r} is unknown; allowed: 'warm', 'cold'")
+    if not isinstance(counters, (bool, np.bool_)):
+        raise TypeError(f"bench: counters must be True or False, not {type(counters).__name__}")
     repeat, warmup = _index("bench", "repeat", repeat), _index("bench", "warmup", warmup)
     if not 1 <= repeat <= MAX_REPEAT:
         raise ValueError(f"bench: repeat={repeat} is not allowed; repeat must be "
@@ -326,10 +352,21 @@ def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, l2: str = "war
     nbytes = sum(r.bytes for r in last)
     flops = sum(r.flops for r in last)
     first = last[0]
+    measured: dict[str, float | None] = {}
+    if counters:
+        from .profile import profile
+        with profile(list(BENCH_COUNTERS)) as p:
+            fn(*args, **kw)
+        dram = sum(r.metrics["dram_read_bytes"] + r.metrics["dram_write_bytes"]
+                   for r in p.records)
+        l2_bytes = 32 * sum(r.metrics["lts__t_sectors.sum"] for r in p.records)
+        per_s = 1.0 / (med * 1e-3) / 1e9 if med > 0 else float("nan")
+        measured = {"dram_bytes": float(dram), "dram_gbps": dram * per_s,
+                    "l2_bytes": float(l2_bytes), "l2_gbps": l2_bytes * per_s}
     return BenchResult(first.kernel, first.variant, dict(first.params), med, min(samples),
                        max(samples), nbytes / (med * 1e-3) / 1e9 if med > 0 else float("nan"),
                        flops / (med * 1e-3) / 1e9 if med > 0 else float("nan"), repeat, warmup,
-                       tuple(samples), l2)
+                       tuple(samples), l2, **measured)
 
 
 #: Submodules imported on first use (``gpumem.model``, ``gpumem.access`` ...).

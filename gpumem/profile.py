@@ -305,15 +305,20 @@ class Profile:
         return False
 
     def table(self) -> Table:
-        """One row per launch: kernel, variant, params, ms and one column per metric."""
+        """One row per launch: kernel, variant, params, ms, the FLOPs and bytes the launch
+        declares, and one column per metric.  :func:`gpumem.roofline` takes it as it is
+        (with ``dram_read_bytes`` and ``dram_write_bytes`` among the metrics, their sum as
+        the measured bytes), so the counters need not be read again."""
         rows = []
         for r in self.records:
             row = {"kernel": r.kernel, "variant": r.variant,
-                   "params": ", ".join(f"{k}={v}" for k, v in r.params.items()), "ms": r.ms}
+                   "params": ", ".join(f"{k}={v}" for k, v in r.params.items()), "ms": r.ms,
+                   "flops": r.flops, "bytes": r.bytes}
             row.update({m: (r.metrics or {}).get(m) for m in self.metrics})
             rows.append(row)
-        cols = ["kernel", "variant", "params", "ms"] + list(self.metrics)
-        return Table(rows, columns=cols, sources={c: "measured" for c in ["ms"] + self.metrics},
+        cols = ["kernel", "variant", "params", "ms", "flops", "bytes"] + list(self.metrics)
+        return Table(rows, columns=cols,
+                     sources={"bytes": "declared", **{c: "measured" for c in ["ms"] + self.metrics}},
                      title=f"profile ({self.chip or 'GPU'}, {self.passes} pass"
                            f"{'es' if self.passes != 1 else ''} per launch)")
 

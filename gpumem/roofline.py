@@ -85,12 +85,25 @@ def _label(kernel: str, variant: str, params: Mapping[str, Any]) -> str:
 def _points(fn: str, source: Any) -> list[dict]:
     """(label, flops, bytes, bytes source, ms) from whatever was given."""
     if isinstance(source, Table):
-        need = {"label", "flops", "bytes"}
-        if not need <= set(source.columns):
-            raise ValueError(f"{fn}: a Table needs the columns label, flops and bytes (ms and "
-                             f"source optional); it has {source.columns}")
-        return [{"label": str(r["label"]), "flops": r["flops"], "bytes": r["bytes"],
-                 "source": r.get("source") or "given", "ms": r.get("ms")} for r in source]
+        cols = set(source.columns)
+        if ("label" not in cols and not {"kernel", "variant"} <= cols) or "flops" not in cols \
+                or not ("bytes" in cols or set(_DRAM) <= cols):
+            raise ValueError(f"{fn}: a Table needs the columns label (or kernel and variant), "
+                             "flops and bytes (or dram_read_bytes and dram_write_bytes); ms and "
+                             f"source are optional; it has {source.columns}")
+        out = []
+        for r in source:
+            label = r.get("label")
+            if label is None:
+                label = f"{r['kernel']}/{r['variant']}" + (f" ({r['params']})"
+                                                           if r.get("params") else "")
+            if all(isinstance(r.get(k), (int, float)) for k in _DRAM):
+                nbytes, src = r[_DRAM[0]] + r[_DRAM[1]], "measured"   # Profile.table()
+            else:
+                nbytes, src = r.get("bytes"), r.get("source") or "given"
+            out.append({"label": str(label), "flops": r["flops"], "bytes": nbytes,
+                        "source": src, "ms": r.get("ms")})
+        return out
     if hasattr(source, "records") and not isinstance(source, (str, bytes)):
         source = source.records                      # a gpumem.profile block
     if isinstance(source, (str, bytes, Mapping)) or not hasattr(source, "__iter__"):
@@ -128,7 +141,8 @@ def roofline(points: Any, *, device: Any = None, peak_gflops: float | None = Non
         ``dram_write_bytes`` to use measured bytes), LaunchRecords
         (:func:`gpumem.record`), :class:`gpumem.BenchResult` s, or a :class:`Table`
         with columns ``label``, ``flops``, ``bytes`` and optionally ``ms`` and
-        ``source`` (e.g. the model's bytes: no GPU needed).
+        ``source`` (e.g. the model's bytes: no GPU needed), or a profile's
+        ``Profile.table()`` as it is.
     device : DeviceInfo, optional
         Whose roof (default :func:`gpumem.device`; without a GPU an H100 SXM,
         :data:`H100_SXM`, and the title says it was assumed).

@@ -91,6 +91,7 @@ def test_device_array_cannot_be_made_directly():
     ({"repeat": 0}, ValueError, "repeat=0 is not allowed"),
     ({"warmup": -1}, ValueError, "warmup=-1 is not allowed"),
     ({"repeat": 2.5}, TypeError, "repeat must be an int"),
+    ({"counters": "yes"}, TypeError, "bench: counters must be True or False, not str"),
 ])
 def test_bench_validates(kw, exc, msg):
     with pytest.raises(exc, match=msg):

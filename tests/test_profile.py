@@ -269,6 +269,23 @@ def test_one_pass_sets_are_read_in_batches_with_the_same_values(counters, rng, n
 
 
 @pytest.mark.gpu
+def test_bench_with_counters_reports_measured_bytes(counters, rng, no_leak):
+    # a copy of 256 MiB (five times the L2): it reads 4n bytes from device memory
+    # and writes 4n, all but what L2 still holds dirty at the end
+    n = 1 << 26
+    x = gpumem.to_device(f32(rng, n))
+    r = gpumem.bench(gpumem.copy, x, repeat=3, warmup=1, counters=True)
+    assert r.gbps == pytest.approx(8 * n / (r.median_ms * 1e-3) / 1e9)
+    assert 0.8 * 8 * n <= r.dram_bytes <= 1.1 * 8 * n, r
+    assert 0.95 * 8 * n <= r.l2_bytes <= 2.5 * 8 * n, r
+    assert r.dram_gbps == pytest.approx(r.dram_bytes / (r.median_ms * 1e-3) / 1e9)
+    row = r.as_row()
+    assert row["DRAM bytes"] == r.dram_bytes and row["L2 GB/s"] == r.l2_gbps
+    plain = gpumem.bench(gpumem.copy, x, repeat=2, warmup=0)
+    assert plain.dram_bytes is None and "DRAM bytes" not in plain.as_row()
+
+
+@pytest.mark.gpu
 def test_profiling_from_another_thread(counters, rng, no_leak):
     # a fresh thread has no CUDA context current until the runtime binds one;
     # the profiler binds it (it used to fail with "driver error 0")

@@ -37,6 +37,19 @@ def test_a_table_of_your_own_and_the_compute_roof():
     assert t.roof["ridge"] == 40.0 and heavy["source"] == "given"
 
 
+def test_a_profile_table_as_it_is():
+    # the shape of Profile.table() with the DRAM counters among its metrics
+    t = gm.Table([{"kernel": "matmul", "variant": "tiled", "params": "tile=16, m=8", "ms": 0.5,
+                   "flops": 1e9, "bytes": 4e6, "dram_read_bytes": 3e6, "dram_write_bytes": 1e6},
+                  {"kernel": "copy", "variant": "float4", "params": "", "ms": 0.25,
+                   "flops": 0.0, "bytes": 8e6, "dram_read_bytes": None,
+                   "dram_write_bytes": None}])
+    a, b = gm.roofline(t, device=FAKE).rows
+    assert (a["label"], a["source"], a["bytes"]) == ("matmul/tiled (tile=16, m=8)", "measured", 4e6)
+    assert a["GFLOP/s"] == pytest.approx(2000.0)
+    assert (b["label"], b["source"], b["bytes"]) == ("copy/float4", "given", 8e6)
+
+
 def test_without_a_gpu_the_h100_is_assumed(no_gpu):
     t = gm.roofline(gm.matmul_model_points(64, 64, 64))
     assert t.roof["device"] == H100_SXM["name"] and "assumed" in t.title
@@ -60,7 +73,7 @@ def test_device_info_peak():
     (lambda: gm.roofline("x"), TypeError, "roofline: points must be"),
     (lambda: gm.roofline([1]), TypeError, r"roofline: points\[0\] is a int"),
     (lambda: gm.roofline(gm.Table([{"label": "a", "flops": 1}]), device=FAKE), ValueError,
-     "needs the columns label, flops and bytes"),
+     r"needs the columns label \(or kernel and variant\), flops and bytes"),
     (lambda: gm.roofline(gm.Table([{"label": "a", "flops": -1, "bytes": 1}]), device=FAKE),
      ValueError, "flops=-1"),
     (lambda: gm.roofline(gm.Table([{"label": "a", "flops": 1, "bytes": 1, "ms": 0}]),
@@ -97,6 +110,9 @@ def test_measured_points(rng, no_leak):
         gm.matmul(a, a, variant="tiled", tile=32)
     t = gm.roofline(p)
     assert [r["source"] for r in t] == ["measured", "measured"]
+    again = gm.roofline(p.table())                         # the table, without reading again
+    drop = lambda rows: [{k: v for k, v in r.items() if k != "label"} for r in rows]  # noqa: E731
+    assert drop(again.rows) == drop(t.rows)
     d = gm.device()
     assert t.roof["peak_gflops"] == pytest.approx(d.peak_fp32_gflops) and d.clock_khz > 0
     for r, rec in zip(t, p.records):
