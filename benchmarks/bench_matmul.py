@@ -1,9 +1,10 @@
 """The matmul staircase (float32), beside cuBLAS SGEMM through CuPy: naive, tiled,
-prefetch (double buffering) and coarsened (4 outputs per thread).
+prefetch (double buffering), coarsened (4 outputs per thread) and register_tiled
+(a 4 x 4 block of C per thread).
 
 Targets on an H100 at 4096^3: tiled-16 >= 8 TFLOP/s, tiled-32 >= 9 TFLOP/s,
 naive slower than tiled-16 and tiled-32; prefetch faster than tiled with the same
-tile, coarsened faster than prefetch-32 (each step of the staircase faster than the
+tile, coarsened faster than prefetch-32, register_tiled faster than coarsened (each step of the staircase faster than the
 one before; a step that is not is reported as MISSED).  Before anything is timed, every
 variant's output is compared with the anchor's (cuBLAS; NumPy in float64 where
 CuPy is missing): ||C - C_ref|| / ||C_ref|| must stay under 1e-5, so the
@@ -46,7 +47,8 @@ def run(out_dir: str, quick: bool) -> bool:
         else:
             ref = ha.astype(np.float64) @ hb.astype(np.float64)
         for variant, tile in [("naive", 16), ("tiled", 8), ("tiled", 16), ("tiled", 32),
-                              ("prefetch", 16), ("prefetch", 32), ("coarsened", 32)]:
+                              ("prefetch", 16), ("prefetch", 32), ("coarsened", 32),
+                              ("register_tiled", 64)]:
             err = rel_err(gm.matmul(a, b, tile=tile, variant=variant).get(), ref)
             errors.append(err)
             r = gm.bench(gm.matmul, a, b, tile=tile, variant=variant, repeat=repeat, warmup=2)
@@ -73,7 +75,8 @@ def run(out_dir: str, quick: bool) -> bool:
     checks.append({"what": f"naive slower than tiled-16 and tiled-32 at {big}^3", "value": naive,
                    "met": all(naive < at[("tiled", t)] for t in (16, 32))})
     for (lo, hi) in ((("tiled", 16), ("prefetch", 16)), (("tiled", 32), ("prefetch", 32)),
-                     (("prefetch", 32), ("coarsened", 32))):
+                     (("prefetch", 32), ("coarsened", 32)),
+                     (("coarsened", 32), ("register_tiled", 64))):
         checks.append({"what": f"{hi[0]}-{hi[1]} faster than {lo[0]}-{lo[1]} at {big}^3",
                        "value": at[hi], "met": at[hi] > at[lo]})
     met = all(c["met"] for c in checks)

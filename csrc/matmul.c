@@ -1,5 +1,5 @@
 /* matmul.c -- the matmul lesson's entry point: C = A @ B, from naive through
- * shared-memory tiles to double buffering and thread coarsening. */
+ * shared-memory tiles to double buffering, thread coarsening and register tiles. */
 #include "gm.h"
 
 GM_THUNKS(matmul)
@@ -24,11 +24,16 @@ static const gm_variant variants[] = {
            "thread coarsening: each thread computes 4 outputs of a column of a 32 x 32 tile, so "
            "each B value read from shared memory serves 4 FMAs from a register",
            MATMUL_BYTES, MATMUL_FLOPS),
+    GM_ROW(matmul, "register_tiled", GM_MATMUL_REGISTER_TILED,
+           "2-D register blocking: each thread keeps a 4 x 4 block of C in registers and does "
+           "an outer product per k (8 shared loads per 16 FMAs); 64 x 64 tiles, A transposed "
+           "in shared memory, float4 loads and stores",
+           MATMUL_BYTES, MATMUL_FLOPS),
     GM_END_ROWS,
 };
 
 enum { A, B, TILE, VARIANT };
-static const long long tiles[] = {8, 16, 32, 0};
+static const long long tiles[] = {8, 16, 32, 64, 0};
 
 /* The tiles each variant takes (its default first): the edge of the C tile a
  * block computes. */
@@ -41,6 +46,8 @@ static const struct {
     {GM_MATMUL_TILED, {16, 8, 32, 0}, "8, 16 or 32"},
     {GM_MATMUL_PREFETCH, {16, 32, 0}, "16 or 32"},
     {GM_MATMUL_COARSENED, {GM_MATMUL_COARSENED_TILE, 0}, "32 only (blocks of 32 x 8 threads)"},
+    {GM_MATMUL_REGISTER_TILED, {GM_MATMUL_REGISTER_TILED_TILE, 0},
+     "64 only (blocks of 16 x 16 threads)"},
 };
 
 static int pick_tile(gm_call *c)
@@ -112,6 +119,7 @@ const gm_family gm_matmul_family = {
     "matmul",
     "C = a @ b for float32 matrices (M x K @ K x N), a tile x tile block of C per thread "
     "block; variant 'naive', 'tiled' (shared-memory tiles of A and B), 'prefetch' (double "
-    "buffered) or 'coarsened' (4 outputs of a column per thread, 32 x 32 tiles).",
+    "buffered), 'coarsened' (4 outputs of a column per thread, 32 x 32 tiles) or "
+    "'register_tiled' (a 4 x 4 block of C per thread, 64 x 64 tiles).",
     args, 1, 0, variants, check, NULL, fill,
 };

@@ -45,9 +45,11 @@ typedef enum {
     GM_MATMUL_NAIVE = 0,
     GM_MATMUL_TILED = 1,
     GM_MATMUL_PREFETCH = 2,       /* tiled, the next tiles loaded during this one's product */
-    GM_MATMUL_COARSENED = 3       /* 32 x 32 tiles, 4 outputs of a column per thread */
+    GM_MATMUL_COARSENED = 3,      /* 32 x 32 tiles, 4 outputs of a column per thread */
+    GM_MATMUL_REGISTER_TILED = 4  /* 64 x 64 tiles, a 4 x 4 block of C per thread */
 } gm_matmul_variant;
-#define GM_MATMUL_COARSENED_TILE 32 /* rows and columns of C per block (coarsened) */
+#define GM_MATMUL_COARSENED_TILE 32      /* rows and columns of C per block (coarsened) */
+#define GM_MATMUL_REGISTER_TILED_TILE 64 /* ... (register_tiled) */
 
 typedef struct {
     int variant; /* gm_matmul_variant */
@@ -55,7 +57,8 @@ typedef struct {
     const float *b;
     float *c;
     int m, n, k;
-    int tile; /* naive, tiled: 8, 16 or 32; prefetch: 16 or 32 (0: 16); coarsened: 32 */
+    int tile; /* naive, tiled: 8, 16 or 32; prefetch: 16 or 32 (0: 16); coarsened: 32;
+                 register_tiled: 64 */
 } gm_matmul_params;
 GM_FAMILY(matmul)
 

@@ -6,6 +6,8 @@
 // traffic by the tile width.
 #include "gm_launch.cuh"
 
+#include <stdint.h>
+
 // naive: each thread computes one C element straight from global memory.
 // Neighbouring threads (tx) read neighbouring B columns (coalesced) and the
 // same A element (a broadcast); the reuse across threads is left to L1/L2.
@@ -163,9 +165,98 @@ __device__ __forceinline__ void coarsened(float (&As)[COARSE_TILE][COARSE_TILE],
     }
 }
 
+// register_tiled (2-D register blocking): a 64 x 64 tile of C per block of
+// 16 x 16 threads, each thread a 4 x 4 block of it in registers.  Per k step a
+// thread reads 4 A values (one float4, A stored transposed in shared memory)
+// and 4 B values (one float4) and does 16 FMAs: an outer product, 8 shared
+// floats per 16 FMAs instead of 2 per 1.  Tiles of A and B that lie inside
+// the matrices, with rows 16-byte aligned, come in by float4 loads.
+constexpr int RT_BM = GM_MATMUL_REGISTER_TILED_TILE, RT_BN = GM_MATMUL_REGISTER_TILED_TILE,
+              RT_BK = 16, RT_T = 4, RT_PAD = 4;
+
+__device__ __forceinline__ bool aligned16(const float *p)
+{
+    return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+__device__ __forceinline__ void register_tiled(float (&As)[RT_BK][RT_BM + RT_PAD],
+                                               float (&Bs)[RT_BK][RT_BN],
+                                               const float *__restrict__ A,
+                                               const float *__restrict__ B,
+                                               float *__restrict__ C, int M, int N, int K)
+{
+    const int tid = threadIdx.y * 16 + threadIdx.x;
+    const int bm = blockIdx.y * RT_BM, bn = blockIdx.x * RT_BN;
+    // loads: A as 64 rows x 4 float4 (r, 4c), B as 16 rows x 16 float4 (r, 4c)
+    const int ar = tid / 4, ac = (tid % 4) * 4;
+    const int br = tid / 16, bc = (tid % 16) * 4;
+    const bool vec_a = (K % 4) == 0 && aligned16(A), vec_b = (N % 4) == 0 && aligned16(B);
+    float acc[RT_T][RT_T] = {};
+    for (int k0 = 0; k0 < K; k0 += RT_BK) {
+        {   // A[bm + ar][k0 + ac .. + 3] -> As[ac + j][ar] (transposed)
+            const int r = bm + ar, k = k0 + ac;
+            float v[4];
+            if (vec_a && r < M && k + 3 < K) {
+                const float4 f = *reinterpret_cast<const float4 *>(A + (size_t)r * K + k);
+                v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    v[j] = (r < M && k + j < K) ? A[(size_t)r * K + k + j] : 0.0f;
+            }
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                As[ac + j][ar] = v[j];
+        }
+        {   // B[k0 + br][bn + bc .. + 3] -> Bs[br][bc .. + 3]
+            const int k = k0 + br, c = bn + bc;
+            float4 f;
+            if (vec_b && k < K && c + 3 < N) {
+                f = *reinterpret_cast<const float4 *>(B + (size_t)k * N + c);
+            } else {
+                f.x = (k < K && c < N) ? B[(size_t)k * N + c] : 0.0f;
+                f.y = (k < K && c + 1 < N) ? B[(size_t)k * N + c + 1] : 0.0f;
+                f.z = (k < K && c + 2 < N) ? B[(size_t)k * N + c + 2] : 0.0f;
+                f.w = (k < K && c + 3 < N) ? B[(size_t)k * N + c + 3] : 0.0f;
+            }
+            *reinterpret_cast<float4 *>(&Bs[br][bc]) = f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < RT_BK; ++k) {
+            const float4 a = *reinterpret_cast<const float4 *>(&As[k][threadIdx.y * RT_T]);
+            const float4 b = *reinterpret_cast<const float4 *>(&Bs[k][threadIdx.x * RT_T]);
+            const float av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int i = 0; i < RT_T; ++i)
+#pragma unroll
+                for (int j = 0; j < RT_T; ++j)
+                    acc[i][j] += av[i] * bv[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < RT_T; ++i) {
+        const int r = bm + threadIdx.y * RT_T + i;
+        const int c = bn + threadIdx.x * RT_T;
+        if (r >= M)
+            continue;
+        float *out = C + (size_t)r * N + c;
+        if ((N % 4) == 0 && aligned16(C) && c + 3 < N) {
+            *reinterpret_cast<float4 *>(out) = make_float4(acc[i][0], acc[i][1], acc[i][2],
+                                                           acc[i][3]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < RT_T; ++j)
+                if (c + j < N)
+                    out[j] = acc[i][j];
+        }
+    }
+}
+
 // One kernel per (variant, tile): VARIANT is a gm_matmul_variant; naive
 // ignores TILE (its blocks are tile x tile threads all the same), coarsened
-// has its own fixed tile (TILE 0).
+// and register_tiled have their own fixed tiles (TILE 0).
 template <int VARIANT, int TILE>
 __global__ void matmul_kernel(const float *__restrict__ A, const float *__restrict__ B,
                               float *__restrict__ C, int M, int N, int K)
@@ -180,10 +271,14 @@ __global__ void matmul_kernel(const float *__restrict__ A, const float *__restri
         __shared__ float As[2][TILE][TILE];
         __shared__ float Bs[2][TILE][TILE];
         prefetch<TILE>(As, Bs, A, B, C, M, N, K);
-    } else {
+    } else if constexpr (VARIANT == GM_MATMUL_COARSENED) {
         __shared__ float As[COARSE_TILE][COARSE_TILE];
         __shared__ float Bs[COARSE_TILE][COARSE_TILE];
         coarsened(As, Bs, A, B, C, M, N, K);
+    } else {
+        __shared__ __align__(16) float As[RT_BK][RT_BM + RT_PAD];
+        __shared__ __align__(16) float Bs[RT_BK][RT_BN];
+        register_tiled(As, Bs, A, B, C, M, N, K);
     }
 }
 
@@ -205,6 +300,8 @@ static matmul_fn select_kernel(const gm_matmul_params *p)
         });
     case GM_MATMUL_COARSENED:
         return matmul_kernel<GM_MATMUL_COARSENED, 0>;
+    case GM_MATMUL_REGISTER_TILED:
+        return matmul_kernel<GM_MATMUL_REGISTER_TILED, 0>;
     }
     return nullptr;
 }
@@ -222,6 +319,10 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
     case GM_MATMUL_COARSENED:
         *dims = gm_dims{{(n + COARSE_TILE - 1) / COARSE_TILE, (m + COARSE_TILE - 1) / COARSE_TILE, 1},
                         {COARSE_TILE, COARSE_ROWS, 1}, 2 * COARSE_TILE * COARSE_TILE * sizeof(float)};
+        break;
+    case GM_MATMUL_REGISTER_TILED:
+        *dims = gm_dims{{(n + RT_BN - 1) / RT_BN, (m + RT_BM - 1) / RT_BM, 1}, {16, 16, 1},
+                        (RT_BK * (RT_BM + RT_PAD) + RT_BK * RT_BN) * sizeof(float)};
         break;
     default: {
         const size_t bufs = p->variant == GM_MATMUL_TILED ? 2 : p->variant == GM_MATMUL_PREFETCH ? 4 : 0;

@@ -6,7 +6,11 @@
 * ``prefetch``: tiled with double buffering -- the next tiles are loaded into
   registers while this tile's inner product runs, one barrier per tile;
 * ``coarsened``: thread coarsening -- 32 x 8 threads compute a 32 x 32 tile, four
-  outputs of a column each, so a B value read from shared memory serves four FMAs.
+  outputs of a column each, so a B value read from shared memory serves four FMAs;
+* ``register_tiled``: 2-D register blocking -- 16 x 16 threads compute a 64 x 64
+  tile, a 4 x 4 block of C each, an outer product of 4 A and 4 B values per k
+  (float4 loads from shared memory, A stored transposed; float4 global loads and
+  stores where rows are 16-byte aligned).
 
 Takes float32 NumPy arrays (and returns NumPy arrays) or
 :class:`gpumem.DeviceArray` (and returns DeviceArray, with no host copies).
@@ -27,7 +31,8 @@ Array = Union[np.ndarray, DeviceArray]
 
 
 def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32] | None = None,
-           variant: Literal["tiled", "naive", "prefetch", "coarsened"] = "tiled",
+           variant: Literal["tiled", "naive", "prefetch", "coarsened",
+                            "register_tiled"] = "tiled",
            out: DeviceArray | None = None):
     """``a @ b`` for float32 matrices of any shape M x K @ K x N.
 
@@ -36,12 +41,13 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32] | None = None,
     a, b : numpy.ndarray or DeviceArray, float32, 2-D
         Other dtypes raise TypeError (convert with ``.astype(np.float32)``);
         non-contiguous ndarrays are copied to a contiguous buffer first.
-    tile : {8, 16, 32}, optional
+    tile : {8, 16, 32, 64}, optional
         The edge of the block of C a thread block computes (default 16): blocks
         of ``tile x tile`` threads; for ``"tiled"`` and ``"prefetch"`` (16 or 32)
         also the shared-memory tile.  ``"coarsened"`` takes 32 only (its blocks
-        are 32 x 8 threads); a tile a variant does not take is a ValueError.
-    variant : {"tiled", "naive", "prefetch", "coarsened"}
+        are 32 x 8 threads), ``"register_tiled"`` 64 only (16 x 16 threads); a tile a
+        variant does not take is a ValueError.
+    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled"}
         ``gpumem.variants("matmul")`` lists what each shows.
     out : DeviceArray, optional
         Where to write the M x N result; must not be an input.
@@ -78,7 +84,8 @@ def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def matmul_model_points(m: int, n: int, k: int,
                         variants: tuple = (("naive", 16), ("tiled", 8), ("tiled", 16),
-                                           ("tiled", 32), ("prefetch", 32), ("coarsened", 32))):
+                                           ("tiled", 32), ("prefetch", 32), ("coarsened", 32),
+                                           ("register_tiled", 64))):
     """The model's roofline points of the matmul variants (no GPU needed): a Table of
     label, flops (``2mnk``), bytes and source ``"model"`` for :func:`gpumem.roofline`.
 

@@ -41,12 +41,14 @@ def test_matmul_rejects_bad_operands(a, b, exc, msg):
 @pytest.mark.parametrize("kw,exc,msg", [
     ({"tile": 12}, ValueError, "tile=12 is not allowed; tile must be one of 8, 16, 32"),
     ({"tile": 0}, ValueError, "tile=0 is not allowed"),
-    ({"tile": 64}, ValueError, "tile=64 is not allowed"),
+    ({"tile": 64}, ValueError, "tile=64 is not allowed with variant='tiled'"),
     ({"tile": 16.0}, TypeError, "tile must be an int, not float"),
     ({"tile": True}, TypeError, "tile must be an int, not bool"),
     ({"tile": 2**70}, ValueError, "tile=.* is out of range"),
     ({"variant": "tiledd"}, ValueError, "variant='tiledd' is unknown; allowed: 'naive', 'tiled', "
-                                        "'prefetch', 'coarsened'"),
+                                        "'prefetch', 'coarsened', 'register_tiled'"),
+    ({"variant": "register_tiled", "tile": 32}, ValueError,
+     r"tile=32 is not allowed with variant='register_tiled'; tile must be 64 only"),
     ({"variant": "prefetch", "tile": 8}, ValueError,
      "matmul: tile=8 is not allowed with variant='prefetch'; tile must be 16 or 32"),
     ({"variant": "coarsened", "tile": 16}, ValueError,
@@ -76,7 +78,8 @@ def test_matmul_rejects_too_many_rows_for_one_grid():
 # ---- on the GPU -----------------------------------------------------------------
 #: Every variant with every tile it takes.
 VARIANT_TILES = [("naive", 8), ("naive", 16), ("naive", 32), ("tiled", 8), ("tiled", 16),
-                 ("tiled", 32), ("prefetch", 16), ("prefetch", 32), ("coarsened", 32)]
+                 ("tiled", 32), ("prefetch", 16), ("prefetch", 32), ("coarsened", 32),
+                 ("register_tiled", 64)]
 
 
 def test_every_variant_and_tile_is_tested():
@@ -161,6 +164,28 @@ def test_matmul_out_must_match_and_not_alias(rng):
         gm.matmul(a, a, out=gm.empty((8, 8), dtype=np.float64))
     with pytest.raises(ValueError, match="out must not share memory with an input"):
         gm.matmul(a, a, out=a)
+
+
+@pytest.mark.gpu
+def test_register_tiled_on_aligned_and_unaligned_rows(rng, no_leak):
+    # float4 loads and stores where K and N are multiples of 4, scalar ones elsewhere;
+    # both paths, partial 64 x 64 tiles, and a view 4 bytes past an aligned start
+    for m_, k_, n_ in ((128, 64, 128), (130, 68, 132), (65, 67, 63), (3, 4, 5), (200, 1, 300)):
+        a = rng.standard_normal((m_, k_)).astype(np.float32)
+        b = rng.standard_normal((k_, n_)).astype(np.float32)
+        out = poisoned((m_, n_))
+        gm.matmul(a, b, variant="register_tiled", out=out)
+        got = out.get()
+        assert not np.isnan(got).any()
+        assert rel_err(got, a.astype(np.float64) @ b) < 1e-5
+    try:
+        import cupy
+    except ImportError:
+        return
+    a = cupy.asarray(rng.standard_normal(65 * 64 + 1).astype(np.float32))[1:].reshape(65, 64)
+    b = rng.standard_normal((64, 36)).astype(np.float32)
+    got = gm.matmul(gm.from_dlpack(a), gm.to_device(b), variant="register_tiled").get()
+    assert rel_err(got, cupy.asnumpy(a).astype(np.float64) @ b) < 1e-5
 
 
 @pytest.mark.gpu

@@ -225,6 +225,35 @@ def simulate(family, variant, granularity=32, **p):
             e = 4 * n4 + (i - n4)
             streams += [("ld", A + 16 * i, v4, 16), ("st", C + 16 * i, v4, 16),
                         ("ld", A + 4 * e, vs, 4), ("st", C + 4 * e, vs, 4)]
+    elif family == "matmul" and variant == "register_tiled":
+        M, N, K = p["m"], p["n"], p["k"]
+        gx, gy = -(-N // 64), -(-M // 64)
+        tid = np.arange(256).reshape(8, WARP)
+        bn = (np.arange(gx)[:, None, None, None] * 64 + 0 * np.arange(gy)[None, :, None, None])
+        bm = (np.arange(gy)[None, :, None, None] * 64 + 0 * bn)
+        bn, bm = np.broadcast_arrays(bn, bm)
+
+        def warps(x):
+            return np.broadcast_to(x, (gx, gy, 8, WARP)).reshape(-1, WARP).astype(np.int64)
+
+        def vec_or_scalar(op, base, row, col, row_len, vec_ok, lane_ok):
+            addr = base + 4 * (row * row_len + col)
+            streams.append((op, addr, vec_ok, 16))
+            for j in range(4):
+                streams.append((op, addr + 4 * j, ~vec_ok & lane_ok(j), 4))
+
+        ar, ac, br, bc, ty, tx = tid // 4, tid % 4 * 4, tid // 16, tid % 16 * 4, tid // 16, tid % 16
+        for k0 in range(0, K, 16):
+            r, kk = warps(bm + ar), warps(k0 + ac + 0 * bm)
+            vec = (r < M) & (kk + 3 < K) & (K % 4 == 0)
+            vec_or_scalar("ld", A, r, kk, K, vec, lambda j: (r < M) & (kk + j < K))
+            kr, c = warps(k0 + br + 0 * bn), warps(bn + bc)
+            vec = (kr < K) & (c + 3 < N) & (N % 4 == 0)
+            vec_or_scalar("ld", B, kr, c, N, vec, lambda j: (kr < K) & (c + j < N))
+        for i in range(4):
+            r, c = warps(bm + ty * 4 + i), warps(bn + tx * 4)
+            vec = (r < M) & (c + 3 < N) & (N % 4 == 0)
+            vec_or_scalar("st", C, r, c, N, vec, lambda j: (r < M) & (c + j < N))
     elif family == "matmul":
         M, N, K, t = p["m"], p["n"], p["k"], p.get("tile", 16)
         gx, gy = -(-N // t), -(-M // t)
@@ -293,8 +322,9 @@ def test_one_dimensional_kernels_equal_the_thread_by_thread_reference():
         assert_same("strided_read", "default", granularity=g, n=3001, stride=3, block=64)
 
 
-@pytest.mark.parametrize("variant", ["naive", "tiled"])
-@pytest.mark.parametrize("tile", [8, 16, 32])
+@pytest.mark.parametrize("variant, tile", [(v, t) for v in ("naive", "tiled") for t in (8, 16, 32)]
+                         + [("prefetch", 16), ("prefetch", 32), ("coarsened", 32),
+                            ("register_tiled", 64)])
 def test_matmul_equals_the_thread_by_thread_reference(variant, tile):
     for m, n, k in ((1, 1, 1), (33, 17, 5), (17, 70, 40), (64, 64, 64), (40, 9, 3), (5, 33, 9)):
         assert_same("matmul", variant, m=m, n=n, k=k, tile=tile)
@@ -410,8 +440,8 @@ def test_fast_path_equals_the_per_warp_reference_1d(family, variant, rng):
     assert_fast_equals_reference(family, variant, n=0)
 
 
-@pytest.mark.parametrize("variant", ["naive", "tiled"])
-@pytest.mark.parametrize("tile", [8, 16, 32])
+@pytest.mark.parametrize("variant, tile", [(v, t) for v in ("naive", "tiled") for t in (8, 16, 32)]
+                         + [("prefetch", 32), ("coarsened", 32), ("register_tiled", 64)])
 def test_fast_path_equals_the_per_warp_reference_matmul(variant, tile, rng):
     """Block columns, block rows and tile steps past their periods, M, N, K not
     multiples of the tile, K below 8 (row by row A sectors) and up to 300 (the
@@ -466,7 +496,7 @@ LARGEST = [
     ("copy", "float4", dict(n=4 * GMAX * 1024 - 9, block=1024)),
 ] + [("matmul", v, dict(m=65535 * t, n=2 ** 30 - 1, k=GMAX, tile=t))
      for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)), ("prefetch", (16, 32)),
-                      ("coarsened", (32,))) for t in tiles
+                      ("coarsened", (32,)), ("register_tiled", (64,))) for t in tiles
 ] + [("transpose", v, dict(m=65535 * 32, n=2 ** 31 - 65)) for v in model.families()["transpose"]]
 #: The sizes issue 11 names: n = 2^31 with the default block, matmul at 16384^3 (transpose
 #: at 65536^2).  shared_stride moves no global loads: its sizes are tested in test_transpose.
@@ -1087,7 +1117,8 @@ def _cases(family):
                   (257, 129, 70))
         return [_case(family, v, m=m, n=n, k=k, tile=t)
                 for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)),
-                                 ("prefetch", (16, 32)), ("coarsened", (32,)))
+                                 ("prefetch", (16, 32)), ("coarsened", (32,)),
+                                 ("register_tiled", (64,)))
                 for t in tiles for m, n, k in shapes]
     raise AssertionError(family)
 

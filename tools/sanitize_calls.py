@@ -25,13 +25,15 @@ def vec_add():
 
 
 def matmul():
-    tiles = {"naive": (8, 16, 32), "tiled": (8, 16, 32), "prefetch": (16, 32), "coarsened": (32,)}
+    tiles = {"naive": (8, 16, 32), "tiled": (8, 16, 32), "prefetch": (16, 32), "coarsened": (32,),
+             "register_tiled": (64,)}
     for v in gm.variants("matmul"):
         for tile in tiles[v.name]:
             gm.matmul(f32(37, 41), f32(41, 29), tile=tile, variant=v.name)
             gm.matmul(f32(1, 1), f32(1, 1), tile=tile, variant=v.name)
             gm.matmul(f32(70, 0), f32(0, 33), tile=tile, variant=v.name)
             gm.matmul(f32(65, 100), f32(100, 64), tile=tile, variant=v.name)
+            gm.matmul(f32(67, 9), f32(9, 130), tile=tile, variant=v.name)   # scalar paths
 
 
 def read_offset():

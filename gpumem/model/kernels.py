@@ -392,6 +392,9 @@ class _Blocks:
 
 
 def _gen_matmul(tally, axis, variant, p):
+    if variant == "register_tiled":
+        _gen_matmul_register_tiled(tally, axis, p)
+        return
     m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
     if m == 0 or n == 0:
         return                                           # gpumem launches nothing
@@ -413,6 +416,79 @@ def _gen_matmul(tally, axis, variant, p):
         _naive_loads(tally, axis, p, bl)
     else:
         _tiled_loads(tally, axis, p, bl)
+
+
+# ---- matmul register_tiled: 64 x 64 tiles, 16 x 16 threads, float4 where it can --------
+_RT, _RT_K = 64, 16                      # C tile edge, k per step
+
+
+def _rows_stream(tally, op: str, row, col, row_base, row_bytes: int, act, width: int,
+                 weight) -> None:
+    """Warp instructions whose lane l touches ``row[.., l] * row_bytes + 4 * col[.., l]``
+    (``width`` bytes), ``act`` lanes only; ``weight`` (the leading axes, without the
+    warp axis) says how many instructions each stands for.
+    Addresses are taken relative to the warp's ``row_base`` row (at its offset
+    modulo the 128-byte line), so sizes past 2^62 bytes count exactly."""
+    row, col, act = np.broadcast_arrays(row, col, act)
+    row_base = np.broadcast_to(row_base, row.shape)
+    # (row_base * row_bytes) mod 128, without forming the product
+    off = (row_base % _LINE) * (row_bytes % _LINE) % _LINE
+    addr = off + (row - row_base) * row_bytes + 4 * col
+    addr = np.where(act, addr, 0).reshape(-1, WARP)
+    res = coalesce_warps(addr, width, tally.g[op], act.reshape(-1, WARP))
+    wt = np.broadcast_to(np.asarray(weight)[..., None], row.shape[:-1]).reshape(-1)
+    tally.add(op, _dot(res.requests, wt), _dot(res.transactions, wt),
+              _dot(res.bytes_requested, wt))
+
+
+def _vec_or_scalar(tally, op, row, col, row_base, row_bytes, ok_vec, ok_lane, weight):
+    """A float4 access where ``ok_vec`` holds, else four predicated scalar ones
+    (``ok_lane(j)``: lane's element j in bounds), as the kernel branches."""
+    _rows_stream(tally, op, row, col, row_base, row_bytes, ok_vec, 16, weight)
+    for j in range(4):
+        _rows_stream(tally, op, row, col + j, row_base, row_bytes, ~ok_vec & ok_lane(j), 4,
+                     weight)
+
+
+def _gen_matmul_register_tiled(tally, axis, p):
+    m, n, k = p["m"], p["n"], p["k"]
+    if m == 0 or n == 0:
+        return                                           # gpumem launches nothing
+    gx, gy, steps = _cdiv(n, _RT), _cdiv(m, _RT), _cdiv(k, _RT_K)
+    tid = np.arange(256, dtype=np.int64).reshape(8, WARP)         # 8 warps of 32 lanes
+    w = np.arange(8, dtype=np.int64)[:, None]
+    bx, wbx = axis(gx, _period(4 * _RT), (gx - 1,))
+    by, wby = axis(gy, _period(4 * _RT * k, 4 * _RT * n), (gy - 1,))
+    # ---- C: 4 rows per thread (ty * 4 + i), 4 columns (tx * 4); float4 where N % 4 == 0
+    ty, tx = tid // 16, tid % 16
+    B4 = by[:, None, None, None] * _RT                   # (nby, 1, 1, 1)
+    X4 = bx[None, :, None, None] * _RT                   # (1, nbx, 1, 1)
+    wc = _wmul(wby[:, None], wbx[None, :])               # (nby, nbx)
+    for i in range(4):
+        r, c = B4 + ty * 4 + i, X4 + tx * 4
+        ok = r < m
+        vec = ok & (c + 3 < n) if n % 4 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
+        _vec_or_scalar(tally, "st", r, c, B4 + 8 * w + i, 4 * n, vec,
+                       lambda j: ok & (c + j < n), wc)
+    if k == 0:
+        return
+    s, ws = axis(steps, _period(4 * _RT_K, 4 * _RT_K * n), (steps - 1,))
+    K0 = s[None, :, None, None] * _RT_K                  # (1, ns, 1, 1)
+    # ---- A: row ar = tid / 4, columns k0 + ac .. + 3 (ac = 4 (tid % 4)), every block column
+    ar, ac = tid // 4, (tid % 4) * 4
+    r, kk = B4 + ar, K0 + ac
+    ok = r < m
+    vec = ok & (kk + 3 < k) if k % 4 == 0 else np.zeros(np.broadcast(r, kk).shape, bool)
+    _vec_or_scalar(tally, "ld", r, kk, B4 + 8 * w, 4 * k, vec, lambda j: ok & (kk + j < k),
+                   _wmul(wby[:, None], ws[None, :], gx))
+    # ---- B: row k0 + br (br = tid / 16), columns bn + bc .. + 3, every block row
+    br, bc = tid // 16, (tid % 16) * 4
+    K0b = s[:, None, None, None] * _RT_K                 # (ns, 1, 1, 1)
+    kr, c = K0b + br, X4 + bc
+    ok = kr < k
+    vec = ok & (c + 3 < n) if n % 4 == 0 else np.zeros(np.broadcast(kr, c).shape, bool)
+    _vec_or_scalar(tally, "ld", kr, c, K0b + 2 * w, 4 * n, vec, lambda j: ok & (c + j < n),
+                   _wmul(ws[:, None], wbx[None, :], gy))
 
 
 def _naive_loads(tally, axis, p, bl):
@@ -630,7 +706,8 @@ def _gen_shared_stride(tally, axis, variant, p):
 #: same requests and sectors as tiled with tile 32 (each of its warps' four
 #: instructions covers one row, as one warp of tiled's 32 x 32 block does).
 _MATMUL_TILES = {"naive": (16, (8, 16, 32)), "tiled": (16, (8, 16, 32)),
-                 "prefetch": (16, (16, 32)), "coarsened": (32, (32,))}
+                 "prefetch": (16, (16, 32)), "coarsened": (32, (32,)),
+                 "register_tiled": (64, (64,))}
 
 
 # ---- the family table ------------------------------------------------------
@@ -876,7 +953,8 @@ def launch_config(family: str, variant: str, **params: Any) -> dict[str, tuple[i
     _, p = _resolve("model.launch_config", family, variant, params)
     if family == "matmul":
         t = p["tile"]
-        block = (t, 8, 1) if variant == "coarsened" else (t, t, 1)
+        block = ((t, 8, 1) if variant == "coarsened" else (16, 16, 1)
+                 if variant == "register_tiled" else (t, t, 1))
         return {"grid": (_cdiv(p["n"], t), _cdiv(p["m"], t), 1), "block": block}
     if family == "transpose":
         _, t, brows = _transpose_shape(variant, p["m"], p["n"])
