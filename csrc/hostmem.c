@@ -368,6 +368,13 @@ int gm_copy_host(void *dst, const void *src, size_t nbytes, int to_device)
                     call = jobs[w].call;
                 }
         }
+        else {
+            /* no staging buffers to be had (e.g. a locked-memory limit): the driver's
+             * path still works */
+            (void)cudaGetLastError();
+            err = cudaSuccess;
+            call = "cudaMemcpy";
+        }
         pthread_mutex_unlock(&stage.lock);
     }
     if (!staged && err == cudaSuccess)
