@@ -30,7 +30,7 @@ __all__ = ["matmul", "matmul_reference", "matmul_model_points"]
 Array = Union[np.ndarray, DeviceArray]
 
 
-def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32] | None = None,
+def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64] | None = None,
            variant: Literal["tiled", "naive", "prefetch", "coarsened",
                             "register_tiled"] = "tiled",
            out: DeviceArray | None = None):

@@ -15,8 +15,8 @@ import pytest
 NOTEBOOK_DIR = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 SOURCES = sorted(NOTEBOOK_DIR.glob("*.py"))
-LESSONS = ["01_matmul", "02_access", "03_layout", "04_stencil", "05_spaces", "07_transfer", "08_ladder",
-           "09_transpose"]
+LESSONS = ["01_matmul", "02_access", "03_layout", "04_stencil", "05_spaces", "06_matmul_staircase",
+           "07_transfer", "08_ladder", "09_transpose"]
 
 
 def test_notebooks_are_there():
