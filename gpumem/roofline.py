@@ -216,10 +216,14 @@ def plot_roofline(table: Table, ax=None):
         y = r["GFLOP/s"] if r["GFLOP/s"] is not None else r["roof GFLOP/s"]
         spots.setdefault((float(f"{i:.6g}"), float(f"{y:.6g}"), r["GFLOP/s"] is None),
                          []).append(r["label"])
-    for (i, y, hollow), labels in spots.items():
-        ax.plot([i], [y], "o", mfc="none" if hollow else None, ms=7)
-        ax.annotate(", ".join(labels), (i, y), textcoords="offset points", xytext=(5, 4),
+    # each spot numbered beside its marker; the legend says which launches it holds
+    for n, ((i, y, hollow), labels) in enumerate(sorted(spots.items()), start=1):
+        ax.plot([i], [y], "o", mfc="none" if hollow else None, ms=7,
+                label=f"{n}: " + ", ".join(labels))
+        ax.annotate(str(n), (i, y), textcoords="offset points", xytext=(-4, 6),
                     fontsize="small")
+    if spots:
+        ax.legend(loc="lower right", fontsize="x-small")
     sources = sorted({str(r["source"]) for r in table})
     ax.set_xlabel(f"arithmetic intensity (FLOP per byte; bytes: {', '.join(sources)})")
     ax.set_ylabel("GFLOP/s")

@@ -94,9 +94,10 @@ def test_plot_shares_a_label_where_points_coincide():
     matplotlib.use("Agg")
     t = gm.roofline(gm.matmul_model_points(256, 256, 256), device=FAKE)
     ax = gm.plot_roofline(t)
-    texts = [a.get_text() for a in ax.texts]
-    assert any("matmul/tiled (tile=32), matmul/prefetch (tile=32), matmul/coarsened (tile=32)"
-               == s for s in texts), texts
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(s.endswith(": matmul/tiled (tile=32), matmul/prefetch (tile=32), "
+                          "matmul/coarsened (tile=32)") for s in legend), legend
+    assert len(legend) == len(ax.texts) - 1 == 5      # the ridge's label and 5 numbers
     assert "bytes: model" in ax.get_xlabel()
 
 
