@@ -374,6 +374,21 @@ def _demangle(names: list[str]) -> dict[str, str]:
     return {n: _demangle_simple(n) for n in names}
 
 
+_DUMPS: dict = {}
+
+
+def _dump(tool: str, option: str, so: str, env: dict | None = None) -> str:
+    """``tool option so``'s output, once per build of the extension (keyed by its
+    path, size and time): the SASS of every architecture takes seconds to print."""
+    st = os.stat(so)
+    key = (tool, option, so, st.st_size, st.st_mtime_ns)
+    if key not in _DUMPS:
+        run = subprocess.run([tool, option, so], capture_output=True, text=True, env=env,
+                             check=option != "-sass")
+        _DUMPS[key] = run.stdout
+    return _DUMPS[key]
+
+
 def compiler_report(family: str | None = None, *, sass: bool = True) -> Table:
     """Registers, stack (local) bytes and shared bytes of every kernel in the built
     extension, read with ``cuobjdump -res-usage`` -- no GPU needed -- and, with
@@ -418,8 +433,7 @@ def compiler_report(family: str | None = None, *, sass: bool = True) -> Table:
         raise FileNotFoundError("compiler_report needs cuobjdump: put the CUDA toolkit's bin/ on "
                                 "PATH or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
     so = _core.__file__
-    text = subprocess.run([tool, "-res-usage", so], capture_output=True, text=True,
-                          check=True).stdout
+    text = _dump(tool, "-res-usage", so)
     arch, res = None, {}
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -435,9 +449,8 @@ def compiler_report(family: str | None = None, *, sass: bool = True) -> Table:
     if sass and disasm:
         env = dict(os.environ, NVDISASM_PATH=os.path.dirname(disasm),
                    PATH=os.path.dirname(disasm) + os.pathsep + os.environ.get("PATH", ""))
-        s = subprocess.run([tool, "-sass", so], capture_output=True, text=True, env=env)
         arch = cur = None
-        for line in s.stdout.splitlines():
+        for line in _dump(tool, "-sass", so, env).splitlines():
             m = re.search(r"code for (sm_\d+\w*)", line)
             if m:
                 arch = m.group(1)
