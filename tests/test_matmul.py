@@ -196,9 +196,11 @@ def test_new_variants_sum_in_tiled_order(rng, variant):
     a = rng.standard_normal((130, 77)).astype(np.float32)
     b = rng.standard_normal((77, 65)).astype(np.float32)
     tile = 32 if variant == "coarsened" else 16
-    np.testing.assert_array_equal(gm.matmul(a, b, variant=variant),
-                                  gm.matmul(a, b, tile=tile, variant="tiled"))
-    assert gm.last_record().params["tile"] == tile
+    got = gm.matmul(a, b, variant=variant)           # its own tile, left out
+    rec = gm.last_record()
+    assert (rec.variant, rec.params["tile"]) == (variant, tile)
+    assert rec.block == ((32, 8, 1) if variant == "coarsened" else (16, 16, 1))
+    np.testing.assert_array_equal(got, gm.matmul(a, b, tile=tile, variant="tiled"))
 
 
 @pytest.mark.gpu
