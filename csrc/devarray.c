@@ -244,6 +244,57 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
     return (PyObject *)gm_devarray_from_host((PyArrayObject *)obj);
 }
 
+/* to_device(a, out=d): a's bytes into an existing DeviceArray of its shape and dtype. */
+static PyObject *to_device_into(PyObject *obj, PyObject *out)
+{
+    char want[256], got[256];
+    if (!gm_DeviceArray_Check(out)) {
+        PyErr_Format(PyExc_TypeError, "to_device: out must be a gpumem.DeviceArray, not %.200s",
+                     Py_TYPE(out)->tp_name);
+        return NULL;
+    }
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "to_device: with out=, a must be a numpy.ndarray, not "
+                     "%.200s", Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
+    gm_DeviceArray *d = (gm_DeviceArray *)out;
+    if (!PyArray_EquivTypes(PyArray_DESCR(a), d->dtype)) {
+        PyErr_Format(PyExc_TypeError, "to_device: a has dtype %R; out has %R",
+                     (PyObject *)PyArray_DESCR(a), (PyObject *)d->dtype);
+        return NULL;
+    }
+    int same = PyArray_NDIM(a) == d->ndim;
+    for (int i = 0; same && i < d->ndim; i++)
+        same = PyArray_DIMS(a)[i] == d->shape[i];
+    if (!same) {
+        PyErr_Format(PyExc_ValueError, "to_device: a has shape %s; out has shape %s",
+                     gm_shape_str(PyArray_NDIM(a), PyArray_DIMS(a), got, sizeof got),
+                     gm_shape_str(d->ndim, d->shape, want, sizeof want));
+        return NULL;
+    }
+    if (gm_ensure_device() < 0)
+        return NULL;
+    PyArrayObject *c = (PyArrayObject *)PyArray_GETCONTIGUOUS(a); /* copies if strided */
+    if (c == NULL)
+        return NULL;
+    int r = gm_copy_host(d->ptr, PyArray_DATA(c), d->nbytes, 1);
+    Py_DECREF(c);
+    return r < 0 ? NULL : Py_NewRef(out);
+}
+
+static PyObject *gm_to_device_py(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "out", NULL}; /* a is positional-only */
+    PyObject *obj, *out = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:to_device", kwlist, &obj, &out))
+        return NULL;
+    if (out != Py_None)
+        return to_device_into(obj, out);
+    return gm_to_device(self, obj);
+}
+
 static PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"shape", "dtype", NULL};
@@ -423,9 +474,11 @@ PyTypeObject gm_DeviceArray_Type = {
 };
 
 static PyMethodDef memory_methods[] = {
-    {"to_device", gm_to_device, METH_O,
-     "to_device($module, a, /)\n--\n\nCopy an ndarray to device memory: a DeviceArray.  An "
-     "array already on the GPU (__dlpack__ or __cuda_array_interface__) is shared, not copied."},
+    {"to_device", (PyCFunction)(void (*)(void))gm_to_device_py, METH_VARARGS | METH_KEYWORDS,
+     "to_device($module, a, /, out=None)\n--\n\nCopy an ndarray to device memory: a new "
+     "DeviceArray, or into `out` (a DeviceArray of the same shape and dtype: no allocation), "
+     "returned.  An array already on the GPU (__dlpack__ or __cuda_array_interface__) is "
+     "shared, not copied (out= is for ndarrays)."},
     {"empty", (PyCFunction)(void (*)(void))gm_empty, METH_VARARGS | METH_KEYWORDS,
      "empty($module, /, shape, dtype=None)\n--\n\nAn uninitialised DeviceArray of this shape "
      "and dtype (float32 by default)."},

@@ -65,6 +65,9 @@ def test_references():
     (lambda: gm.from_dlpack([1.0]), TypeError, "from_dlpack: x must have __dlpack__"),
     (lambda: gm.from_dlpack(np.ones(3)), ValueError, "from_dlpack: x is in host memory"),
     (lambda: gm.to_device([1.0]), TypeError, "to_device: a must be a numpy.ndarray"),
+    (lambda: gm.to_device(np.ones(3), out=3), TypeError,
+     "to_device: out must be a gpumem.DeviceArray, not int"),
+    (lambda: gm.to_device(a=np.ones(3)), TypeError, "to_device"),
     (lambda: experiments.transfer_sweep([4096], kinds=["mmap"]), ValueError, "kind='mmap'"),
     (lambda: experiments.transfer_sweep([], kinds=["pinned"]), ValueError, "sizes is empty"),
     (lambda: experiments.transfer_sweep([0]), ValueError, "transfer_sweep: sizes"),
@@ -141,6 +144,29 @@ def test_staged_round_trip_large_and_odd(rng, no_leak):
         assert np.array_equal(out, a)
     info = gm._core._stage_info()
     assert 1 <= info["workers"] <= 8 and info["min_bytes"] == STAGE_MIN
+
+
+@gpu
+def test_to_device_into_an_existing_array(rng, no_leak):
+    for shape, dtype in (((1021, 1031), np.float32), ((7,), np.int16), ((0, 3), np.float64),
+                         ((STAGE_MIN // 4 + 9,), np.float32)):
+        a = _random(rng, shape, dtype)
+        d = gm.empty(shape, dtype)
+        held = gm._core.bytes_held()
+        assert gm.to_device(a, out=d) is d and gm._core.bytes_held() == held   # no allocation
+        assert _same_bytes(d.get(), a)
+    h = gm.pinned_empty((300, 257), np.float32)
+    h[:] = rng.standard_normal(h.shape)
+    d = gm.empty(h.shape, np.float32)
+    assert _same_bytes(gm.to_device(h, out=d).get(), h)
+    v = f32(rng, 40, 60)[:, ::3]                             # strided: copied first
+    assert _same_bytes(gm.to_device(v, out=gm.empty(v.shape, np.float32)).get(), v)
+    with pytest.raises(ValueError, match=r"to_device: a has shape \(3,\); out has shape \(4,\)"):
+        gm.to_device(np.ones(3, np.float32), out=gm.empty(4))
+    with pytest.raises(TypeError, match="to_device: a has dtype"):
+        gm.to_device(np.ones(4), out=gm.empty(4))
+    with pytest.raises(TypeError, match="with out=, a must be a numpy.ndarray"):
+        gm.to_device(Producer(np.ones(4, np.float32)), out=gm.empty(4))
 
 
 @gpu
