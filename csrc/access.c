@@ -25,14 +25,6 @@ static int same_shape(const gm_call *c, int i, int j, const char *a, const char 
     return -1;
 }
 
-static long long size_of(const gm_operand *op)
-{
-    long long n = 1;
-    for (int i = 0; i < op->ndim; i++)
-        n *= op->shape[i];
-    return n;
-}
-
 /* ---- vec_add ---------------------------------------------------------------- */
 static const gm_variant vec_add_variants[] = {
     GM_ROW(vec_add, "default", 0,
@@ -54,7 +46,7 @@ static int vec_add_check(gm_call *c)
 {
     if (same_shape(c, VA_A, VA_B, "a", "b") < 0)
         return -1;
-    const long long n = size_of(&c->op[VA_A]);
+    const long long n = gm_operand_size(&c->op[VA_A]);
     if (gm_check_grid(c, n, c->v[VA_BLOCK], c->v[VA_BLOCK]) < 0)
         return -1;
     gm_result(c, c->op[VA_A].ndim, c->op[VA_A].shape, NPY_FLOAT32);
@@ -212,7 +204,7 @@ static const gm_arg copy_args[] = {
 
 static int copy_check(gm_call *c)
 {
-    const long long n = size_of(&c->op[CP_A]);
+    const long long n = gm_operand_size(&c->op[CP_A]);
     const long long threads = c->variant->select == GM_COPY_FLOAT4 ? n / 4 + n % 4 : n;
     if (gm_check_grid(c, threads, c->v[CP_BLOCK], c->v[CP_BLOCK]) < 0)
         return -1;

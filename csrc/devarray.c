@@ -142,30 +142,39 @@ gm_DeviceArray *gm_devarray_from_host(PyArrayObject *arr)
     return d;
 }
 
+/* `arr` (an ndarray, named `what` for fn) has d's dtype and shape; TypeError or
+ * ValueError naming both otherwise.  For get(out=) and to_device(out=). */
+static int same_layout(const char *fn, const char *what, PyArrayObject *arr,
+                       const gm_DeviceArray *d, const char *dname)
+{
+    char want[256], got[256];
+    if (!PyArray_EquivTypes(PyArray_DESCR(arr), d->dtype)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s has dtype %R; %s has %R", fn, what,
+                     (PyObject *)PyArray_DESCR(arr), dname, (PyObject *)d->dtype);
+        return -1;
+    }
+    int same = PyArray_NDIM(arr) == d->ndim;
+    for (int i = 0; same && i < d->ndim; i++)
+        same = PyArray_DIMS(arr)[i] == d->shape[i];
+    if (same)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %s has shape %s; %s has shape %s", fn, what,
+                 gm_shape_str(PyArray_NDIM(arr), PyArray_DIMS(arr), got, sizeof got), dname,
+                 gm_shape_str(d->ndim, d->shape, want, sizeof want));
+    return -1;
+}
+
 /* get(out=): a writable C-contiguous ndarray of d's shape and dtype. */
 static int check_get_out(gm_DeviceArray *d, PyObject *out)
 {
-    char want[256], got[256];
     if (!PyArray_Check(out)) {
         PyErr_Format(PyExc_TypeError, "get: out must be a numpy.ndarray, not %.200s",
                      Py_TYPE(out)->tp_name);
         return -1;
     }
     PyArrayObject *o = (PyArrayObject *)out;
-    if (!PyArray_EquivTypes(PyArray_DESCR(o), d->dtype)) {
-        PyErr_Format(PyExc_TypeError, "get: out has dtype %R; the DeviceArray has %R",
-                     (PyObject *)PyArray_DESCR(o), (PyObject *)d->dtype);
+    if (same_layout("get", "out", o, d, "the DeviceArray") < 0)
         return -1;
-    }
-    int same = PyArray_NDIM(o) == d->ndim;
-    for (int i = 0; same && i < d->ndim; i++)
-        same = PyArray_DIMS(o)[i] == d->shape[i];
-    if (!same) {
-        PyErr_Format(PyExc_ValueError, "get: out has shape %s; the DeviceArray has shape %s",
-                     gm_shape_str(PyArray_NDIM(o), PyArray_DIMS(o), got, sizeof got),
-                     gm_shape_str(d->ndim, d->shape, want, sizeof want));
-        return -1;
-    }
     if (!PyArray_IS_C_CONTIGUOUS(o) || !PyArray_ISWRITEABLE(o)) {
         PyErr_SetString(PyExc_ValueError,
                         "get: out must be C-contiguous and writeable (e.g. numpy.empty(shape, "
@@ -247,7 +256,6 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
 /* to_device(a, out=d): a's bytes into an existing DeviceArray of its shape and dtype. */
 static PyObject *to_device_into(PyObject *obj, PyObject *out)
 {
-    char want[256], got[256];
     if (!gm_DeviceArray_Check(out)) {
         PyErr_Format(PyExc_TypeError, "to_device: out must be a gpumem.DeviceArray, not %.200s",
                      Py_TYPE(out)->tp_name);
@@ -260,21 +268,7 @@ static PyObject *to_device_into(PyObject *obj, PyObject *out)
     }
     PyArrayObject *a = (PyArrayObject *)obj;
     gm_DeviceArray *d = (gm_DeviceArray *)out;
-    if (!PyArray_EquivTypes(PyArray_DESCR(a), d->dtype)) {
-        PyErr_Format(PyExc_TypeError, "to_device: a has dtype %R; out has %R",
-                     (PyObject *)PyArray_DESCR(a), (PyObject *)d->dtype);
-        return NULL;
-    }
-    int same = PyArray_NDIM(a) == d->ndim;
-    for (int i = 0; same && i < d->ndim; i++)
-        same = PyArray_DIMS(a)[i] == d->shape[i];
-    if (!same) {
-        PyErr_Format(PyExc_ValueError, "to_device: a has shape %s; out has shape %s",
-                     gm_shape_str(PyArray_NDIM(a), PyArray_DIMS(a), got, sizeof got),
-                     gm_shape_str(d->ndim, d->shape, want, sizeof want));
-        return NULL;
-    }
-    if (gm_ensure_device() < 0)
+    if (same_layout("to_device", "a", a, d, "out") < 0 || gm_ensure_device() < 0)
         return NULL;
     PyArrayObject *c = (PyArrayObject *)PyArray_GETCONTIGUOUS(a); /* copies if strided */
     if (c == NULL)
@@ -295,34 +289,49 @@ static PyObject *gm_to_device_py(PyObject *self, PyObject *args, PyObject *kwarg
     return gm_to_device(self, obj);
 }
 
+int gm_shape_dtype(const char *fn, PyObject *shape_obj, PyObject *dtype_obj,
+                   PyArray_Dims *shape, PyArray_Descr **dtype, size_t *nbytes)
+{
+    char what[64];
+    shape->ptr = NULL;
+    shape->len = 0;
+    *dtype = NULL;
+    if (shape_obj == Py_None || !PyArray_IntpConverter(shape_obj, shape)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: shape must be an int or a sequence of ints, not %.200s",
+                     fn, Py_TYPE(shape_obj)->tp_name);
+        goto fail;
+    }
+    if (!PyArray_DescrConverter2(dtype_obj, dtype)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: dtype=%R is not a NumPy dtype", fn, dtype_obj);
+        goto fail;
+    }
+    if (*dtype == NULL)
+        *dtype = PyArray_DescrFromType(NPY_FLOAT32);
+    snprintf(what, sizeof what, "%s: dtype is", fn);
+    if (gm_check_plain_dtype(*dtype, what) == 0 &&
+        gm_shape_nbytes(shape->len, shape->ptr, *dtype, nbytes, fn) == 0)
+        return 0;
+fail:
+    Py_CLEAR(*dtype);
+    PyDimMem_FREE(shape->ptr);
+    shape->ptr = NULL;
+    return -1;
+}
+
 static PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"shape", "dtype", NULL};
-    PyArray_Dims shape = {NULL, 0};
-    PyArray_Descr *dtype = NULL;
+    PyArray_Dims shape;
+    PyArray_Descr *dtype;
     PyObject *result = NULL;
     PyObject *shape_obj, *dtype_obj = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:empty", kwlist, &shape_obj, &dtype_obj))
-        return NULL;
-    if (!PyArray_IntpConverter(shape_obj, &shape) || shape_obj == Py_None) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError,
-                     "empty: shape must be an int or a sequence of ints, not %.200s",
-                     Py_TYPE(shape_obj)->tp_name);
-        PyDimMem_FREE(shape.ptr);
-        return NULL;
-    }
-    if (!PyArray_DescrConverter2(dtype_obj, &dtype)) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "empty: dtype=%R is not a NumPy dtype", dtype_obj);
-        PyDimMem_FREE(shape.ptr);
-        return NULL;
-    }
-    if (dtype == NULL)
-        dtype = PyArray_DescrFromType(NPY_FLOAT32);
     size_t nbytes;
-    if (gm_check_plain_dtype(dtype, "empty: dtype is") == 0 &&
-        gm_shape_nbytes(shape.len, shape.ptr, dtype, &nbytes, "empty") == 0 && gm_ensure_device() == 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:empty", kwlist, &shape_obj, &dtype_obj) ||
+        gm_shape_dtype("empty", shape_obj, dtype_obj, &shape, &dtype, &nbytes) < 0)
+        return NULL;
+    if (gm_ensure_device() == 0)
         result = (PyObject *)gm_devarray_new(shape.len, shape.ptr, dtype);
     Py_DECREF(dtype);
     PyDimMem_FREE(shape.ptr);
@@ -526,6 +535,14 @@ int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenu
         return -1;
     }
     return 0;
+}
+
+long long gm_operand_size(const gm_operand *op)
+{
+    long long n = 1;
+    for (int i = 0; i < op->ndim; i++)
+        n *= op->shape[i];
+    return n;
 }
 
 int gm_operand_upload(gm_operand *op)

@@ -314,10 +314,12 @@ static int c_contiguous(int ndim, const npy_intp *shape, const int64_t *strides,
 
 /* A DeviceArray over memory someone else owns; `owner` (stolen) is released
  * with it.  The memory is not counted as gpumem's. */
-static gm_DeviceArray *wrap(void *ptr, int ndim, const npy_intp *shape, PyArray_Descr *dtype,
-                            PyObject *owner)
+static gm_DeviceArray *wrap(const char *fn, void *ptr, int ndim, const npy_intp *shape,
+                            PyArray_Descr *dtype, PyObject *owner)
 {
-    gm_DeviceArray *d = PyObject_New(gm_DeviceArray, &gm_DeviceArray_Type);
+    size_t nbytes;
+    gm_DeviceArray *d = gm_shape_nbytes(ndim, shape, dtype, &nbytes, fn) < 0
+                            ? NULL : PyObject_New(gm_DeviceArray, &gm_DeviceArray_Type);
     if (d == NULL) {
         Py_DECREF(owner);
         return NULL;
@@ -327,10 +329,7 @@ static gm_DeviceArray *wrap(void *ptr, int ndim, const npy_intp *shape, PyArray_
     memcpy(d->shape, shape, sizeof(npy_intp) * (size_t)ndim);
     Py_INCREF(dtype);
     d->dtype = dtype;
-    size_t n = (size_t)PyDataType_ELSIZE(dtype);
-    for (int i = 0; i < ndim; i++)
-        n *= (size_t)shape[i];
-    d->nbytes = n;
+    d->nbytes = nbytes;
     d->owner = owner;
     return d;
 }
@@ -415,7 +414,7 @@ static gm_DeviceArray *from_capsule(PyObject *cap, const char *fn)
         Py_DECREF(dtype);
         return NULL;
     }
-    gm_DeviceArray *d = wrap((char *)t->data + t->byte_offset, t->ndim, shape, dtype, owner);
+    gm_DeviceArray *d = wrap(fn, (char *)t->data + t->byte_offset, t->ndim, shape, dtype, owner);
     Py_DECREF(dtype);
     return d;
 }
@@ -461,7 +460,9 @@ static gm_DeviceArray *from_cai(PyObject *x, PyObject *cai, const char *fn)
     PyArray_Descr *dtype = NULL;
     if (!PyArray_DescrConverter(typestr, &dtype))
         return NULL;
-    if (gm_check_plain_dtype(dtype, "from_dlpack: x has dtype") < 0) {
+    char what[64];
+    snprintf(what, sizeof what, "%s: x has dtype", fn);
+    if (gm_check_plain_dtype(dtype, what) < 0) {
         Py_DECREF(dtype);
         return NULL;
     }
@@ -516,7 +517,7 @@ static gm_DeviceArray *from_cai(PyObject *x, PyObject *cai, const char *fn)
         }
     }
     Py_INCREF(x);
-    gm_DeviceArray *d = wrap(ptr, (int)ndim, shape, dtype, x);
+    gm_DeviceArray *d = wrap(fn, ptr, (int)ndim, shape, dtype, x);
     Py_DECREF(dtype);
     return d;
 }

@@ -2,6 +2,8 @@
  * them, and the conversion of int and str arguments. */
 #include "gm.h"
 
+#include <string.h>
+
 PyObject *gm_CudaError;
 PyObject *gm_CudaUnavailableError;
 PyObject *gm_DeviceMemoryError;
@@ -78,6 +80,39 @@ int gm_arg_str(PyObject *obj, const char *fn, const char *name, const char **out
     }
     *out = PyUnicode_AsUTF8(obj);
     return *out ? 0 : -1;
+}
+
+int gm_arg_range(PyObject *obj, const char *fn, const char *name, long long lo, long long hi,
+                 long long *out)
+{
+    if (gm_arg_long(obj, fn, name, out) < 0)
+        return -1;
+    if (*out >= lo && *out <= hi)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be %lld..%lld", fn, name,
+                 *out, name, lo, hi);
+    return -1;
+}
+
+int gm_arg_choice(PyObject *obj, const char *fn, const char *name, const char *const *choices,
+                  int *out)
+{
+    const char *s;
+    char allowed[256] = "";
+    size_t pos = 0;
+    if (gm_arg_str(obj, fn, name, &s) < 0)
+        return -1;
+    for (int i = 0; choices[i]; i++) {
+        if (strcmp(s, choices[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+        if (pos < sizeof allowed)
+            pos += (size_t)snprintf(allowed + pos, sizeof allowed - pos, "%s'%s'", i ? ", " : "",
+                                    choices[i]);
+    }
+    PyErr_Format(PyExc_ValueError, "%s: %s='%s' is unknown; allowed: %s", fn, name, s, allowed);
+    return -1;
 }
 
 static PyObject *new_exception(PyObject *m, const char *name, PyObject *bases, const char *doc)

@@ -65,6 +65,14 @@ int gm_device_init(PyObject *module); /* is_available, device, memory_info, ... 
 int gm_arg_long(PyObject *obj, const char *fn, const char *name, long long *out);
 /* Read a str argument; TypeError naming it otherwise. */
 int gm_arg_str(PyObject *obj, const char *fn, const char *name, const char **out);
+/* An integer argument in lo..hi (ValueError "fn: name=v is not allowed; name must be
+ * lo..hi" otherwise). */
+int gm_arg_range(PyObject *obj, const char *fn, const char *name, long long lo, long long hi,
+                 long long *out);
+/* A str argument among `choices` (NULL-ended): its index (ValueError "fn: name='s' is
+ * unknown; allowed: ..." otherwise). */
+int gm_arg_choice(PyObject *obj, const char *fn, const char *name, const char *const *choices,
+                  int *out);
 
 /* ---- device memory and DeviceArray (devarray.c) -------------------------- */
 #define GM_MAXDIM 32
@@ -101,6 +109,11 @@ int gm_shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, size_
 /* TypeError unless a plain numeric dtype in native byte order; `what` starts
  * the message ("fn: a has dtype"). */
 int gm_check_plain_dtype(PyArray_Descr *dtype, const char *what);
+/* The (shape, dtype=None) arguments of empty() and pinned_empty(): *shape (free
+ * with PyDimMem_FREE), *dtype (new reference; float32 for None, a plain numeric
+ * one) and their bytes; 0, or -1 with TypeError/ValueError naming fn. */
+int gm_shape_dtype(const char *fn, PyObject *shape_obj, PyObject *dtype_obj,
+                   PyArray_Dims *shape, PyArray_Descr **dtype, size_t *nbytes);
 
 /* Adds DeviceArray, to_device() and empty() to the module. */
 int gm_memory_init(PyObject *module);
@@ -114,7 +127,6 @@ long long gm_pinned_bytes(void);
  * released: pageable host memory of 2 MiB and more through the staging
  * threads, the rest by cudaMemcpy.  0 / -1 with CudaError set. */
 int gm_copy_host(void *dst, const void *src, size_t nbytes, int to_device);
-int gm_stage_workers(void);
 int gm_hostmem_init(PyObject *module); /* pinned_empty, PinnedMemory, _stage_* */
 
 /* ---- DLPack and the CUDA array interface (dlpack.c) ---------------------------- */
@@ -140,6 +152,7 @@ typedef struct {
 int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenum,
                      gm_operand *op);
 int gm_operand_upload(gm_operand *op);
+long long gm_operand_size(const gm_operand *op); /* elements */
 void gm_operand_release(gm_operand *op);
 /* Check an `out=` argument: a DeviceArray with this shape and dtype. */
 int gm_check_out(PyObject *out, const char *fn, int ndim, const npy_intp *shape, int typenum);

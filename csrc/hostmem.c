@@ -86,10 +86,11 @@ static PyTypeObject gm_Pinned_Type = {
 static PyObject *gm_pinned_empty(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"shape", "dtype", "write_combined", NULL};
-    PyArray_Dims shape = {NULL, 0};
-    PyArray_Descr *dtype = NULL;
+    PyArray_Dims shape;
+    PyArray_Descr *dtype;
     PyObject *shape_obj, *dtype_obj = Py_None, *wc_obj = Py_False, *arr = NULL;
     gm_Pinned *owner = NULL;
+    size_t nbytes;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$O:pinned_empty", kwlist, &shape_obj,
                                      &dtype_obj, &wc_obj))
         return NULL;
@@ -98,25 +99,8 @@ static PyObject *gm_pinned_empty(PyObject *self, PyObject *args, PyObject *kwarg
                      "%.200s", Py_TYPE(wc_obj)->tp_name);
         return NULL;
     }
-    if (shape_obj == Py_None || !PyArray_IntpConverter(shape_obj, &shape)) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError,
-                     "pinned_empty: shape must be an int or a sequence of ints, not %.200s",
-                     Py_TYPE(shape_obj)->tp_name);
+    if (gm_shape_dtype("pinned_empty", shape_obj, dtype_obj, &shape, &dtype, &nbytes) < 0)
         return NULL;
-    }
-    if (!PyArray_DescrConverter2(dtype_obj, &dtype)) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "pinned_empty: dtype=%R is not a NumPy dtype", dtype_obj);
-        goto done;
-    }
-    if (dtype == NULL)
-        dtype = PyArray_DescrFromType(NPY_FLOAT32);
-    if (gm_check_plain_dtype(dtype, "pinned_empty: dtype is") < 0)
-        goto done;
-    size_t nbytes;
-    if (gm_shape_nbytes(shape.len, shape.ptr, dtype, &nbytes, "pinned_empty") < 0)
-        goto done;
     owner = PyObject_New(gm_Pinned, &gm_Pinned_Type);
     if (owner == NULL)
         goto done;
@@ -139,7 +123,7 @@ static PyObject *gm_pinned_empty(PyObject *self, PyObject *args, PyObject *kwarg
     owner = NULL; /* the array holds it now */
 done:
     Py_XDECREF(owner);
-    Py_XDECREF(dtype);
+    Py_DECREF(dtype);
     PyDimMem_FREE(shape.ptr);
     return arr;
 }
@@ -297,7 +281,7 @@ static cudaError_t stage_setup(const char **call)
     return cudaSuccess;
 }
 
-int gm_stage_workers(void) { return stage.workers ? stage.workers : stage_workers_wanted(); }
+static int stage_workers(void) { return stage.workers ? stage.workers : stage_workers_wanted(); }
 
 /* The staging buffers count as pinned bytes once they exist. */
 static int staging_counted = 0;
@@ -416,7 +400,7 @@ static PyObject *stage_release(PyObject *self, PyObject *unused)
 
 static PyObject *stage_info(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:i,s:n,s:n,s:n}", "workers", gm_stage_workers(), "chunk",
+    return Py_BuildValue("{s:i,s:n,s:n,s:n}", "workers", stage_workers(), "chunk",
                          (Py_ssize_t)STAGE_CHUNK, "min_chunk", (Py_ssize_t)STAGE_MIN_CHUNK,
                          "min_bytes", (Py_ssize_t)STAGE_MIN_BYTES);
 }

@@ -58,13 +58,7 @@ static int int_in(PyObject *obj, const char *fn, const char *name, long long lo,
 {
     if (obj == NULL || obj == Py_None)
         return 0;
-    if (gm_arg_long(obj, fn, name, out) < 0)
-        return -1;
-    if (*out >= lo && *out <= hi)
-        return 0;
-    PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be %lld..%lld", fn, name,
-                 *out, name, lo, hi);
-    return -1;
+    return gm_arg_range(obj, fn, name, lo, hi, out);
 }
 
 static PyObject *kernel_occupancy(PyObject *self, PyObject *args)

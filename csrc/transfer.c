@@ -18,14 +18,6 @@
 GM_THUNKS(read_sum)
 GM_THUNKS(scale)
 
-static long long size_of(const gm_operand *op)
-{
-    long long n = 1;
-    for (int i = 0; i < op->ndim; i++)
-        n *= op->shape[i];
-    return n;
-}
-
 /* ---- read_sum ------------------------------------------------------------------ */
 static const gm_variant read_sum_variants[] = {
     GM_ROW(read_sum, "default", 0,
@@ -45,7 +37,7 @@ static const gm_arg read_sum_args[] = {
 
 static int read_sum_check(gm_call *c)
 {
-    const long long n = size_of(&c->op[RS_X]);
+    const long long n = gm_operand_size(&c->op[RS_X]);
     npy_intp one[1] = {1};
     gm_result(c, 1, one, NPY_FLOAT64);
     c->work = n > 0 ? n : 1; /* always launched: the sum of nothing is written as 0 */
@@ -67,7 +59,7 @@ fail:
 static void read_sum_fill(const gm_call *c, void *params)
 {
     *(gm_read_sum_params *)params = (gm_read_sum_params){
-        gm_in(c, RS_X), gm_res(c), size_of(&c->op[RS_X]), (int)c->v[RS_BLOCK]};
+        gm_in(c, RS_X), gm_res(c), gm_operand_size(&c->op[RS_X]), (int)c->v[RS_BLOCK]};
 }
 
 const gm_family gm_read_sum_family = {
@@ -97,7 +89,7 @@ static const gm_arg scale_args[] = {
 
 static int scale_check(gm_call *c)
 {
-    const long long n = size_of(&c->op[SC_X]);
+    const long long n = gm_operand_size(&c->op[SC_X]);
     gm_result(c, c->op[SC_X].ndim, c->op[SC_X].shape, NPY_FLOAT32);
     c->work = n;
     c->bytes = 8.0 * (double)n;
@@ -108,7 +100,7 @@ static int scale_check(gm_call *c)
 static void scale_fill(const gm_call *c, void *params)
 {
     *(gm_scale_params *)params = (gm_scale_params){
-        gm_in(c, SC_X), gm_res(c), size_of(&c->op[SC_X]), (int)c->v[SC_WORK],
+        gm_in(c, SC_X), gm_res(c), gm_operand_size(&c->op[SC_X]), (int)c->v[SC_WORK],
         (int)c->v[SC_BLOCK]};
 }
 
@@ -122,41 +114,15 @@ const gm_family gm_scale_family = {
 /* ---- the experiments' shared parts ---------------------------------------------------------- */
 #define MAX_BYTES (1LL << 36) /* 64 GiB */
 
-static int arg_range(PyObject *obj, const char *fn, const char *name, long long lo, long long hi,
-                     long long mult, long long *out)
+/* nbytes of whole floats: 4..MAX_BYTES, a multiple of 4. */
+static int arg_float_bytes(PyObject *obj, const char *fn, long long *out)
 {
-    if (gm_arg_long(obj, fn, name, out) < 0)
+    if (gm_arg_range(obj, fn, "nbytes", 4, MAX_BYTES, out) < 0)
         return -1;
-    if (*out < lo || *out > hi || (mult > 1 && *out % mult)) {
-        if (mult > 1)
-            PyErr_Format(PyExc_ValueError,
-                         "%s: %s=%lld is not allowed; %s must be %lld..%lld, a multiple of %lld",
-                         fn, name, *out, name, lo, hi, mult);
-        else
-            PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be %lld..%lld",
-                         fn, name, *out, name, lo, hi);
-        return -1;
-    }
-    return 0;
-}
-
-static int arg_choice(PyObject *obj, const char *fn, const char *name, const char *const *names,
-                      int *out)
-{
-    const char *s;
-    char allowed[256] = "";
-    size_t pos = 0;
-    if (gm_arg_str(obj, fn, name, &s) < 0)
-        return -1;
-    for (int i = 0; names[i]; i++) {
-        if (strcmp(s, names[i]) == 0) {
-            *out = i;
-            return 0;
-        }
-        pos += (size_t)snprintf(allowed + pos, sizeof allowed - pos, "%s'%s'", i ? ", " : "",
-                                names[i]);
-    }
-    PyErr_Format(PyExc_ValueError, "%s: %s='%s' is unknown; allowed: %s", fn, name, s, allowed);
+    if (*out % 4 == 0)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: nbytes=%lld is not allowed; nbytes must be a multiple "
+                 "of 4 (whole floats)", fn, *out);
     return -1;
 }
 
@@ -225,11 +191,11 @@ static PyObject *transfer_copy(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO:_transfer_copy", kwlist, &kind_o,
                                      &dir_o, &nb_o, &rep_o, &warm_o))
         return NULL;
-    if (arg_choice(kind_o, fn, "kind", copy_kinds, &kind) < 0 ||
-        arg_choice(dir_o, fn, "direction", directions, &dir) < 0 ||
-        arg_range(nb_o, fn, "nbytes", 1, MAX_BYTES, 1, &nbytes) < 0 ||
-        arg_range(rep_o, fn, "repeat", 1, 100000, 1, &repeat) < 0 ||
-        arg_range(warm_o, fn, "warmup", 0, 100000, 1, &warmup) < 0)
+    if (gm_arg_choice(kind_o, fn, "kind", copy_kinds, &kind) < 0 ||
+        gm_arg_choice(dir_o, fn, "direction", directions, &dir) < 0 ||
+        gm_arg_range(nb_o, fn, "nbytes", 1, MAX_BYTES, &nbytes) < 0 ||
+        gm_arg_range(rep_o, fn, "repeat", 1, 100000, &repeat) < 0 ||
+        gm_arg_range(warm_o, fn, "warmup", 0, 100000, &warmup) < 0)
         return NULL;
     const int h2d = dir == 0;
     if (kind == K_FRESH && h2d) {
@@ -324,9 +290,9 @@ static PyObject *transfer_zero_copy(PyObject *self, PyObject *args, PyObject *kw
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:_transfer_zero_copy", kwlist, &nb_o,
                                      &reads_o, &rep_o))
         return NULL;
-    if (arg_range(nb_o, fn, "nbytes", 4, MAX_BYTES, 4, &nbytes) < 0 ||
-        arg_range(reads_o, fn, "reads", 1, 1000, 1, &reads) < 0 ||
-        arg_range(rep_o, fn, "repeat", 1, 10000, 1, &repeat) < 0)
+    if (arg_float_bytes(nb_o, fn, &nbytes) < 0 ||
+        gm_arg_range(reads_o, fn, "reads", 1, 1000, &reads) < 0 ||
+        gm_arg_range(rep_o, fn, "repeat", 1, 10000, &repeat) < 0)
         return NULL;
     if (gm_ensure_device() < 0)
         return NULL;
@@ -397,8 +363,8 @@ static PyObject *transfer_managed(PyObject *self, PyObject *args, PyObject *kwar
     int managed = 0, dev = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:_transfer_managed", kwlist, &nb_o, &rep_o))
         return NULL;
-    if (arg_range(nb_o, fn, "nbytes", 4, MAX_BYTES, 4, &nbytes) < 0 ||
-        arg_range(rep_o, fn, "repeat", 1, 1000, 1, &repeat) < 0)
+    if (arg_float_bytes(nb_o, fn, &nbytes) < 0 ||
+        gm_arg_range(rep_o, fn, "repeat", 1, 1000, &repeat) < 0)
         return NULL;
     if (gm_ensure_device() < 0)
         return NULL;
@@ -495,9 +461,9 @@ static PyObject *transfer_overlap(PyObject *self, PyObject *args, PyObject *kwar
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:_transfer_overlap", kwlist, &nb_o, &ch_o,
                                      &work_o))
         return NULL;
-    if (arg_range(nb_o, fn, "nbytes", 4, MAX_BYTES, 4, &nbytes) < 0 ||
-        arg_range(ch_o, fn, "chunks", 1, 64, 1, &chunks) < 0 ||
-        arg_range(work_o, fn, "work", 0, 1000000, 1, &work) < 0)
+    if (arg_float_bytes(nb_o, fn, &nbytes) < 0 ||
+        gm_arg_range(ch_o, fn, "chunks", 1, 64, &chunks) < 0 ||
+        gm_arg_range(work_o, fn, "work", 0, 1000000, &work) < 0)
         return NULL;
     if (chunks > nbytes / 4) {
         PyErr_Format(PyExc_ValueError, "%s: chunks=%lld is not allowed; chunks must be at most "

@@ -164,10 +164,6 @@ def _auto_repeat(nbytes: int) -> int:
     return max(3, min(50, (64 << 20) // max(nbytes, 1)))
 
 
-def _median(ms: list[float]) -> float:
-    return statistics.median(ms)
-
-
 def transfer_sweep(sizes: Sequence[int] = SIZES, *,
                    kinds: Sequence[str] = ("pageable", "fresh", "pinned", "write_combined",
                                            "staged"),
@@ -197,7 +193,8 @@ def transfer_sweep(sizes: Sequence[int] = SIZES, *,
     rows = []
     for kind, direction, nbytes in _progress(cases, len(cases), fn, progress):
         r = rep or _auto_repeat(nbytes)
-        ms = _median(_core._transfer_copy(kind, direction, nbytes, r, 2 if nbytes < 1 << 24 else 1))
+        warm = 2 if nbytes < 1 << 24 else 1
+        ms = statistics.median(_core._transfer_copy(kind, direction, nbytes, r, warm))
         rows.append({"kind": kind, "direction": direction, "bytes": nbytes, "ms": ms,
                      "us": ms * 1e3, "GB/s": nbytes / ms / 1e6, "repeat": r})
     best = {d: max((r["GB/s"] for r in rows if r["kind"] == "pinned" and r["direction"] == d),
@@ -243,7 +240,7 @@ def zero_copy_compare(sizes: Sequence[int] = (64 << 10, 1 << 20, 16 << 20, 256 <
         want = _pattern_sum(nbytes // 4)
         if any(s != want for s in d["sums"]):
             raise gpumem.CudaError(f"{fn}: the kernel's sums {d['sums']} differ from {want}")
-        m, c, dv = (_median(d[k]) for k in ("mapped", "copy", "device"))
+        m, c, dv = (statistics.median(d[k]) for k in ("mapped", "copy", "device"))
         rows.append({"bytes": nbytes, "reads": nreads, "mapped ms": m, "copy ms": c,
                      "device ms": dv, "mapped GB/s": nbytes * nreads / m / 1e6,
                      "winner": "mapped" if m < c else "copy"})
@@ -288,11 +285,11 @@ def managed_compare(sizes: Sequence[int] = (1 << 20, 16 << 20, 256 << 20), *, re
         want = _pattern_sum(nbytes // 4)
         if any(s != want for s in d["sums"]):
             raise gpumem.CudaError(f"{fn}: the kernel's sums {d['sums']} differ from {want}")
-        pre, after = _median(d["prefetch"]), _median(d["after_prefetch"])
-        both = _median([p + a for p, a in zip(d["prefetch"], d["after_prefetch"])])
-        for how, ms in (("fault", _median(d["fault"])), ("prefetch", pre),
+        pre, after = statistics.median(d["prefetch"]), statistics.median(d["after_prefetch"])
+        both = statistics.median([p + a for p, a in zip(d["prefetch"], d["after_prefetch"])])
+        for how, ms in (("fault", statistics.median(d["fault"])), ("prefetch", pre),
                         ("kernel after prefetch", after), ("prefetch + kernel", both),
-                        ("resident", _median(d["resident"]))):
+                        ("resident", statistics.median(d["resident"]))):
             rows.append({"bytes": nbytes, "how": how, "ms": ms, "GB/s": nbytes / ms / 1e6})
     return Table(rows, sources={"ms": "measured", "GB/s": "measured"},
                  title="managed memory written on the host, read by a kernel")
@@ -301,7 +298,7 @@ def managed_compare(sizes: Sequence[int] = (1 << 20, 16 << 20, 256 << 20), *, re
 def _calibrate_work(nbytes: int) -> int:
     """FMAs per element that make :func:`scale` over ``nbytes`` take about as long as a
     pinned host-to-device copy of them (so overlap has something to hide)."""
-    copy_ms = _median(_core._transfer_copy("pinned", "h2d", nbytes, 3, 1))
+    copy_ms = statistics.median(_core._transfer_copy("pinned", "h2d", nbytes, 3, 1))
     x = gpumem.empty(max(nbytes // 4, 1), np.float32)
     probe = 256
     ms = gpumem.bench(scale, x, work=probe, repeat=3, warmup=1).median_ms
