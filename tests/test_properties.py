@@ -218,7 +218,7 @@ _QUICK = {"transfer_sweep", "zero_copy_compare", "managed_compare", "overlap_tim
 
 
 @pytest.fixture
-def kept_ladder(monkeypatch, request):
+def cheap_measurements(monkeypatch, request):
     name = request.node.callspec.params["name"]
     if GPU and name == "cache_sizes":
         monkeypatch.setattr("gpumem.ladder.latency_ladder", _kept_ladder)
@@ -230,7 +230,7 @@ def kept_ladder(monkeypatch, request):
 @pytest.mark.parametrize("name", sorted(FUNCTIONS) + sorted(METHODS))
 @_SETTINGS
 @given(data=st.data())
-def test_random_arguments(name, data, kept_ladder):
+def test_random_arguments(name, data, cheap_measurements):
     fn = FUNCTIONS.get(name) or METHODS[name]
     target = fn if name in FUNCTIONS else getattr(gm.Table, name.split(".")[1])
     params = [p for p in inspect.signature(target).parameters.values() if p.name != "self"]
