@@ -318,7 +318,7 @@ class Profile:
             rows.append(row)
         cols = ["kernel", "variant", "params", "ms", "flops", "bytes"] + list(self.metrics)
         return Table(rows, columns=cols,
-                     sources={"bytes": "declared", **{c: "measured" for c in ["ms"] + self.metrics}},
+                     sources={"flops": "declared", "bytes": "declared", **{c: "measured" for c in ["ms"] + self.metrics}},
                      title=f"profile ({self.chip or 'GPU'}, {self.passes} pass"
                            f"{'es' if self.passes != 1 else ''} per launch)")
 

@@ -393,10 +393,12 @@ def test_table_has_one_measured_column_per_metric(counters, rng):
         gpumem.vec_add(a, b)
         gpumem.vec_add(a, b, block=128)
     t = p.table()
-    assert t.columns == ["kernel", "variant", "params", "ms", "gld_efficiency",
-                         "dram__bytes_read.sum"]
-    assert t.sources == {"ms": "measured", "gld_efficiency": "measured",
-                         "dram__bytes_read.sum": "measured"}
+    assert t.columns == ["kernel", "variant", "params", "ms", "flops", "bytes",
+                         "gld_efficiency", "dram__bytes_read.sum"]
+    assert t.sources == {"ms": "measured", "flops": "declared", "bytes": "declared",
+                         "gld_efficiency": "measured", "dram__bytes_read.sum": "measured"}
+    # vec_add declares one FLOP and 12 bytes (two float32 loads, one store) per element
+    assert t["flops"] == [5000, 5000] and t["bytes"] == [12 * 5000, 12 * 5000]
     assert t["kernel"] == ["vec_add", "vec_add"] and "block=128" in t["params"][1]
     assert all(v > 0 for v in t["ms"])
 
