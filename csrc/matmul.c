@@ -29,11 +29,17 @@ static const gm_variant variants[] = {
            "an outer product per k (8 shared loads per 16 FMAs); 64 x 64 tiles, A transposed "
            "in shared memory, float4 loads and stores",
            MATMUL_BYTES, MATMUL_FLOPS),
+    GM_ROW(matmul, "warptiled", GM_MATMUL_WARPTILED,
+           "block, warp and thread tiles: 128 x 128 tiles of C per 8 warps, 64 x 32 per warp, "
+           "8 x 8 per thread (tile=64: 64 x 64 per 4 warps, 4 x 8 per thread); shared memory "
+           "double buffered, B's next tile copied by cp.async (global to shared, no registers) "
+           "and A's held in registers while this tile's product runs; one barrier per tile",
+           MATMUL_BYTES, MATMUL_FLOPS),
     GM_END_ROWS,
 };
 
 enum { A, B, TILE, VARIANT };
-static const long long tiles[] = {8, 16, 32, 64, 0};
+static const long long tiles[] = {8, 16, 32, 64, 128, 0};
 
 /* The tiles each variant takes (its default first): the edge of the C tile a
  * block computes. */
@@ -48,6 +54,8 @@ static const struct {
     {GM_MATMUL_COARSENED, {GM_MATMUL_COARSENED_TILE, 0}, "32 only (blocks of 32 x 8 threads)"},
     {GM_MATMUL_REGISTER_TILED, {GM_MATMUL_REGISTER_TILED_TILE, 0},
      "64 only (blocks of 16 x 16 threads)"},
+    {GM_MATMUL_WARPTILED, {GM_MATMUL_WARPTILED_TILE, 64, 0},
+     "128 (8 warps, the default) or 64 (4 warps)"},
 };
 
 static int pick_tile(gm_call *c)
@@ -120,6 +128,7 @@ const gm_family gm_matmul_family = {
     "C = a @ b for float32 matrices (M x K @ K x N), a tile x tile block of C per thread "
     "block; variant 'naive', 'tiled' (shared-memory tiles of A and B), 'prefetch' (double "
     "buffered), 'coarsened' (4 outputs of a column per thread, 32 x 32 tiles) or "
-    "'register_tiled' (a 4 x 4 block of C per thread, 64 x 64 tiles).",
+    "'register_tiled' (a 4 x 4 block of C per thread, 64 x 64 tiles) or 'warptiled' "
+    "(block, warp and thread tiles, cp.async double buffering; tile 128 or 64).",
     args, 1, 0, variants, check, NULL, fill,
 };

@@ -254,6 +254,210 @@ __device__ __forceinline__ void register_tiled(float (&As)[RT_BK][RT_BM + RT_PAD
     }
 }
 
+// warptiled: a BM x BN tile of C per block, split into warp tiles of WM x WN,
+// each lane a (WM / 32 * 4) x (WN / 16 * 4) block of C as 4 x 4 sub-tiles (lanes
+// 8 down x 4 across a warp tile, so a quarter-warp's float4 reads of A cover 128
+// contiguous bytes and of B are one broadcast).  Shared memory is double
+// buffered: while the block multiplies tile t, the tile t + 1 of B is already
+// on its way into the other buffer by asynchronous copies (cp.async, sm_80 and
+// newer: global -> shared without passing through registers) and the tile t + 1
+// of A is in registers, stored transposed after the product; one barrier per
+// tile.  A is transposed in shared memory so a lane's 4 A values of a k are one
+// float4; its row stride (BM + 4 floats) keeps the transposing stores at 2-way
+// bank conflicts at most.  Out-of-range elements are zero-filled (cp.async
+// src-size 0), so any M, N, K works; rows that are not 16-byte aligned take
+// 4-byte copies and scalar loads.
+__device__ __forceinline__ void cp_async16(float *smem, const float *gmem, bool full)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+                 "r"(full ? 16 : 0));
+#else
+    *reinterpret_cast<float4 *>(smem) =
+        full ? *reinterpret_cast<const float4 *>(gmem) : make_float4(0.f, 0.f, 0.f, 0.f);
+#endif
+}
+
+__device__ __forceinline__ void cp_async4(float *smem, const float *gmem, bool full)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem),
+                 "r"(full ? 4 : 0));
+#else
+    *smem = full ? *gmem : 0.0f;
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+__device__ __forceinline__ void cp_async_wait_all()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+template <int BM, int BN, int BK, int WM, int WN>
+struct Warptiled {
+    static constexpr int WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32;
+    static constexpr int SUB_M = WM / 32, SUB_N = WN / 16; // 4 x 4 sub-tiles per lane
+    static constexpr int TM = 4 * SUB_M, TN = 4 * SUB_N;
+    static constexpr int A_PAD = 4;
+    static constexpr int A_LOADS = BM * BK / 4 / THREADS, B_LOADS = BK * BN / 4 / THREADS;
+    static_assert(A_LOADS * 4 * THREADS == BM * BK && B_LOADS * 4 * THREADS == BK * BN,
+                  "tiles must split into float4 per thread");
+    static constexpr size_t SMEM = 2 * BK * (BM + A_PAD + BN) * sizeof(float);
+};
+
+template <int BM, int BN, int BK, int WM, int WN>
+__device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs)[2][BK][BN],
+                                          const float *__restrict__ A,
+                                          const float *__restrict__ B, float *__restrict__ C,
+                                          int M, int N, int K)
+{
+    using W = Warptiled<BM, BN, BK, WM, WN>;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int wm = (warp / W::WARPS_N) * WM, wn = (warp % W::WARPS_N) * WN;
+    const int lm = (lane % 8) * 4, ln = (lane / 8) * 4;
+    const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+    const bool vec_a = (K % 4) == 0 && aligned16(A), vec_b = (N % 4) == 0 && aligned16(B);
+    float acc[W::TM][W::TN] = {};
+    float4 areg[W::A_LOADS];
+
+    auto load_a = [&](int k0) { // A[bm + r][k0 + c .. + 3] -> registers
+#pragma unroll
+        for (int i = 0; i < W::A_LOADS; ++i) {
+            const int f = tid + i * W::THREADS, r = bm + f / (BK / 4), k = k0 + (f % (BK / 4)) * 4;
+            if (vec_a && r < M && k + 3 < K) {
+                areg[i] = *reinterpret_cast<const float4 *>(A + (size_t)r * K + k);
+            } else {
+                const float *a = A + (size_t)r * K + k;
+                areg[i].x = (r < M && k < K) ? a[0] : 0.0f;
+                areg[i].y = (r < M && k + 1 < K) ? a[1] : 0.0f;
+                areg[i].z = (r < M && k + 2 < K) ? a[2] : 0.0f;
+                areg[i].w = (r < M && k + 3 < K) ? a[3] : 0.0f;
+            }
+        }
+    };
+    auto store_a = [&](int buf) { // registers -> As[buf][k][r] (transposed)
+#pragma unroll
+        for (int i = 0; i < W::A_LOADS; ++i) {
+            const int f = tid + i * W::THREADS, r = f / (BK / 4), c = (f % (BK / 4)) * 4;
+            As[buf][c][r] = areg[i].x;
+            As[buf][c + 1][r] = areg[i].y;
+            As[buf][c + 2][r] = areg[i].z;
+            As[buf][c + 3][r] = areg[i].w;
+        }
+    };
+    auto load_b = [&](int buf, int k0) { // B[k0 + kr][bn + c .. + 3] -> Bs[buf][kr][c ..]
+#pragma unroll
+        for (int i = 0; i < W::B_LOADS; ++i) {
+            const int f = tid + i * W::THREADS, kr = f / (BN / 4), c = (f % (BN / 4)) * 4;
+            const int k = k0 + kr, col = bn + c;
+            float *dst = &Bs[buf][kr][c];
+            if (vec_b) {
+                const bool in = k < K && col < N; // N % 4 == 0: all four or none
+                cp_async16(dst, in ? B + (size_t)k * N + col : B, in);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const bool in = k < K && col + j < N;
+                    cp_async4(dst + j, in ? B + (size_t)k * N + col + j : B, in);
+                }
+            }
+        }
+        cp_async_commit();
+    };
+
+    const int tiles = (K + BK - 1) / BK;
+    if (tiles > 0) {
+        load_b(0, 0);
+        load_a(0);
+        store_a(0);
+        cp_async_wait_all();
+    }
+    __syncthreads();
+    for (int t = 0; t < tiles; ++t) {
+        const int cur = t & 1;
+        const bool next = t + 1 < tiles;
+        if (next) {
+            load_b(cur ^ 1, (t + 1) * BK);
+            load_a((t + 1) * BK);
+        }
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            float a[W::TM], b[W::TN];
+#pragma unroll
+            for (int s = 0; s < W::SUB_M; ++s) {
+                const float4 v = *reinterpret_cast<const float4 *>(&As[cur][k][wm + s * 32 + lm]);
+                a[4 * s] = v.x, a[4 * s + 1] = v.y, a[4 * s + 2] = v.z, a[4 * s + 3] = v.w;
+            }
+#pragma unroll
+            for (int s = 0; s < W::SUB_N; ++s) {
+                const float4 v = *reinterpret_cast<const float4 *>(&Bs[cur][k][wn + s * 16 + ln]);
+                b[4 * s] = v.x, b[4 * s + 1] = v.y, b[4 * s + 2] = v.z, b[4 * s + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < W::TM; ++i)
+#pragma unroll
+                for (int j = 0; j < W::TN; ++j)
+                    acc[i][j] += a[i] * b[j];
+        }
+        if (next) {
+            store_a(cur ^ 1);
+            cp_async_wait_all();
+        }
+        __syncthreads();
+    }
+    const bool vec_c = (N % 4) == 0 && aligned16(C);
+#pragma unroll
+    for (int i = 0; i < W::TM; ++i) {
+        const int r = bm + wm + (i / 4) * 32 + lm + i % 4;
+        if (r >= M)
+            continue;
+#pragma unroll
+        for (int s = 0; s < W::SUB_N; ++s) {
+            const int c = bn + wn + s * 16 + ln;
+            float *out = C + (size_t)r * N + c;
+            const float *v = &acc[i][4 * s];
+            if (vec_c && c + 3 < N) {
+                *reinterpret_cast<float4 *>(out) = make_float4(v[0], v[1], v[2], v[3]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    if (c + j < N)
+                        out[j] = v[j];
+            }
+        }
+    }
+}
+
+// The warptiled configurations by tile (BM = BN): 128 -> 8 warps of 64 x 32,
+// 8 x 8 outputs per lane; 64 -> 4 warps of 32 x 32, 4 x 8 per lane.  BK = 16.
+template <int TILE> struct WtCfg;
+template <> struct WtCfg<128> { using W = Warptiled<128, 128, 16, 64, 32>; static constexpr int WM = 64, WN = 32; };
+template <> struct WtCfg<64> { using W = Warptiled<64, 64, 16, 32, 32>; static constexpr int WM = 32, WN = 32; };
+
+__host__ __device__ constexpr int wt_threads(int tile) { return tile == 64 ? 128 : 256; }
+
+template <int TILE>
+__global__ void __launch_bounds__(wt_threads(TILE), 2)
+    matmul_warptiled(const float *__restrict__ A, const float *__restrict__ B,
+                     float *__restrict__ C, int M, int N, int K)
+{
+    __shared__ __align__(16) float As[2][16][TILE + 4];
+    __shared__ __align__(16) float Bs[2][16][TILE];
+    static_assert(WtCfg<TILE>::W::THREADS == wt_threads(TILE), "launch bounds");
+    warptiled<TILE, TILE, 16, WtCfg<TILE>::WM, WtCfg<TILE>::WN>(As, Bs, A, B, C, M, N, K);
+}
+
 // One kernel per (variant, tile): VARIANT is a gm_matmul_variant; naive
 // ignores TILE (its blocks are tile x tile threads all the same), coarsened
 // and register_tiled have their own fixed tiles (TILE 0).
@@ -302,6 +506,11 @@ static matmul_fn select_kernel(const gm_matmul_params *p)
         return matmul_kernel<GM_MATMUL_COARSENED, 0>;
     case GM_MATMUL_REGISTER_TILED:
         return matmul_kernel<GM_MATMUL_REGISTER_TILED, 0>;
+    case GM_MATMUL_WARPTILED:
+        return gm_select<64, 128>(p->tile ? p->tile : GM_MATMUL_WARPTILED_TILE,
+                                  [](auto t) -> matmul_fn {
+                                      return matmul_warptiled<decltype(t)::value>;
+                                  });
     }
     return nullptr;
 }
@@ -324,6 +533,13 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
         *dims = gm_dims{{(n + RT_BN - 1) / RT_BN, (m + RT_BM - 1) / RT_BM, 1}, {16, 16, 1},
                         (RT_BK * (RT_BM + RT_PAD) + RT_BK * RT_BN) * sizeof(float)};
         break;
+    case GM_MATMUL_WARPTILED: {
+        const unsigned int w = p->tile == 64 ? 64 : 128;
+        const unsigned int threads = w == 64 ? WtCfg<64>::W::THREADS : WtCfg<128>::W::THREADS;
+        const size_t smem = w == 64 ? WtCfg<64>::W::SMEM : WtCfg<128>::W::SMEM;
+        *dims = gm_dims{{(n + w - 1) / w, (m + w - 1) / w, 1}, {threads, 1, 1}, smem};
+        break;
+    }
     default: {
         const size_t bufs = p->variant == GM_MATMUL_TILED ? 2 : p->variant == GM_MATMUL_PREFETCH ? 4 : 0;
         *dims = gm_dims{{(n + t - 1) / t, (m + t - 1) / t, 1}, {t, t, 1}, bufs * t * t * sizeof(float)};

@@ -10,7 +10,12 @@
 * ``register_tiled``: 2-D register blocking -- 16 x 16 threads compute a 64 x 64
   tile, a 4 x 4 block of C each, an outer product of 4 A and 4 B values per k
   (float4 loads from shared memory, A stored transposed; float4 global loads and
-  stores where rows are 16-byte aligned).
+  stores where rows are 16-byte aligned);
+* ``warptiled``: block, warp and thread tiles -- 8 warps compute a 128 x 128 tile,
+  each warp 64 x 32 of it, each lane 8 x 8 (``tile=64``: 4 warps, 64 x 64); shared
+  memory is double buffered, the next tile of B copied by ``cp.async`` (global to
+  shared memory without registers, sm_80 and newer) and the next tile of A held in
+  registers while the block multiplies the current one.
 
 Takes float32 NumPy arrays (and returns NumPy arrays) or
 :class:`gpumem.DeviceArray` (and returns DeviceArray, with no host copies).
@@ -30,9 +35,9 @@ __all__ = ["matmul", "matmul_reference", "matmul_model_points"]
 Array = Union[np.ndarray, DeviceArray]
 
 
-def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64] | None = None,
+def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = None,
            variant: Literal["tiled", "naive", "prefetch", "coarsened",
-                            "register_tiled"] = "tiled",
+                            "register_tiled", "warptiled"] = "tiled",
            out: DeviceArray | None = None):
     """``a @ b`` for float32 matrices of any shape M x K @ K x N.
 
@@ -41,13 +46,15 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64] | None = None,
     a, b : numpy.ndarray or DeviceArray, float32, 2-D
         Other dtypes raise TypeError (convert with ``.astype(np.float32)``);
         non-contiguous ndarrays are copied to a contiguous buffer first.
-    tile : {8, 16, 32, 64}, optional
-        The edge of the block of C a thread block computes (default 16): blocks
+    tile : {8, 16, 32, 64, 128}, optional
+        The edge of the block of C a thread block computes (default: 16, or the
+        variant's own tile for coarsened, register_tiled and warptiled): blocks
         of ``tile x tile`` threads; for ``"tiled"`` and ``"prefetch"`` (16 or 32)
         also the shared-memory tile.  ``"coarsened"`` takes 32 only (its blocks
-        are 32 x 8 threads), ``"register_tiled"`` 64 only (16 x 16 threads); a tile a
+        are 32 x 8 threads), ``"register_tiled"`` 64 only (16 x 16 threads),
+        ``"warptiled"`` 128 (256 threads, the default) or 64 (128 threads); a tile a
         variant does not take is a ValueError.
-    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled"}
+    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled"}
         ``gpumem.variants("matmul")`` lists what each shows.
     out : DeviceArray, optional
         Where to write the M x N result; must not be an input.

@@ -46,7 +46,12 @@ def test_matmul_rejects_bad_operands(a, b, exc, msg):
     ({"tile": True}, TypeError, "tile must be an int, not bool"),
     ({"tile": 2**70}, ValueError, "tile=.* is out of range"),
     ({"variant": "tiledd"}, ValueError, "variant='tiledd' is unknown; allowed: 'naive', 'tiled', "
-                                        "'prefetch', 'coarsened', 'register_tiled'"),
+                                        "'prefetch', 'coarsened', 'register_tiled', "
+                                        "'warptiled'"),
+    ({"variant": "warptiled", "tile": 32}, ValueError,
+     r"tile=32 is not allowed with variant='warptiled'; tile must be 128 \(8 warps, the "
+     r"default\) or 64 \(4 warps\)"),
+    ({"tile": 256}, ValueError, "tile=256 is not allowed; tile must be one of 8, 16, 32, 64, 128"),
     ({"variant": "register_tiled", "tile": 32}, ValueError,
      r"tile=32 is not allowed with variant='register_tiled'; tile must be 64 only"),
     ({"variant": "prefetch", "tile": 8}, ValueError,
@@ -79,7 +84,7 @@ def test_matmul_rejects_too_many_rows_for_one_grid():
 #: Every variant with every tile it takes.
 VARIANT_TILES = [("naive", 8), ("naive", 16), ("naive", 32), ("tiled", 8), ("tiled", 16),
                  ("tiled", 32), ("prefetch", 16), ("prefetch", 32), ("coarsened", 32),
-                 ("register_tiled", 64)]
+                 ("register_tiled", 64), ("warptiled", 64), ("warptiled", 128)]
 
 
 def test_every_variant_and_tile_is_tested():
@@ -167,14 +172,18 @@ def test_matmul_out_must_match_and_not_alias(rng):
 
 
 @pytest.mark.gpu
-def test_register_tiled_on_aligned_and_unaligned_rows(rng, no_leak):
-    # float4 loads and stores where K and N are multiples of 4, scalar ones elsewhere;
-    # both paths, partial 64 x 64 tiles, and a view 4 bytes past an aligned start
-    for m_, k_, n_ in ((128, 64, 128), (130, 68, 132), (65, 67, 63), (3, 4, 5), (200, 1, 300)):
+@pytest.mark.parametrize("variant, tile", [("register_tiled", 64), ("warptiled", 64),
+                                           ("warptiled", 128)])
+def test_vector_variants_on_aligned_and_unaligned_rows(rng, no_leak, variant, tile):
+    # float4 loads (and, for warptiled, 16-byte cp.async copies of B) and float4 stores
+    # where K and N are multiples of 4, scalar ones (4-byte copies) elsewhere; both paths,
+    # partial tiles, K over several 16-wide steps, and a view 4 bytes past an aligned start
+    for m_, k_, n_ in ((128, 64, 128), (130, 68, 132), (65, 67, 63), (3, 4, 5), (200, 1, 300),
+                       (257, 48, 260), (129, 35, 131)):
         a = rng.standard_normal((m_, k_)).astype(np.float32)
         b = rng.standard_normal((k_, n_)).astype(np.float32)
         out = poisoned((m_, n_))
-        gm.matmul(a, b, variant="register_tiled", out=out)
+        gm.matmul(a, b, variant=variant, tile=tile, out=out)
         got = out.get()
         assert not np.isnan(got).any()
         assert rel_err(got, a.astype(np.float64) @ b) < 1e-5
@@ -184,8 +193,13 @@ def test_register_tiled_on_aligned_and_unaligned_rows(rng, no_leak):
         return
     a = cupy.asarray(rng.standard_normal(65 * 64 + 1).astype(np.float32))[1:].reshape(65, 64)
     b = rng.standard_normal((64, 36)).astype(np.float32)
-    got = gm.matmul(gm.from_dlpack(a), gm.to_device(b), variant="register_tiled").get()
+    got = gm.matmul(gm.from_dlpack(a), gm.to_device(b), variant=variant, tile=tile).get()
     assert rel_err(got, cupy.asnumpy(a).astype(np.float64) @ b) < 1e-5
+    # B misaligned too: every copy of B takes the 4-byte path
+    bb = cupy.asarray(rng.standard_normal(64 * 36 + 1).astype(np.float32))[1:].reshape(64, 36)
+    got = gm.matmul(gm.to_device(cupy.asnumpy(a)), gm.from_dlpack(bb), variant=variant,
+                    tile=tile).get()
+    assert rel_err(got, cupy.asnumpy(a).astype(np.float64) @ cupy.asnumpy(bb)) < 1e-5
 
 
 @pytest.mark.gpu

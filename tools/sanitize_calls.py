@@ -26,7 +26,7 @@ def vec_add():
 
 def matmul():
     tiles = {"naive": (8, 16, 32), "tiled": (8, 16, 32), "prefetch": (16, 32), "coarsened": (32,),
-             "register_tiled": (64,)}
+             "register_tiled": (64,), "warptiled": (64, 128)}
     for v in gm.variants("matmul"):
         for tile in tiles[v.name]:
             gm.matmul(f32(37, 41), f32(41, 29), tile=tile, variant=v.name)
