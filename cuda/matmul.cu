@@ -445,19 +445,6 @@ template <int TILE> struct WtCfg;
 template <> struct WtCfg<128> { using W = Warptiled<128, 128, 16, 64, 32>; static constexpr int WM = 64, WN = 32; };
 template <> struct WtCfg<64> { using W = Warptiled<64, 64, 16, 32, 32>; static constexpr int WM = 32, WN = 32; };
 
-__host__ __device__ constexpr int wt_threads(int tile) { return tile == 64 ? 128 : 256; }
-
-template <int TILE>
-__global__ void __launch_bounds__(wt_threads(TILE), 2)
-    matmul_warptiled(const float *__restrict__ A, const float *__restrict__ B,
-                     float *__restrict__ C, int M, int N, int K)
-{
-    __shared__ __align__(16) float As[2][16][TILE + 4];
-    __shared__ __align__(16) float Bs[2][16][TILE];
-    static_assert(WtCfg<TILE>::W::THREADS == wt_threads(TILE), "launch bounds");
-    warptiled<TILE, TILE, 16, WtCfg<TILE>::WM, WtCfg<TILE>::WN>(As, Bs, A, B, C, M, N, K);
-}
-
 // One kernel per (variant, tile): VARIANT is a gm_matmul_variant; naive
 // ignores TILE (its blocks are tile x tile threads all the same), coarsened
 // and register_tiled have their own fixed tiles (TILE 0).
@@ -486,6 +473,21 @@ __global__ void matmul_kernel(const float *__restrict__ A, const float *__restri
     }
 }
 
+// warptiled needs __launch_bounds__ (2 blocks of 256 threads per SM: at most 128
+// registers per thread; without it ptxas takes 147 and the kernel runs 8% slower),
+// which the kernels above must not get (it changes their register allocation):
+// the same name with a third template argument, the blocks per SM it is built for.
+template <int VARIANT, int TILE, int BLOCKS_PER_SM>
+__global__ void __launch_bounds__(WtCfg<TILE>::W::THREADS, BLOCKS_PER_SM)
+    matmul_kernel(const float *__restrict__ A, const float *__restrict__ B,
+                  float *__restrict__ C, int M, int N, int K)
+{
+    static_assert(VARIANT == GM_MATMUL_WARPTILED, "the launch-bounded kernel is warptiled's");
+    __shared__ __align__(16) float As[2][16][TILE + 4];
+    __shared__ __align__(16) float Bs[2][16][TILE];
+    warptiled<TILE, TILE, 16, WtCfg<TILE>::WM, WtCfg<TILE>::WN>(As, Bs, A, B, C, M, N, K);
+}
+
 using matmul_fn = void (*)(const float *, const float *, float *, int, int, int);
 
 // The one selector: the launcher runs what it returns, attributes read it.
@@ -509,7 +511,8 @@ static matmul_fn select_kernel(const gm_matmul_params *p)
     case GM_MATMUL_WARPTILED:
         return gm_select<64, 128>(p->tile ? p->tile : GM_MATMUL_WARPTILED_TILE,
                                   [](auto t) -> matmul_fn {
-                                      return matmul_warptiled<decltype(t)::value>;
+                                      return matmul_kernel<GM_MATMUL_WARPTILED,
+                                                           decltype(t)::value, 2>;
                                   });
     }
     return nullptr;

@@ -92,7 +92,7 @@ def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def matmul_model_points(m: int, n: int, k: int,
                         variants: tuple = (("naive", 16), ("tiled", 8), ("tiled", 16),
                                            ("tiled", 32), ("prefetch", 32), ("coarsened", 32),
-                                           ("register_tiled", 64))):
+                                           ("register_tiled", 64), ("warptiled", 128))):
     """The model's roofline points of the matmul variants (no GPU needed): a Table of
     label, flops (``2mnk``), bytes and source ``"model"`` for :func:`gpumem.roofline`.
 

@@ -74,6 +74,8 @@ _GLD_SECT = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 _GST_SECT = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
 _GLD_REQ = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
 _GST_REQ = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
+_LDGSTS_SECT = "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"
+_LDGSTS_REQ = "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"
 
 _ALIAS_LIST = [
     MetricAlias("gld_efficiency", "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
@@ -90,6 +92,15 @@ _ALIAS_LIST = [
                 "global load instructions executed by warps (one request per warp-instruction)"),
     MetricAlias("gst_requests", _GST_REQ, None, "requests",
                 "global store instructions executed by warps"),
+    # cp.async (PTX cp.async, SASS LDGSTS; sm_80 and newer) copies global memory to
+    # shared memory without registers: Nsight Compute counts it under op_ldgsts, and
+    # the gld_* counters (op_ld) leave it out.
+    MetricAlias("gldgsts_requests", _LDGSTS_REQ, None, "requests",
+                "asynchronous global -> shared copy instructions (cp.async, LDGSTS) executed "
+                "by warps, one request per warp-instruction; gld_requests does not count them"),
+    MetricAlias("gldgsts_transactions", _LDGSTS_SECT, None, "sectors",
+                "32-byte sectors of global memory that asynchronous global -> shared copies "
+                "(cp.async, LDGSTS) read through L1; gld_transactions does not count them"),
     MetricAlias("gld_transactions_per_request", _GLD_SECT, _GLD_REQ, "sectors/request",
                 "sectors per global load request: 4 when a warp reads 128 contiguous bytes"),
     MetricAlias("gst_transactions_per_request", _GST_SECT, _GST_REQ, "sectors/request",

@@ -50,14 +50,20 @@
 #   `gld_requests` falls 8× against the 32-wide tiles (16-byte loads need a quarter of the
 #   instructions for the same bytes, and 64-wide tiles ask for half the bytes) and
 #   `gld_transactions` halves; `shared_load_transactions` falls again. Registers per thread
-#   rise the most.
-#
-# **What is not here yet.** The steps that close most of the remaining gap to cuBLAS are not
-# in gpumem: *warp tiling* (each warp owns a sub-tile of the block's tile, so its shared reads
-# are reused across its lanes' register tiles), and copies from global to shared memory with
-# `cp.async` in a multi-stage pipeline (the loads of the next tiles bypass the registers and
-# run while this tile computes). The last rung in this notebook is therefore well below the
-# cuBLAS line — read the gap as the size of those missing steps.
+#   rise.
+# * **warptiled** (block, warp and thread tiles) — 8 warps compute a 128 × 128 tile, each warp
+#   a 64 × 32 part of it, each lane an 8 × 8 block of `C` as four 4 × 4 pieces: 16 shared
+#   floats per 64 multiply-adds, and each warp's shared reads touch only the 64 rows and 32
+#   columns of its own warp tile. Shared memory is double buffered: while the block multiplies
+#   one tile, the next tile of `B` travels from global to shared memory by `cp.async` (no
+#   registers on the way) and the next tile of `A` waits in registers to be stored transposed;
+#   one barrier per tile. *Counters:* `gld_requests` now counts only `A` — the copies of `B`
+#   are not loads but `LDGSTS` instructions, which `gldgsts_requests` and
+#   `gldgsts_transactions` count; shared wavefronts per multiply-add fall again; and the
+#   remaining gap to cuBLAS shows in the issue counters (the last section): the warps wait
+#   for nothing much, they are simply issuing other instructions than FMAs.
+# `tools/sweep_warptiled.cu` records how the 128 × 128 × 16 tiles were chosen (eleven shapes
+# timed on an H100).
 
 # %%
 import os
@@ -92,7 +98,7 @@ if HAVE_GPU:
 
 # The staircase: (variant, tile, threads per block).
 STEPS = [("naive", 16, 16 * 16), ("tiled", 32, 32 * 32), ("prefetch", 32, 32 * 32),
-         ("coarsened", 32, 32 * 8), ("register_tiled", 64, 16 * 16)]
+         ("coarsened", 32, 32 * 8), ("register_tiled", 64, 16 * 16), ("warptiled", 128, 256)]
 
 
 def step_name(variant, tile):
@@ -229,9 +235,10 @@ else:
 
     def compiled(variant, tile):
         """The compiler's row of a step's kernel (the tile is a template argument of
-        tiled and prefetch only), or None."""
+        tiled, prefetch and warptiled only), or None."""
         return next((r for r in report if r["variant"] == variant and (
-            variant not in ("tiled", "prefetch") or r["template"] == str(tile))), None)
+            variant not in ("tiled", "prefetch", "warptiled")
+            or r["template"].split(",")[0] == str(tile))), None)
 
     rows = []
     for variant, tile, threads in STEPS:
@@ -290,8 +297,9 @@ staircase
 
 # %%
 PROFILE_SIZE = 1024
-METRICS = ["gld_requests", "gld_transactions", "gst_transactions", "shared_load_transactions",
-           "shared_load_bank_conflict", "dram_read_bytes", "dram_write_bytes"]
+METRICS = ["gld_requests", "gld_transactions", "gldgsts_transactions", "gst_transactions",
+           "shared_load_transactions", "shared_load_bank_conflict", "dram_read_bytes",
+           "dram_write_bytes"]
 p = None
 if HAVE_GPU and gm.profiler_available():
     A = gm.to_device(rng.standard_normal((PROFILE_SIZE, PROFILE_SIZE), dtype=np.float32))
@@ -308,12 +316,15 @@ if HAVE_GPU and gm.profiler_available():
                      "gld_requests": m["gld_requests"], "gld_requests_model": pred["gld_requests"],
                      "gld_transactions": m["gld_transactions"],
                      "gld_transactions_model": pred["gld_transactions"],
+                     "gldgsts_transactions": m["gldgsts_transactions"],
+                     "gldgsts_transactions_model": pred.get("gldgsts_transactions", 0),
                      "gst_transactions": m["gst_transactions"],
                      "gst_transactions_model": pred["gst_transactions"],
                      "shared_load_transactions": m["shared_load_transactions"],
                      "shared_load_bank_conflict": m["shared_load_bank_conflict"],
                      "DRAM MB": (m["dram_read_bytes"] + m["dram_write_bytes"]) / 1e6})
-    measured_cols = ["gld_requests", "gld_transactions", "gst_transactions",
+    measured_cols = ["gld_requests", "gld_transactions", "gldgsts_transactions",
+                     "gst_transactions",
                      "shared_load_transactions", "shared_load_bank_conflict", "DRAM MB"]
     counters = gm.Table(rows, sources={**{c: "measured" for c in measured_cols},
                                        **{c: "model" for c in rows[0] if c.endswith("_model")}},
@@ -345,6 +356,10 @@ else:
 #   one, and the counter counts every wavefront beyond the first of an instruction (lesson 09
 #   shows it on the strided reads). The scalar steps should show none: their warps read a row
 #   of a tile (consecutive banks) or one word for all lanes (a broadcast).
+# * `warptiled`: `gld_requests` and `gld_transactions` count only `A` now; `B` arrives by
+#   `cp.async`, in `gldgsts_transactions` (zero for every other step), and the two together
+#   are what the 128-wide tiles ask for: half of `register_tiled`'s sectors again. Its
+#   shared wavefronts per multiply-add are the fewest of all.
 # * `DRAM MB` against the 12.6 MB the operands hold: at this size they fit in L2 (50 MB on
 #   an H100), so look for every step, naive included, near those compulsory bytes — then the
 #   difference between the steps is not in device memory but on chip.
@@ -361,7 +376,7 @@ if HAVE_GPU:
     names = [step_name(v, t) for v, t, _ in STEPS]
     tflops = [speed[v, big] for v, _, _ in STEPS]
     fig, ax = plt.subplots(figsize=(8, 3.4))
-    ax.barh(names, tflops, color=["#c44", "#c84", "#cc4", "#8b4", "#4a4"])
+    ax.barh(names, tflops, color=["#c44", "#c84", "#cc4", "#8b4", "#4a4", "#286"])
     peak = gm.device().peak_fp32_gflops / 1e3
     ax.axvline(peak, color="grey", lw=1, ls=":", label=f"FP32 peak {peak:.0f} TFLOP/s")
     if big in cublas:
@@ -428,6 +443,38 @@ else:
     print("(the measured points -- each launch's DRAM bytes and time -- need a GPU)")
 
 # %% [markdown]
+# ## The last gap: issue slots, not memory
+#
+# Why is `warptiled` still short of cuBLAS? Two counters of one launch each at 4096³: how busy
+# the FMA pipe is (`sm__pipe_fma_cycles_active`, % of its peak on the active SMs) and how
+# often a warp scheduler issued an instruction at all (`smsp__issue_active`, % of cycles).
+# An FMA-bound kernel has both near 100%; a kernel that waits (for memory, for a barrier)
+# has both low; a kernel busy with other instructions issues often while the FMA pipe idles.
+
+# %%
+ISSUE = ["sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+         "smsp__issue_active.avg.pct_of_peak_sustained_active"]
+if HAVE_GPU and gm.profiler_available():
+    A = gm.to_device(rng.standard_normal((4096, 4096), dtype=np.float32))
+    with gm.profile(ISSUE) as q:
+        for variant, tile in (("register_tiled", 64), ("warptiled", 128)):
+            gm.matmul(A, A, variant=variant, tile=tile)
+    display(gm.Table([{"step": step_name(r.variant, r.params["tile"]),
+                       "FMA pipe busy %": r.metrics[ISSUE[0]],
+                       "issue active %": r.metrics[ISSUE[1]]} for r in q.records],
+                     sources={"FMA pipe busy %": "measured", "issue active %": "measured"},
+                     title="at 4096^3: the FMA pipe and the schedulers"))
+    del A
+else:
+    print("(these counters need a GPU and gm.profile)")
+
+# %% [markdown]
+# On an H100 `warptiled` kept the FMA pipe busy about 68% of the time with the schedulers
+# issuing in about 79% of cycles (`register_tiled`: 49% and 61%). The waiting is mostly gone;
+# about one issued instruction in seven is not an FMA, and those are the slots cuBLAS keeps
+# for FMAs.
+
+# %% [markdown]
 # ## What to take away
 #
 # * Each step names what it saves — global loads (tiled), exposed latency (prefetch), shared
@@ -437,6 +484,8 @@ else:
 #   registers (coarsening, register blocking). Each level trades resources per thread for
 #   fewer accesses to the level outside it; the occupancy columns show the price.
 # * A step that is compute-bound by its DRAM bytes and still far under the flat roof is
-#   limited on chip, by instructions and waiting, not by bandwidth. cuBLAS closes that gap
-#   with warp tiling, `cp.async` multi-stage pipelines and carefully swizzled shared layouts
-#   — the steps gpumem does not have yet.
+#   limited on chip, by instructions and waiting, not by bandwidth. Warp tiling with
+#   `cp.async` double buffering takes gpumem most of the way to cuBLAS; what is left is
+#   instruction issue: the FMA pipe is busy for about two thirds of the cycles, and what
+#   fills the other issue slots (shared loads, address arithmetic, the copies, the barrier)
+#   is what a hand-scheduled SGEMM squeezes out further.

@@ -254,6 +254,66 @@ def simulate(family, variant, granularity=32, **p):
             r, c = warps(bm + ty * 4 + i), warps(bn + tx * 4)
             vec = (r < M) & (c + 3 < N) & (N % 4 == 0)
             vec_or_scalar("st", C, r, c, N, vec, lambda j: (r < M) & (c + j < N))
+    elif family == "matmul" and variant == "warptiled":
+        # cuda/matmul.cu warptiled<BM = BN = T, BK = 16, WM, WN>, line by line
+        M, N, K, T = p["m"], p["n"], p["k"], p.get("tile", 128)
+        WM, WN = {128: (64, 32), 64: (32, 32)}[T]
+        BK, WARPS_N = 16, T // WN
+        THREADS = (T // WM) * WARPS_N * 32
+        SUB_M, SUB_N = WM // 32, WN // 16
+        TM, A_LOADS, B_LOADS = 4 * SUB_M, T * BK // 4 // THREADS, BK * T // 4 // THREADS
+        gx, gy = -(-N // T), -(-M // T)
+        tid = np.arange(THREADS).reshape(-1, WARP)          # threadIdx.x, warp by warp
+        bn = np.arange(gx)[:, None, None, None] * T         # blockIdx.x * BN
+        bm = np.arange(gy)[None, :, None, None] * T         # blockIdx.y * BM
+
+        def warps(x):
+            return np.broadcast_to(x, (gx, gy) + tid.shape).reshape(-1, WARP).astype(np.int64)
+
+        vec_a, vec_b = K % 4 == 0, N % 4 == 0               # cudaMalloc'd: 16-byte aligned
+
+        def load_a(k0):
+            for i in range(A_LOADS):
+                f = tid + i * THREADS
+                r, k = warps(bm + f // (BK // 4)), warps(k0 + (f % (BK // 4)) * 4 + 0 * bm)
+                full = vec_a & (r < M) & (k + 3 < K)
+                streams.append(("ld", A + 4 * (r * K + k), full, 16))
+                for j in range(4):                          # a[j], predicated
+                    streams.append(("ld", A + 4 * (r * K + k + j),
+                                    ~full & (r < M) & (k + j < K), 4))
+
+        def load_b(k0):
+            for i in range(B_LOADS):
+                f = tid + i * THREADS
+                kr, c = f // (T // 4), (f % (T // 4)) * 4
+                k, col = warps(k0 + kr + 0 * bn), warps(bn + c)
+                if vec_b:                                   # cp_async16; out: src-size 0
+                    streams.append(("cp", B + 4 * (k * N + col), (k < K) & (col < N), 16))
+                else:
+                    for j in range(4):                      # cp_async4
+                        streams.append(("cp", B + 4 * (k * N + col + j),
+                                        (k < K) & (col + j < N), 4))
+
+        tiles = -(-K // BK)
+        if tiles > 0:
+            load_b(0)
+            load_a(0)
+        for t in range(tiles):
+            if t + 1 < tiles:
+                load_b((t + 1) * BK)
+                load_a((t + 1) * BK)
+        warp, lane = tid // 32, tid % 32
+        wm, wn = (warp // WARPS_N) * WM, (warp % WARPS_N) * WN
+        lm, ln = (lane % 8) * 4, (lane // 8) * 4
+        for i in range(TM):
+            r = warps(bm + wm + (i // 4) * 32 + lm + i % 4 + 0 * bn)
+            for s in range(SUB_N):                          # rows r >= M: continue
+                c = warps(bn + wn + s * 16 + ln + 0 * bm)
+                full = (N % 4 == 0) & (r < M) & (c + 3 < N)
+                streams.append(("st", C + 4 * (r * N + c), full, 16))
+                for j in range(4):
+                    streams.append(("st", C + 4 * (r * N + c + j),
+                                    ~full & (r < M) & (c + j < N), 4))
     elif family == "matmul":
         M, N, K, t = p["m"], p["n"], p["k"], p.get("tile", 16)
         gx, gy = -(-N // t), -(-M // t)
@@ -280,6 +340,8 @@ def simulate(family, variant, granularity=32, **p):
     else:
         raise AssertionError(family)
     tot = {"ld": [0, 0, 0], "st": [0, 0, 0]}
+    if family == "matmul" and variant == "warptiled":
+        tot["cp"] = [0, 0, 0]           # cp.async (LDGSTS): 32-byte sectors, apart from ld
     for op, addr, act, width in streams:
         g = granularity if op == "ld" else 32
         res = coalesce_warps(np.where(act, addr, 0), width, g, act).total()
@@ -291,7 +353,10 @@ def simulate(family, variant, granularity=32, **p):
 def assert_same(family, variant, granularity=32, **p):
     got = predict(family, variant, granularity=granularity, **p)
     ref = simulate(family, variant, granularity, **p)
-    for op, pre in (("ld", "gld"), ("st", "gst")):
+    for op, pre in (("ld", "gld"), ("st", "gst"), ("cp", "gldgsts")):
+        if op not in ref:               # no cp.async in the kernel: no cp.async keys
+            assert not any(key.startswith(pre + "_") for key in got), (family, variant, got)
+            continue
         r, t, b = ref[op]
         assert (got[f"{pre}_requests"], got[f"{pre}_transactions"], got[f"{pre}_bytes_requested"]) \
             == (r, t, b), (family, variant, p, op)
@@ -324,11 +389,38 @@ def test_one_dimensional_kernels_equal_the_thread_by_thread_reference():
 
 @pytest.mark.parametrize("variant, tile", [(v, t) for v in ("naive", "tiled") for t in (8, 16, 32)]
                          + [("prefetch", 16), ("prefetch", 32), ("coarsened", 32),
-                            ("register_tiled", 64)])
+                            ("register_tiled", 64), ("warptiled", 64), ("warptiled", 128)])
 def test_matmul_equals_the_thread_by_thread_reference(variant, tile):
-    for m, n, k in ((1, 1, 1), (33, 17, 5), (17, 70, 40), (64, 64, 64), (40, 9, 3), (5, 33, 9)):
+    # (130, 129, 33): just over a 128 tile and two 64 tiles, N and K not multiples of 4
+    # (scalar loads, 4-byte copies, scalar stores); (129, 132, 36): the same with the
+    # float4 paths and the partial last tiles
+    for m, n, k in ((1, 1, 1), (33, 17, 5), (17, 70, 40), (64, 64, 64), (40, 9, 3), (5, 33, 9),
+                    (130, 129, 33), (129, 132, 36)):
         assert_same("matmul", variant, m=m, n=n, k=k, tile=tile)
     assert_same("matmul", variant, granularity=128, m=20, n=50, k=11, tile=tile)
+    assert_same("matmul", variant, m=0, n=5, k=3, tile=tile)
+    assert_same("matmul", variant, m=7, n=9, k=0, tile=tile)
+
+
+def test_warptiled_copies_b_by_cp_async_not_by_loads():
+    """B reaches shared memory by cp.async (LDGSTS): Nsight Compute counts it under
+    ..._global_op_ldgsts, so gld holds A alone; the cp.async keys come with the variant
+    (zeros where nothing is launched) and with no other kernel."""
+    for t in (64, 128):
+        r = predict("matmul", "warptiled", m=t, n=t, k=16, tile=t)
+        # one block, one step: A and B tiles of t x 16 and 16 x t floats, in float4s
+        assert r["gld_bytes_requested"] == r["gldgsts_bytes_requested"] == 4 * 16 * t
+        # t / 16 warps (256 or 128 threads), 2 instructions each
+        assert r["gld_requests"] == r["gldgsts_requests"] == 2 * (t // 16)
+        assert r["gld_transactions_per_request"] == 16.0 and r["gld_efficiency"] == 100.0
+        assert r["gldgsts_transactions"] == r["gld_transactions"]
+        assert set(r) == set(model.METRICS) | set(kernels.LDGSTS_METRICS)
+        empty = predict("matmul", "warptiled", m=0, n=4, k=4, tile=t)
+        assert {key: empty[key] for key in kernels.LDGSTS_METRICS} == \
+            dict.fromkeys(kernels.LDGSTS_METRICS, 0)
+    for v in model.families()["matmul"]:
+        if v != "warptiled":
+            assert not set(kernels.LDGSTS_METRICS) & set(predict("matmul", v, m=9, n=9, k=9))
 
 
 # ---- the published figures ("Professional CUDA C Programming", Fermi M2070) --
@@ -441,7 +533,8 @@ def test_fast_path_equals_the_per_warp_reference_1d(family, variant, rng):
 
 
 @pytest.mark.parametrize("variant, tile", [(v, t) for v in ("naive", "tiled") for t in (8, 16, 32)]
-                         + [("prefetch", 32), ("coarsened", 32), ("register_tiled", 64)])
+                         + [("prefetch", 32), ("coarsened", 32), ("register_tiled", 64),
+                            ("warptiled", 64), ("warptiled", 128)])
 def test_fast_path_equals_the_per_warp_reference_matmul(variant, tile, rng):
     """Block columns, block rows and tile steps past their periods, M, N, K not
     multiples of the tile, K below 8 (row by row A sectors) and up to 300 (the
@@ -496,7 +589,8 @@ LARGEST = [
     ("copy", "float4", dict(n=4 * GMAX * 1024 - 9, block=1024)),
 ] + [("matmul", v, dict(m=65535 * t, n=2 ** 30 - 1, k=GMAX, tile=t))
      for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)), ("prefetch", (16, 32)),
-                      ("coarsened", (32,)), ("register_tiled", (64,))) for t in tiles
+                      ("coarsened", (32,)), ("register_tiled", (64,)),
+                      ("warptiled", (64, 128))) for t in tiles
 ] + [("transpose", v, dict(m=65535 * 32, n=2 ** 31 - 65)) for v in model.families()["transpose"]]
 #: The sizes issue 11 names: n = 2^31 with the default block, matmul at 16384^3 (transpose
 #: at 65536^2).  shared_stride moves no global loads: its sizes are tested in test_transpose.
@@ -545,6 +639,29 @@ def test_the_largest_launches_have_the_closed_form_counts():
         16384, 16384, 16384, "tiled", 16)["load_bytes"]
     assert (r["gld_requests"], r["gld_transactions"]) == (reads // 32, reads // 8)
     assert r["gst_transactions"] == 16384 * 16384 // 8
+    # matmul warptiled 16384^3: every block reads, per 16-wide k step, its 16 x t tile of A
+    # in A_LOADS = 2 float4 instructions per warp (8 rows of 64 bytes: 16 sectors each) and
+    # copies its 16 x t tile of B in 2 float4 cp.async per warp (512 contiguous bytes, or 2
+    # rows of 256: 16 sectors); C: 8 (t=128) or 4 (t=64) rows x 2 float4 per lane, each
+    # instruction 8 rows of 64 bytes
+    size = 16384
+    for t, threads, rows in ((128, 256, 8), (64, 128, 4)):
+        t0 = time.perf_counter()
+        r = predict("matmul", "warptiled", m=size, n=size, k=size, tile=t)
+        assert time.perf_counter() - t0 < 1.0
+        blocks, steps, warps = (size // t) ** 2, size // 16, threads // 32
+        req = blocks * steps * warps * 2
+        for pre in ("gld", "gldgsts"):
+            assert (r[f"{pre}_requests"], r[f"{pre}_transactions"],
+                    r[f"{pre}_bytes_requested"]) == (req, 16 * req, 512 * req)
+        assert r["gld_bytes_requested"] == 4 * size * size * (size // t)   # A once per column
+        st = blocks * warps * rows * 2
+        assert (r["gst_requests"], r["gst_transactions"], r["gst_bytes_requested"]) == \
+            (st, 16 * st, 4 * size * size)
+        assert r["gld_efficiency"] == r["gst_efficiency"] == 100.0
+        tr = model.matmul_traffic(size, size, size, "warptiled", t)
+        assert tr["load_bytes"] == r["gld_bytes_requested"] + r["gldgsts_bytes_requested"]
+        assert tr["cgma"] == t                      # as tiled's: t FLOPs per loaded float
     # matmul naive at its largest: exact Python ints far past 2^63
     r = predict("matmul", "naive", m=65535 * 32, n=2 ** 30 - 1, k=GMAX, tile=32)
     warps = 65535 * 32 * (2 ** 30 // 32)                       # one row of 32 columns each
@@ -725,6 +842,14 @@ def test_launch_config_matches_the_launchers():
     assert model.launch_config("copy", "float4", n=1003, block=256)["grid"] == (1, 1, 1)
     assert model.launch_config("matmul", "tiled", m=33, n=70, k=5, tile=16) == \
         {"grid": (5, 3, 1), "block": (16, 16, 1)}
+    assert model.launch_config("matmul", "register_tiled", m=130, n=65, k=5) == \
+        {"grid": (2, 3, 1), "block": (16, 16, 1)}
+    assert model.launch_config("matmul", "warptiled", m=130, n=129, k=5) == \
+        {"grid": (2, 2, 1), "block": (256, 1, 1)}
+    assert model.launch_config("matmul", "warptiled", m=130, n=129, k=5, tile=64) == \
+        {"grid": (3, 3, 1), "block": (128, 1, 1)}
+    with pytest.raises(ValueError, match="tile=32 is not allowed.*64, 128"):
+        model.launch_config("matmul", "warptiled", m=4, n=4, k=4, tile=32)
 
 
 def test_strided_read_cliff_and_float4_copy():
@@ -761,6 +886,19 @@ def test_matmul_traffic_and_cgma():
         else:
             assert tr["load_bytes"] > pr["gld_bytes_requested"]
         assert tr["store_bytes"] == pr["gst_bytes_requested"] == 4 * m * n
+    # every tiled kernel requests what tiled does with its tile, partial tiles included;
+    # warptiled's B by cp.async (gldgsts), not by loads
+    for variant, tiles in (("prefetch", (16, 32)), ("coarsened", (32,)),
+                           ("register_tiled", (64,)), ("warptiled", (64, 128))):
+        for t, (m, n, k) in itertools.product(tiles, ((33, 17, 5), (130, 129, 33),
+                                                      (129, 132, 36), (300, 257, 190))):
+            tr = model.matmul_traffic(m, n, k, variant, t)
+            pr = predict("matmul", variant, m=m, n=n, k=k, tile=t)
+            assert tr["load_bytes"] == \
+                pr["gld_bytes_requested"] + pr.get("gldgsts_bytes_requested", 0), (variant, t)
+            assert tr["store_bytes"] == pr["gst_bytes_requested"]
+    assert model.matmul_traffic(256, 256, 256, "warptiled") == \
+        model.matmul_traffic(256, 256, 256, "warptiled", 128)
 
 
 def test_matmul_naive_broadcasts_count_once():
@@ -1061,7 +1199,15 @@ COUNTERS = {
     "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct": "gld_efficiency",
     "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct": "gst_efficiency",
 }
-EXACT = ("gld_requests", "gld_transactions", "gst_requests", "gst_transactions")
+#: cp.async (LDGSTS, sm_80 and newer): matmul warptiled copies B to shared memory with
+#: it; the load counters above do not count it.  Asked for the matmul family only; a
+#: launch whose prediction has no cp.async keys must read 0.
+LDGSTS_COUNTERS = {
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_transactions",
+}
+EXACT = ("gld_requests", "gld_transactions", "gst_requests", "gst_transactions",
+         "gldgsts_requests", "gldgsts_transactions")
 PCT_TOL = 0.01
 
 OFFSETS = (0, 1, 2, 4, 8, 11, 16, 31, 32, 33, 64, 127, 128)
@@ -1118,7 +1264,7 @@ def _cases(family):
         return [_case(family, v, m=m, n=n, k=k, tile=t)
                 for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)),
                                  ("prefetch", (16, 32)), ("coarsened", (32,)),
-                                 ("register_tiled", (64,)))
+                                 ("register_tiled", (64,)), ("warptiled", (64, 128)))
                 for t in tiles for m, n, k in shapes]
     raise AssertionError(family)
 
@@ -1236,7 +1382,8 @@ FAMILIES = ("read_offset", "write_offset", "strided_read", "struct_update", "dis
 def test_model_equals_nsight_compute(family, tmp_path):
     _require_family(family)
     cases = _cases(family)
-    hw = run_ncu(cases, tmp_path, list(COUNTERS), family_filter=family)
+    counters = dict(COUNTERS, **(LDGSTS_COUNTERS if family == "matmul" else {}))
+    hw = run_ncu(cases, tmp_path, list(counters), family_filter=family)
     assert len(hw) == len(cases), (
         f"{len(cases)} {family} launches made, {len(hw)} profiled: "
         f"{[h['kernel'] for h in hw][:5]} ...")
@@ -1249,9 +1396,9 @@ def test_model_equals_nsight_compute(family, tmp_path):
             bad.append(f"{where}: launched grid {h['grid']} block {h['block']}, model "
                        f"assumes {cfg}")
             continue
-        for metric, key in COUNTERS.items():
+        for metric, key in counters.items():
             got = _number(h[metric])
-            exp = want[key]
+            exp = want.get(key, 0) if metric in LDGSTS_COUNTERS else want[key]
             ok = got == exp if key in EXACT else abs(got - exp) <= PCT_TOL
             if not ok:
                 bad.append(f"{where}: {key} hardware {got:g}, model {exp:g}")

@@ -80,6 +80,25 @@ def test_derived_aliases_are_ratios_of_sectors_and_requests():
         "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct"
 
 
+def test_cp_async_aliases_are_the_ldgsts_counters_apart_from_the_loads():
+    # cp.async (LDGSTS) is counted under op_ldgsts, never under gld_*'s op_ld; the names
+    # are the keys gpumem.model.predict gives for the kernels that issue it
+    from gpumem.model import kernels
+
+    req, sect = ALIASES["gldgsts_requests"], ALIASES["gldgsts_transactions"]
+    assert req.raw == ("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum",)
+    assert sect.raw == ("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",)
+    assert (req.unit, sect.unit) == ("requests", "sectors")
+    assert {req.ncu, sect.ncu}.isdisjoint(ALIASES["gld_requests"].raw
+                                          + ALIASES["gld_transactions"].raw)
+    for a in (req, sect):
+        assert "cp.async" in a.definition and "LDGSTS" in a.definition
+        assert a.name in kernels.LDGSTS_METRICS
+    kind = {r["name"]: r["counted_by"] for r in gpumem.metrics()}
+    assert kind["gldgsts_requests"] == kind["gldgsts_transactions"] == "hardware"
+    assert raw_metrics(["gldgsts_transactions", "gldgsts_requests"]) == [sect.ncu, req.ncu]
+
+
 def test_metrics_lists_aliases_with_definitions():
     t = gpumem.metrics()
     assert isinstance(t, gpumem.Table)
@@ -500,6 +519,7 @@ WORKLOAD = textwrap.dedent("""
         gm.vec_add(a, b, block=256)
         gm.matmul(A, B, tile=16, variant="tiled")
         gm.matmul(A, B, tile=8, variant="naive")
+        gm.matmul(A, B, variant="warptiled")       # cp.async: the gldgsts_* aliases
         if "read_offset" in {v.family for v in gm.variants()}:
             gm.read_offset(a, b, offset=11, block=512)
 """)

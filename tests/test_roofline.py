@@ -97,7 +97,7 @@ def test_plot_shares_a_label_where_points_coincide():
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(s.endswith(": matmul/tiled (tile=32), matmul/prefetch (tile=32), "
                           "matmul/coarsened (tile=32)") for s in legend), legend
-    assert len(legend) == len(ax.texts) - 1 == 5      # the ridge's label and 5 numbers
+    assert len(legend) == len(ax.texts) - 1 == 6      # the ridge's label and 6 numbers
     assert "bytes: model" in ax.get_xlabel()
 
 

@@ -44,7 +44,7 @@ from .banks import bank_conflicts, bank_conflicts_warps
 from .coalescing import _check_granularity, affine_units, coalesce_warps, runs_units
 
 __all__ = ["predict", "launch_config", "matmul_traffic", "families", "METRICS", "DECIMALS",
-           "SHARED_METRICS"]
+           "SHARED_METRICS", "LDGSTS_METRICS"]
 
 #: The keys of :func:`predict`'s result (nvprof names, plus requested bytes).
 METRICS = (
@@ -136,13 +136,22 @@ def _dot(values, weights) -> int:
 
 # ---- the tally --------------------------------------------------------------
 class _Tally:
-    """Requests, transactions and requested bytes of loads and stores (Python ints)."""
+    """Requests, transactions and requested bytes of loads and stores (Python ints).
+
+    Ops: ``"ld"`` (global loads, LDG), ``"st"`` (global stores) and ``"cp"``
+    (asynchronous global -> shared copies, cp.async / LDGSTS: Nsight Compute
+    counts them apart from the loads, ``..._global_op_ldgsts``; always in
+    32-byte sectors).  The ``cp`` keys are reported only for the kernels that
+    issue them (``self.ldgsts``), as the shared-memory keys are.
+    """
 
     def __init__(self, granularity: int):
-        self.g = {"ld": granularity, "st": 32}  # stores go to L2 in 32-byte sectors everywhere
-        self.req = {"ld": 0, "st": 0}
-        self.tx = {"ld": 0, "st": 0}
-        self.bytes = {"ld": 0, "st": 0}
+        # stores go to L2 in 32-byte sectors everywhere; cp.async exists from sm_80 on
+        self.g = {"ld": granularity, "st": 32, "cp": 32}
+        self.req = {"ld": 0, "st": 0, "cp": 0}
+        self.tx = {"ld": 0, "st": 0, "cp": 0}
+        self.bytes = {"ld": 0, "st": 0, "cp": 0}
+        self.ldgsts = False
         # shared memory (families that use it): warp instructions and wavefronts
         self.shared = False
         self.sh_inst = {"ld": 0, "st": 0}
@@ -209,6 +218,11 @@ class _Tally:
                 res[f"shared_{name}_transactions"] = self.sh_wave[op]
                 res[f"shared_{name}_requests"] = self.sh_inst[op]
                 res[f"shared_{name}_bank_conflict"] = self.sh_wave[op] - self.sh_inst[op]
+        if self.ldgsts:
+            # as gpumem.profile's aliases gldgsts_requests and gldgsts_transactions
+            res["gldgsts_requests"] = self.req["cp"]
+            res["gldgsts_transactions"] = self.tx["cp"]
+            res["gldgsts_bytes_requested"] = self.bytes["cp"]
         return res
 
 
@@ -395,6 +409,9 @@ def _gen_matmul(tally, axis, variant, p):
     if variant == "register_tiled":
         _gen_matmul_register_tiled(tally, axis, p)
         return
+    if variant == "warptiled":
+        _gen_matmul_warptiled(tally, axis, p)
+        return
     m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
     if m == 0 or n == 0:
         return                                           # gpumem launches nothing
@@ -491,6 +508,76 @@ def _gen_matmul_register_tiled(tally, axis, p):
                    _wmul(ws[:, None], wbx[None, :], gy))
 
 
+# ---- matmul warptiled: block, warp and lane tiles; B by cp.async --------------------------
+_WT_K = 16                               # k per step (BK)
+#: warptiled's configurations by tile (BM = BN): threads, warp tile rows WM, columns WN
+_WT = {128: (256, 64, 32), 64: (128, 32, 32)}
+
+
+def _gen_matmul_warptiled(tally, axis, p):
+    """cuda/matmul.cu ``warptiled``: per k step, A (``tile`` rows x 16) by float4 or
+    four predicated scalar loads into registers, B (16 x ``tile``) by cp.async into
+    shared memory -- one 16-byte copy per lane where N % 4 == 0, else four 4-byte
+    ones; lanes outside B copy nothing (src-size 0: zero-fill) and count nothing --
+    and at the end C by float4 or scalar stores, every (i, s) pair of a lane's
+    sub-tiles its own warp instruction.  Every step's tiles are loaded once per
+    block (the prologue loads step 0, iteration t loads t + 1)."""
+    m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
+    thr, wm_, wn_ = _WT[t]
+    tally.ldgsts = True                  # the variant's keys, zeros included
+    if m == 0 or n == 0:
+        return                                           # gpumem launches nothing
+    nw = thr // WARP
+    gx, gy, steps = _cdiv(n, t), _cdiv(m, t), _cdiv(k, _WT_K)
+    tid = np.arange(thr, dtype=np.int64).reshape(nw, WARP)        # warps of 32 lanes
+    w = np.arange(nw, dtype=np.int64)[:, None]
+    bx, wbx = axis(gx, _period(4 * t), (gx - 1,))
+    by, wby = axis(gy, _period(4 * t * k, 4 * t * n), (gy - 1,))
+    BM = by[:, None, None, None] * t                     # (nby, 1, 1, 1)
+    BN = bx[None, :, None, None] * t                     # (1, nbx, 1, 1)
+    # ---- C: warp w's tile at (wm, wn); lane (lm, ln) = (4 (lane % 8), 4 (lane / 8));
+    # row wm + 32 (i / 4) + lm + i % 4, columns wn + 16 s + ln .. + 3
+    wm, wn = (w // (t // wn_)) * wm_, (w % (t // wn_)) * wn_
+    lm, ln = (tid % WARP % 8) * 4, (tid % WARP // 8) * 4
+    wc = _wmul(wby[:, None], wbx[None, :])               # (nby, nbx)
+    for i in range(4 * (wm_ // WARP)):
+        r0 = BM + wm + (i // 4) * 32 + i % 4             # the warp's first row
+        r = r0 + lm
+        ok = r < m
+        for s in range(wn_ // 16):
+            c = BN + wn + s * 16 + ln
+            vec = ok & (c + 3 < n) if n % 4 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
+            _vec_or_scalar(tally, "st", r, c, r0, 4 * n, vec, lambda j: ok & (c + j < n), wc)
+    if k == 0:
+        return
+    st, wst = axis(steps, _period(4 * _WT_K, 4 * _WT_K * n), (steps - 1,))
+    # ---- A: f = tid + i * threads; row bm + f / 4, columns k0 + 4 (f % 4) .. + 3, every
+    # block column
+    K0 = st[None, :, None, None] * _WT_K                 # (1, ns, 1, 1)
+    wa = _wmul(wby[:, None], wst[None, :], gx)
+    for i in range(t * _WT_K // 4 // thr):
+        f = tid + i * thr
+        r, kk = BM + f // 4, K0 + (f % 4) * 4
+        ok = r < m
+        vec = ok & (kk + 3 < k) if k % 4 == 0 else np.zeros(np.broadcast(r, kk).shape, bool)
+        _vec_or_scalar(tally, "ld", r, kk, BM + (WARP * w + i * thr) // 4, 4 * k, vec,
+                       lambda j: ok & (kk + j < k), wa)
+    # ---- B (cp.async): row k0 + f / (tile / 4), columns bn + 4 (f % (tile / 4)) .. + 3,
+    # every block row
+    q = t // 4                                           # float4 per row of the B tile
+    K0b = st[:, None, None, None] * _WT_K                # (ns, 1, 1, 1)
+    wb = _wmul(wst[:, None], wbx[None, :], gy)
+    for i in range(_WT_K * t // 4 // thr):
+        f = tid + i * thr
+        kr, c = K0b + f // q, BN + (f % q) * 4
+        ok, r0 = kr < k, K0b + (WARP * w + i * thr) // q
+        if n % 4 == 0:                                   # all four or none
+            _rows_stream(tally, "cp", kr, c, r0, 4 * n, ok & (c < n), 16, wb)
+        else:
+            for j in range(4):
+                _rows_stream(tally, "cp", kr, c + j, r0, 4 * n, ok & (c + j < n), 4, wb)
+
+
 def _naive_loads(tally, axis, p, bl):
     """acc += a[row*K + kk] * b[kk*N + col] for kk < K, threads with row < M, col < N."""
     m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
@@ -556,6 +643,10 @@ def _tiled_loads(tally, axis, p, bl):
 SHARED_METRICS = ("shared_load_transactions", "shared_load_requests",
                   "shared_load_bank_conflict", "shared_store_transactions",
                   "shared_store_requests", "shared_store_bank_conflict")
+
+#: The cp.async counters :func:`predict` adds for the kernels that issue them
+#: (matmul warptiled): warp instructions, sectors and requested bytes.
+LDGSTS_METRICS = ("gldgsts_requests", "gldgsts_transactions", "gldgsts_bytes_requested")
 
 _TILE, _WIDE = 32, 64
 
@@ -704,10 +795,11 @@ def _gen_shared_stride(tally, axis, variant, p):
 #: prefetch loads exactly what tiled loads (the next tile early, into registers);
 #: coarsened's 32 x 8 threads load and store a 32 x 32 tile four rows per thread, the
 #: same requests and sectors as tiled with tile 32 (each of its warps' four
-#: instructions covers one row, as one warp of tiled's 32 x 32 block does).
+#: instructions covers one row, as one warp of tiled's 32 x 32 block does);
+#: register_tiled takes 64 only, warptiled 128 (256 threads) or 64 (128 threads).
 _MATMUL_TILES = {"naive": (16, (8, 16, 32)), "tiled": (16, (8, 16, 32)),
                  "prefetch": (16, (16, 32)), "coarsened": (32, (32,)),
-                 "register_tiled": (64, (64,))}
+                 "register_tiled": (64, (64,)), "warptiled": (128, (64, 128))}
 
 
 # ---- the family table ------------------------------------------------------
@@ -903,7 +995,12 @@ def predict(family: str, variant: str, *, granularity: int = 32,
         shared_stride) add :data:`SHARED_METRICS`: ``shared_load_transactions``
         (wavefronts), ``shared_load_requests`` (warp instructions) and
         ``shared_load_bank_conflict`` (wavefronts beyond one per instruction, as
-        :func:`gpumem.profile` counts them), and the same for stores.
+        :func:`gpumem.profile` counts them), and the same for stores.  The
+        kernels that copy global to shared memory by ``cp.async`` (LDGSTS, which
+        the ``gld`` counters do not count: matmul ``"warptiled"``'s B tiles) add
+        :data:`LDGSTS_METRICS`: ``gldgsts_requests``, ``gldgsts_transactions``
+        (32-byte sectors) and ``gldgsts_bytes_requested``, lanes that copy
+        nothing (zero-fill) not counted.
 
     Raises
     ------
@@ -954,7 +1051,8 @@ def launch_config(family: str, variant: str, **params: Any) -> dict[str, tuple[i
     if family == "matmul":
         t = p["tile"]
         block = ((t, 8, 1) if variant == "coarsened" else (16, 16, 1)
-                 if variant == "register_tiled" else (t, t, 1))
+                 if variant == "register_tiled" else (_WT[t][0], 1, 1)
+                 if variant == "warptiled" else (t, t, 1))
         return {"grid": (_cdiv(p["n"], t), _cdiv(p["m"], t), 1), "block": block}
     if family == "transpose":
         _, t, brows = _transpose_shape(variant, p["m"], p["n"])
@@ -976,9 +1074,14 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
     ----------
     m, n, k : int
         Matrix sizes.
-    variant : {"tiled", "naive", "prefetch", "coarsened"}
-        prefetch and coarsened load what tiled does with the same tile.
-    tile : {8, 16, 32}, default 16 (prefetch: 16 or 32; coarsened: 32 only)
+    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled"}
+        prefetch and coarsened load what tiled does with the same tile; so do
+        register_tiled and warptiled with theirs (every block column reads A
+        once, every block row B once).  warptiled's B comes by cp.async:
+        :func:`predict` counts it as ``gldgsts_bytes_requested``, not
+        ``gld_bytes_requested``; ``load_bytes`` holds both.
+    tile : {8, 16, 32, 64, 128}, default 16 (prefetch: 16 or 32; coarsened: 32 only;
+        register_tiled: 64 only; warptiled: 128, the default, or 64)
 
     Returns
     -------
