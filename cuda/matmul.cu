@@ -509,7 +509,9 @@ static matmul_fn select_kernel(const gm_matmul_params *p)
     case GM_MATMUL_REGISTER_TILED:
         return matmul_kernel<GM_MATMUL_REGISTER_TILED, 0>;
     case GM_MATMUL_WARPTILED:
-        return gm_select<64, 128>(p->tile ? p->tile : GM_MATMUL_WARPTILED_TILE,
+        // 64, else the default 128: csrc/matmul.c refuses other tiles before a launch,
+        // and kernel_attributes() passes the family's default tile (16) when given none
+        return gm_select<64, 128>(p->tile == 64 ? 64 : GM_MATMUL_WARPTILED_TILE,
                                   [](auto t) -> matmul_fn {
                                       return matmul_kernel<GM_MATMUL_WARPTILED,
                                                            decltype(t)::value, 2>;

@@ -74,8 +74,9 @@ _GLD_SECT = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 _GST_SECT = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
 _GLD_REQ = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
 _GST_REQ = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
-_LDGSTS_SECT = "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"
-_LDGSTS_REQ = "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"
+# the SASS-level counts: the l1tex__t_*_op_ldgsts.sum names are not collectable on GH100
+_LDGSTS_SECT = "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"
+_LDGSTS_REQ = "sm__sass_l1tex_t_requests_pipe_lsu_mem_global_op_ldgsts.sum"
 
 _ALIAS_LIST = [
     MetricAlias("gld_efficiency", "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
@@ -93,14 +94,18 @@ _ALIAS_LIST = [
     MetricAlias("gst_requests", _GST_REQ, None, "requests",
                 "global store instructions executed by warps"),
     # cp.async (PTX cp.async, SASS LDGSTS; sm_80 and newer) copies global memory to
-    # shared memory without registers: Nsight Compute counts it under op_ldgsts, and
-    # the gld_* counters (op_ld) leave it out.
+    # shared memory without registers.  The SASS-level op_ldgsts counts hold the copies
+    # alone; on the H100 the l1tex op_ld requests and sectors behind gld_requests and
+    # gld_transactions count them as well (gld_efficiency, a SASS counter, does not).
     MetricAlias("gldgsts_requests", _LDGSTS_REQ, None, "requests",
                 "asynchronous global -> shared copy instructions (cp.async, LDGSTS) executed "
-                "by warps, one request per warp-instruction; gld_requests does not count them"),
+                "by warps, one request per warp-instruction (on the H100 gld_requests "
+                "includes them)"),
     MetricAlias("gldgsts_transactions", _LDGSTS_SECT, None, "sectors",
                 "32-byte sectors of global memory that asynchronous global -> shared copies "
-                "(cp.async, LDGSTS) read through L1; gld_transactions does not count them"),
+                "(cp.async, LDGSTS) read (on the H100 gld_transactions includes them, "
+                "exactly); this SASS-level count is exact for 4-byte copies; for 16-byte ones (which bypass L1) a "
+                "few percent off and varying run to run, and higher where lanes zero-fill"),
     MetricAlias("gld_transactions_per_request", _GLD_SECT, _GLD_REQ, "sectors/request",
                 "sectors per global load request: 4 when a warp reads 128 contiguous bytes"),
     MetricAlias("gst_transactions_per_request", _GST_SECT, _GST_REQ, "sectors/request",

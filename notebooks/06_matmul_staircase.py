@@ -57,9 +57,10 @@
 #   columns of its own warp tile. Shared memory is double buffered: while the block multiplies
 #   one tile, the next tile of `B` travels from global to shared memory by `cp.async` (no
 #   registers on the way) and the next tile of `A` waits in registers to be stored transposed;
-#   one barrier per tile. *Counters:* `gld_requests` now counts only `A` — the copies of `B`
-#   are not loads but `LDGSTS` instructions, which `gldgsts_requests` and
-#   `gldgsts_transactions` count; shared wavefronts per multiply-add fall again; and the
+#   one barrier per tile. *Counters:* the copies of `B` are not loads but `LDGSTS`
+#   instructions, which `gldgsts_requests` counts apart (the H100's `gld_requests` counts
+#   them too, with `A`'s loads); shared
+#   wavefronts per multiply-add fall again; and the
 #   remaining gap to cuBLAS shows in the issue counters (the last section): the warps wait
 #   for nothing much, they are simply issuing other instructions than FMAs.
 # `tools/sweep_warptiled.cu` records how the 128 × 128 × 16 tiles were chosen (eleven shapes
@@ -297,7 +298,7 @@ staircase
 
 # %%
 PROFILE_SIZE = 1024
-METRICS = ["gld_requests", "gld_transactions", "gldgsts_transactions", "gst_transactions",
+METRICS = ["gld_requests", "gld_transactions", "gldgsts_requests", "gst_transactions",
            "shared_load_transactions", "shared_load_bank_conflict", "dram_read_bytes",
            "dram_write_bytes"]
 p = None
@@ -316,14 +317,14 @@ if HAVE_GPU and gm.profiler_available():
                      "gld_requests": m["gld_requests"], "gld_requests_model": pred["gld_requests"],
                      "gld_transactions": m["gld_transactions"],
                      "gld_transactions_model": pred["gld_transactions"],
-                     "gldgsts_transactions": m["gldgsts_transactions"],
-                     "gldgsts_transactions_model": pred.get("gldgsts_transactions", 0),
+                     "gldgsts_requests": m["gldgsts_requests"],
+                     "gldgsts_requests_model": pred.get("gldgsts_requests", 0),
                      "gst_transactions": m["gst_transactions"],
                      "gst_transactions_model": pred["gst_transactions"],
                      "shared_load_transactions": m["shared_load_transactions"],
                      "shared_load_bank_conflict": m["shared_load_bank_conflict"],
                      "DRAM MB": (m["dram_read_bytes"] + m["dram_write_bytes"]) / 1e6})
-    measured_cols = ["gld_requests", "gld_transactions", "gldgsts_transactions",
+    measured_cols = ["gld_requests", "gld_transactions", "gldgsts_requests",
                      "gst_transactions",
                      "shared_load_transactions", "shared_load_bank_conflict", "DRAM MB"]
     counters = gm.Table(rows, sources={**{c: "measured" for c in measured_cols},
@@ -356,10 +357,17 @@ else:
 #   one, and the counter counts every wavefront beyond the first of an instruction (lesson 09
 #   shows it on the strided reads). The scalar steps should show none: their warps read a row
 #   of a tile (consecutive banks) or one word for all lanes (a broadcast).
-# * `warptiled`: `gld_requests` and `gld_transactions` count only `A` now; `B` arrives by
-#   `cp.async`, in `gldgsts_transactions` (zero for every other step), and the two together
-#   are what the 128-wide tiles ask for: half of `register_tiled`'s sectors again. Its
-#   shared wavefronts per multiply-add are the fewest of all.
+# * `warptiled`: `B` arrives by `cp.async`, one `gldgsts_requests` per warp and 16-byte copy
+#   (zero for every other step); on the H100 `gld_requests` and `gld_transactions` count
+#   those copies too, beside `A`'s loads, and the two together are what the 128-wide tiles
+#   ask for: half of `register_tiled`'s sectors again. (The separate sector count of the
+#   16-byte copies, `gldgsts_transactions`, is a few percent off and changes from run to
+#   run, so the table shows the copies' requests, which are exact.) Its shared wavefronts per
+#   multiply-add are the fewest of all. *(The outputs committed from the H100 run of
+#   2026-11-23 show warptiled's model column from before the model counted the copies in
+#   `gld_*`: 65,536 requests and 1,048,576 sectors, `A` alone. The model now gives the
+#   hardware's 131,072 and 2,097,152; `test_model_equals_nsight_compute` compares every
+#   warptiled launch of its grid with Nsight Compute.)*
 # * `DRAM MB` against the 12.6 MB the operands hold: at this size they fit in L2 (50 MB on
 #   an H100), so look for every step, naive included, near those compulsory bytes — then the
 #   difference between the steps is not in device memory but on chip.

@@ -353,6 +353,8 @@ def simulate(family, variant, granularity=32, **p):
 def assert_same(family, variant, granularity=32, **p):
     got = predict(family, variant, granularity=granularity, **p)
     ref = simulate(family, variant, granularity, **p)
+    if "cp" in ref:                     # the load counters count the cp.async copies too
+        ref["ld"] = [x + y for x, y in zip(ref["ld"], ref["cp"])]
     for op, pre in (("ld", "gld"), ("st", "gst"), ("cp", "gldgsts")):
         if op not in ref:               # no cp.async in the kernel: no cp.async keys
             assert not any(key.startswith(pre + "_") for key in got), (family, variant, got)
@@ -403,17 +405,18 @@ def test_matmul_equals_the_thread_by_thread_reference(variant, tile):
 
 
 def test_warptiled_copies_b_by_cp_async_not_by_loads():
-    """B reaches shared memory by cp.async (LDGSTS): Nsight Compute counts it under
-    ..._global_op_ldgsts, so gld holds A alone; the cp.async keys come with the variant
-    (zeros where nothing is launched) and with no other kernel."""
+    """B reaches shared memory by cp.async (LDGSTS): the gldgsts keys count the copies
+    alone, the gld requests and sectors A's loads and the copies (as the H100's l1tex
+    op_ld counters do); the cp.async keys come with the variant (zeros where nothing is
+    launched) and with no other kernel."""
     for t in (64, 128):
         r = predict("matmul", "warptiled", m=t, n=t, k=16, tile=t)
         # one block, one step: A and B tiles of t x 16 and 16 x t floats, in float4s
-        assert r["gld_bytes_requested"] == r["gldgsts_bytes_requested"] == 4 * 16 * t
-        # t / 16 warps (256 or 128 threads), 2 instructions each
-        assert r["gld_requests"] == r["gldgsts_requests"] == 2 * (t // 16)
+        assert r["gld_bytes_requested"] == 2 * r["gldgsts_bytes_requested"] == 2 * 4 * 16 * t
+        # t / 16 warps (256 or 128 threads), 2 instructions each, for A and for B
+        assert r["gld_requests"] == 2 * r["gldgsts_requests"] == 2 * 2 * (t // 16)
         assert r["gld_transactions_per_request"] == 16.0 and r["gld_efficiency"] == 100.0
-        assert r["gldgsts_transactions"] == r["gld_transactions"]
+        assert 2 * r["gldgsts_transactions"] == r["gld_transactions"]
         assert set(r) == set(model.METRICS) | set(kernels.LDGSTS_METRICS)
         empty = predict("matmul", "warptiled", m=0, n=4, k=4, tile=t)
         assert {key: empty[key] for key in kernels.LDGSTS_METRICS} == \
@@ -651,16 +654,18 @@ def test_the_largest_launches_have_the_closed_form_counts():
         assert time.perf_counter() - t0 < 1.0
         blocks, steps, warps = (size // t) ** 2, size // 16, threads // 32
         req = blocks * steps * warps * 2
-        for pre in ("gld", "gldgsts"):
+        for pre, times in (("gld", 2), ("gldgsts", 1)):      # gld: A and the copies of B
             assert (r[f"{pre}_requests"], r[f"{pre}_transactions"],
-                    r[f"{pre}_bytes_requested"]) == (req, 16 * req, 512 * req)
-        assert r["gld_bytes_requested"] == 4 * size * size * (size // t)   # A once per column
+                    r[f"{pre}_bytes_requested"]) == (times * req, times * 16 * req,
+                                                     times * 512 * req)
+        # A once per block column, B once per block row
+        assert r["gld_bytes_requested"] == 2 * 4 * size * size * (size // t)
         st = blocks * warps * rows * 2
         assert (r["gst_requests"], r["gst_transactions"], r["gst_bytes_requested"]) == \
             (st, 16 * st, 4 * size * size)
         assert r["gld_efficiency"] == r["gst_efficiency"] == 100.0
         tr = model.matmul_traffic(size, size, size, "warptiled", t)
-        assert tr["load_bytes"] == r["gld_bytes_requested"] + r["gldgsts_bytes_requested"]
+        assert tr["load_bytes"] == r["gld_bytes_requested"]
         assert tr["cgma"] == t                      # as tiled's: t FLOPs per loaded float
     # matmul naive at its largest: exact Python ints far past 2^63
     r = predict("matmul", "naive", m=65535 * 32, n=2 ** 30 - 1, k=GMAX, tile=32)
@@ -887,15 +892,14 @@ def test_matmul_traffic_and_cgma():
             assert tr["load_bytes"] > pr["gld_bytes_requested"]
         assert tr["store_bytes"] == pr["gst_bytes_requested"] == 4 * m * n
     # every tiled kernel requests what tiled does with its tile, partial tiles included;
-    # warptiled's B by cp.async (gldgsts), not by loads
+    # warptiled's B by cp.async, counted in gld (and alone in gldgsts)
     for variant, tiles in (("prefetch", (16, 32)), ("coarsened", (32,)),
                            ("register_tiled", (64,)), ("warptiled", (64, 128))):
         for t, (m, n, k) in itertools.product(tiles, ((33, 17, 5), (130, 129, 33),
                                                       (129, 132, 36), (300, 257, 190))):
             tr = model.matmul_traffic(m, n, k, variant, t)
             pr = predict("matmul", variant, m=m, n=n, k=k, tile=t)
-            assert tr["load_bytes"] == \
-                pr["gld_bytes_requested"] + pr.get("gldgsts_bytes_requested", 0), (variant, t)
+            assert tr["load_bytes"] == pr["gld_bytes_requested"], (variant, t)
             assert tr["store_bytes"] == pr["gst_bytes_requested"]
     assert model.matmul_traffic(256, 256, 256, "warptiled") == \
         model.matmul_traffic(256, 256, 256, "warptiled", 128)
@@ -1202,9 +1206,15 @@ COUNTERS = {
 #: cp.async (LDGSTS, sm_80 and newer): matmul warptiled copies B to shared memory with
 #: it; the load counters above do not count it.  Asked for the matmul family only; a
 #: launch whose prediction has no cp.async keys must read 0.
+#: On the H100 the l1tex__t_*_op_ldgsts names are not collectable; the SASS-level
+#: counts are.  Their requests are exact; their sectors are exact for the 4-byte copies
+#: (cache_access) but not for the 16-byte ones (cache_bypass): measured 1,018,080 and
+#: 1,023,136 in two runs of one 1024^3 launch for the 1,048,576 the addresses need, and
+#: more than needed where lanes zero-fill (src-size 0): those are compared only where B's
+#: rows take the 4-byte path (n % 4 != 0).
 LDGSTS_COUNTERS = {
-    "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_requests",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_transactions",
+    "sm__sass_l1tex_t_requests_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_requests",
+    "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_transactions",
 }
 EXACT = ("gld_requests", "gld_transactions", "gst_requests", "gst_transactions",
          "gldgsts_requests", "gldgsts_transactions")
@@ -1399,6 +1409,8 @@ def test_model_equals_nsight_compute(family, tmp_path):
         for metric, key in counters.items():
             got = _number(h[metric])
             exp = want.get(key, 0) if metric in LDGSTS_COUNTERS else want[key]
+            if key == "gldgsts_transactions" and exp and c["params"]["n"] % 4 == 0:
+                continue                  # 16-byte copies: not exact on the H100 (above)
             ok = got == exp if key in EXACT else abs(got - exp) <= PCT_TOL
             if not ok:
                 bad.append(f"{where}: {key} hardware {got:g}, model {exp:g}")

@@ -86,8 +86,8 @@ def test_cp_async_aliases_are_the_ldgsts_counters_apart_from_the_loads():
     from gpumem.model import kernels
 
     req, sect = ALIASES["gldgsts_requests"], ALIASES["gldgsts_transactions"]
-    assert req.raw == ("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum",)
-    assert sect.raw == ("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",)
+    assert req.raw == ("sm__sass_l1tex_t_requests_pipe_lsu_mem_global_op_ldgsts.sum",)
+    assert sect.raw == ("sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum",)
     assert (req.unit, sect.unit) == ("requests", "sectors")
     assert {req.ncu, sect.ncu}.isdisjoint(ALIASES["gld_requests"].raw
                                           + ALIASES["gld_transactions"].raw)
