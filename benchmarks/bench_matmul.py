@@ -34,15 +34,34 @@ def rel_err(c: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref))
 
 
+STEPS = [("naive", 16), ("tiled", 8), ("tiled", 16), ("tiled", 32), ("prefetch", 16),
+         ("prefetch", 32), ("coarsened", 32), ("register_tiled", 64), ("warptiled", 64),
+         ("warptiled", 128)]
+
+
+def operands(rng, m: int, k: int, n: int):
+    """Random float32 A (m x k) and B (k x n), on the host and on the device."""
+    ha = rng.standard_normal((m, k)).astype(np.float32)
+    hb = rng.standard_normal((k, n)).astype(np.float32)
+    return ha, hb, gm.to_device(ha), gm.to_device(hb)
+
+
+def measure(a, b, ref, variant: str, tile: int, repeat: int, size, cublas_ms) -> dict:
+    """One variant's row: its output against the anchor's first, then its median time."""
+    err = rel_err(gm.matmul(a, b, tile=tile, variant=variant).get(), ref)
+    r = gm.bench(gm.matmul, a, b, tile=tile, variant=variant, repeat=repeat, warmup=2)
+    return {"size": size, "variant": variant, "tile": tile, "median_ms": r.median_ms,
+            "GFLOP/s": r.gflops, "x cuBLAS": (cublas_ms / r.median_ms) if cublas_ms else None,
+            "rel err": err}
+
+
 def run(out_dir: str, quick: bool) -> bool:
     sizes = [1024, 2048] if quick else [1024, 2048, 4096]
     cp = cupy_or_none()
     rng = np.random.default_rng(1)
-    rows, errors = [], []
+    rows = []
     for n in sizes:
-        ha = rng.standard_normal((n, n)).astype(np.float32)
-        hb = rng.standard_normal((n, n)).astype(np.float32)
-        a, b = gm.to_device(ha), gm.to_device(hb)
+        ha, hb, a, b = operands(rng, n, n, n)
         repeat = 10 if n >= 4096 else 20
         cublas_ms = None
         if cp is not None:
@@ -54,34 +73,18 @@ def run(out_dir: str, quick: bool) -> bool:
                          "x cuBLAS": 1.0, "rel err": None})
         else:
             ref = ha.astype(np.float64) @ hb.astype(np.float64)
-        for variant, tile in [("naive", 16), ("tiled", 8), ("tiled", 16), ("tiled", 32),
-                              ("prefetch", 16), ("prefetch", 32), ("coarsened", 32),
-                              ("register_tiled", 64), ("warptiled", 64), ("warptiled", 128)]:
-            err = rel_err(gm.matmul(a, b, tile=tile, variant=variant).get(), ref)
-            errors.append(err)
-            r = gm.bench(gm.matmul, a, b, tile=tile, variant=variant, repeat=repeat, warmup=2)
-            rows.append({"size": n, "variant": variant, "tile": tile, "median_ms": r.median_ms,
-                         "GFLOP/s": r.gflops,
-                         "x cuBLAS": (cublas_ms / r.median_ms) if cublas_ms else None,
-                         "rel err": err})
+        rows += [measure(a, b, ref, v, t, repeat, n, cublas_ms) for v, t in STEPS]
         del a, b
     ragged = []
     if not quick:
         for mm, kk, nn in RAGGED:
-            ha = rng.standard_normal((mm, kk)).astype(np.float32)
-            hb = rng.standard_normal((kk, nn)).astype(np.float32)
-            a, b = gm.to_device(ha), gm.to_device(hb)
-            if cp is not None:
-                ref = cp.asnumpy(cp.asarray(a) @ cp.asarray(b))
-            else:
-                ref = ha.astype(np.float64) @ hb.astype(np.float64)
-            errors.append(rel_err(gm.matmul(a, b, variant="warptiled").get(), ref))
-            r = gm.bench(gm.matmul, a, b, variant="warptiled", repeat=10, warmup=2)
-            ragged.append(r.gflops)
-            rows.append({"size": f"{mm}x{kk}x{nn}", "variant": "warptiled", "tile": 128,
-                         "median_ms": r.median_ms, "GFLOP/s": r.gflops, "x cuBLAS": None,
-                         "rel err": errors[-1]})
+            ha, hb, a, b = operands(rng, mm, kk, nn)
+            ref = (cp.asnumpy(cp.asarray(a) @ cp.asarray(b)) if cp is not None
+                   else ha.astype(np.float64) @ hb.astype(np.float64))
+            rows.append(measure(a, b, ref, "warptiled", 128, 10, f"{mm}x{kk}x{nn}", None))
+            ragged.append(rows[-1]["GFLOP/s"])
             del a, b
+    errors = [r["rel err"] for r in rows if r["rel err"] is not None]
     table = gm.Table(rows, columns=["size", "variant", "tile", "median_ms", "GFLOP/s", "x cuBLAS",
                               "rel err"],
                      sources={"median_ms": "measured", "GFLOP/s": "measured"},
