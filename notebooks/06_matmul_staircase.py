@@ -363,11 +363,7 @@ else:
 #   ask for: half of `register_tiled`'s sectors again. (The separate sector count of the
 #   16-byte copies, `gldgsts_transactions`, is a few percent off and changes from run to
 #   run, so the table shows the copies' requests, which are exact.) Its shared wavefronts per
-#   multiply-add are the fewest of all. *(The outputs committed from the H100 run of
-#   2026-11-23 show warptiled's model column from before the model counted the copies in
-#   `gld_*`: 65,536 requests and 1,048,576 sectors, `A` alone. The model now gives the
-#   hardware's 131,072 and 2,097,152; `test_model_equals_nsight_compute` compares every
-#   warptiled launch of its grid with Nsight Compute.)*
+#   multiply-add are the fewest of all.
 # * `DRAM MB` against the 12.6 MB the operands hold: at this size they fit in L2 (50 MB on
 #   an H100), so look for every step, naive included, near those compulsory bytes — then the
 #   difference between the steps is not in device memory but on chip.
