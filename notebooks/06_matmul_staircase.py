@@ -251,7 +251,10 @@ else:
                "gld_requests": pred["gld_requests"],
                "gld_transactions": pred["gld_transactions"],
                "gst_transactions": pred["gst_transactions"],
-               "FLOP/gld sector": 2 * 2048 ** 3 / pred["gld_transactions"]}
+               "FLOP/gld sector": 2 * 2048 ** 3 / pred["gld_transactions"],
+               "shared_load_transactions": pred["shared_load_transactions"],
+               "FMA/shared wavefront": (2048 ** 3 / pred["shared_load_transactions"]
+                                        if pred["shared_load_transactions"] else None)}
         if c:
             # cuobjdump's shared bytes hold 1 KiB more than the kernel's arrays wherever it
             # has any (the per-block reserve of sm_80 on); the model adds that reserve itself
@@ -263,7 +266,8 @@ else:
         rows, sources={"regs/thread": "compiler", "shared B/block": "compiler",
                        "blocks/SM": "model", "limiter": "model", "gld_requests": "model",
                        "gld_transactions": "model", "gst_transactions": "model",
-                       "FLOP/gld sector": "model"},
+                       "FLOP/gld sector": "model", "shared_load_transactions": "model",
+                       "FMA/shared wavefront": "model"},
         title="the matmul staircase at 2048^3 on paper (model; compiler for sm_90; "
               "occupancy for an H100)")
     if report:
@@ -322,7 +326,9 @@ if HAVE_GPU and gm.profiler_available():
                      "gst_transactions": m["gst_transactions"],
                      "gst_transactions_model": pred["gst_transactions"],
                      "shared_load_transactions": m["shared_load_transactions"],
+                     "shared_load_transactions_model": pred["shared_load_transactions"],
                      "shared_load_bank_conflict": m["shared_load_bank_conflict"],
+                     "shared_load_bank_conflict_model": pred["shared_load_bank_conflict"],
                      "DRAM MB": (m["dram_read_bytes"] + m["dram_write_bytes"]) / 1e6})
     measured_cols = ["gld_requests", "gld_transactions", "gldgsts_requests",
                      "gst_transactions",
@@ -338,8 +344,7 @@ elif HAVE_GPU:
           "roofline below uses the bytes each launch declares.")
 else:
     print("(the counters need a GPU: the model's global counters at 2048^3 are in the table "
-          "above; shared_load_transactions, shared_load_bank_conflict and the DRAM bytes only "
-          "the hardware counts)")
+          "above, the shared wavefronts too; the DRAM bytes only the hardware counts)")
 
 # %% [markdown]
 # **Reading the counters.**
@@ -352,11 +357,16 @@ else:
 # * `coarsened` against `tiled`: the same global counts, fewer `shared_load_transactions`:
 #   the `B` value kept in a register is the reuse.
 # * `register_tiled`: fewer `gld_requests` per sector (16-byte loads) and fewer sectors (64-wide
-#   tiles), and the fewest shared wavefronts per multiply-add. Its `shared_load_bank_conflict`
-#   is not a conflict: a warp's 16-byte shared load needs several wavefronts even without
-#   one, and the counter counts every wavefront beyond the first of an instruction (lesson 09
-#   shows it on the strided reads). The scalar steps should show none: their warps read a row
-#   of a tile (consecutive banks) or one word for all lanes (a broadcast).
+#   tiles), and fewer shared wavefronts per multiply-add.
+# * `shared_load_bank_conflict` counts every wavefront beyond the first of an instruction,
+#   and none of these kernels has a conflict its addresses cause: the compiler reads four
+#   `A` values of a row as one 16-byte load, which every lane of a warp shares (a broadcast),
+#   and a 16-byte shared load takes two wavefronts even then (a half warp each); 16-byte
+#   loads of 8 different `float4`s per quarter warp (`register_tiled`'s `B`, `warptiled`'s
+#   `A`) take four. The model's columns come from those rules (`gm.model.bank_conflicts`)
+#   and the kernels' index arithmetic: its instruction counts are the hardware's exactly,
+#   its wavefronts a floor the H100 exceeds by a little that changes from run to run (up to
+#   0.2% for loads).
 # * `warptiled`: `B` arrives by `cp.async`, one `gldgsts_requests` per warp and 16-byte copy
 #   (zero for every other step); on the H100 `gld_requests` and `gld_transactions` count
 #   those copies too, beside `A`'s loads, and the two together are what the 128-wide tiles

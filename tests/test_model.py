@@ -417,13 +417,75 @@ def test_warptiled_copies_b_by_cp_async_not_by_loads():
         assert r["gld_requests"] == 2 * r["gldgsts_requests"] == 2 * 2 * (t // 16)
         assert r["gld_transactions_per_request"] == 16.0 and r["gld_efficiency"] == 100.0
         assert 2 * r["gldgsts_transactions"] == r["gld_transactions"]
-        assert set(r) == set(model.METRICS) | set(kernels.LDGSTS_METRICS)
+        assert set(r) == (set(model.METRICS) | set(kernels.LDGSTS_METRICS)
+                          | set(kernels.SHARED_METRICS))
         empty = predict("matmul", "warptiled", m=0, n=4, k=4, tile=t)
         assert {key: empty[key] for key in kernels.LDGSTS_METRICS} == \
             dict.fromkeys(kernels.LDGSTS_METRICS, 0)
     for v in model.families()["matmul"]:
         if v != "warptiled":
             assert not set(kernels.LDGSTS_METRICS) & set(predict("matmul", v, m=9, n=9, k=9))
+
+
+#: Shared-memory counters of one launch per variant at 64 x 64 x 64 on the H100 (Nsight
+#: Compute, 2026-11-23, two runs equal): load instructions, load wavefronts, store
+#: instructions, store wavefronts.  Every float4 read the tiled kernels make is a
+#: broadcast (2 wavefronts); register_tiled's B rows and warptiled's A rows are 8
+#: different float4s a quarter warp (4); warptiled's B a float4 per quarter (2); the
+#: transposing stores of A are 2-way conflicts; warptiled's load instructions include
+#: three never-executed loads the compiler puts before each cp.async group.
+MATMUL_SHARED_64 = {("tiled", 8): (10240, 12288, 2048, 2048),
+                    ("tiled", 16): (10240, 12288, 1024, 1024),
+                    ("tiled", 32): (10240, 12288, 512, 512),
+                    ("prefetch", 32): (10240, 12288, 512, 512),
+                    ("coarsened", 32): (4096, 6144, 512, 512),
+                    ("register_tiled", 64): (1024, 3072, 160, 384),
+                    ("warptiled", 64): (864, 2048, 128, 256),
+                    ("warptiled", 128): (2240, 6144, 256, 512)}
+
+
+@pytest.mark.parametrize("variant,tile", sorted(MATMUL_SHARED_64))
+def test_matmul_shared_memory_as_measured(variant, tile):
+    r = predict("matmul", variant, m=64, n=64, k=64, tile=tile)
+    assert (r["shared_load_requests"], r["shared_load_transactions"], r["shared_store_requests"],
+            r["shared_store_transactions"]) == MATMUL_SHARED_64[variant, tile]
+    assert r["shared_load_bank_conflict"] == r["shared_load_transactions"] - \
+        r["shared_load_requests"]
+    # the instructions scale with blocks x tile steps; none where nothing runs
+    big = predict("matmul", variant, m=130, n=131, k=33, tile=tile)
+    t = {"coarsened": 32, "register_tiled": 64}.get(variant, tile)
+    bk = {"register_tiled": 16, "warptiled": 16}.get(variant, t)
+    def block_steps(m, n, k):
+        return -(-m // t) * -(-n // t) * -(-k // bk)
+    assert big["shared_store_requests"] * block_steps(64, 64, 64) == \
+        MATMUL_SHARED_64[variant, tile][2] * block_steps(130, 131, 33)
+    for m, n, k in ((0, 5, 3), (7, 9, 0)):
+        z = predict("matmul", variant, m=m, n=n, k=k, tile=tile)
+        assert all(z[key] == 0 for key in kernels.SHARED_METRICS)
+
+
+def test_naive_matmul_uses_no_shared_memory():
+    r = predict("matmul", "naive", m=100, n=37, k=53, tile=16)
+    assert all(r[key] == 0 for key in kernels.SHARED_METRICS)
+
+
+def test_float4_bank_groups_of_a_half_warp():
+    """16-byte shared accesses: a quarter warp a group, but the two quarters of a half
+    warp share one when together they need <= 128 bytes (each quarter's distinct words
+    counted apart), as measured on the H100 (MATMUL_SHARED_64)."""
+    lane = list(range(32))
+    assert bank_conflicts([0] * 32, width=16).wavefronts == 2                 # broadcast
+    assert bank_conflicts([16 * (i // 8) for i in lane], width=16).wavefronts == 2
+    assert bank_conflicts([16 * (i % 8) for i in lane], width=16).wavefronts == 4
+    assert bank_conflicts([16 * (i % 16) for i in lane], width=16).wavefronts == 4
+    assert bank_conflicts([16 * (i // 16) for i in lane], width=16).wavefronts == 2
+    # quarters with 4 and 4 words share a group; 5 and 4 do not
+    assert bank_conflicts([16 * (i % 4) for i in lane], width=16).wavefronts == 2
+    five = [16 * (i % 5) if i < 8 else 16 * (i % 4) for i in lane]
+    assert bank_conflicts(five, width=16).wavefronts == 3
+    # a shared group still sees its bank conflicts: rows 128 bytes apart, same banks
+    assert bank_conflicts([128 * (i // 8) for i in lane], width=16).wavefronts == 4
+    assert bank_conflicts([16 * t for t in lane], width=16).wavefronts == 4   # as before
 
 
 # ---- the published figures ("Professional CUDA C Programming", Fermi M2070) --
@@ -1216,7 +1278,20 @@ LDGSTS_COUNTERS = {
     "sm__sass_l1tex_t_requests_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_requests",
     "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_transactions",
 }
-EXACT = ("gld_requests", "gld_transactions", "gst_requests", "gst_transactions",
+#: Shared memory (matmul): the warp instructions are exact; the H100's wavefront counts
+#: are the model's plus a few that vary run to run and that no address causes (measured
+#: on every launch of the matmul grid below, twice: loads at most 0.16% over, stores up
+#: to 11% -- tiled-8/16 and tiny warptiled launches, where stores from many blocks meet),
+#: never under it.  So the model is exact for instructions and a floor for wavefronts.
+SHARED_COUNTERS = {
+    "smsp__inst_executed_op_shared_ld.sum": "shared_load_requests",
+    "smsp__inst_executed_op_shared_st.sum": "shared_store_requests",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "shared_load_transactions",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": "shared_store_transactions",
+}
+SHARED_OVER = {"shared_load_transactions": 0.01, "shared_store_transactions": 0.15}
+EXACT = ("shared_load_requests", "shared_store_requests", "gld_requests", "gld_transactions",
+         "gst_requests", "gst_transactions",
          "gldgsts_requests", "gldgsts_transactions")
 PCT_TOL = 0.01
 
@@ -1392,7 +1467,8 @@ FAMILIES = ("read_offset", "write_offset", "strided_read", "struct_update", "dis
 def test_model_equals_nsight_compute(family, tmp_path):
     _require_family(family)
     cases = _cases(family)
-    counters = dict(COUNTERS, **(LDGSTS_COUNTERS if family == "matmul" else {}))
+    counters = dict(COUNTERS, **(dict(LDGSTS_COUNTERS, **SHARED_COUNTERS)
+                                 if family == "matmul" else {}))
     hw = run_ncu(cases, tmp_path, list(counters), family_filter=family)
     assert len(hw) == len(cases), (
         f"{len(cases)} {family} launches made, {len(hw)} profiled: "
@@ -1411,7 +1487,10 @@ def test_model_equals_nsight_compute(family, tmp_path):
             exp = want.get(key, 0) if metric in LDGSTS_COUNTERS else want[key]
             if key == "gldgsts_transactions" and exp and c["params"]["n"] % 4 == 0:
                 continue                  # 16-byte copies: not exact on the H100 (above)
-            ok = got == exp if key in EXACT else abs(got - exp) <= PCT_TOL
+            if key in SHARED_OVER:
+                ok = exp <= got <= exp * (1 + SHARED_OVER[key])
+            else:
+                ok = got == exp if key in EXACT else abs(got - exp) <= PCT_TOL
             if not ok:
                 bad.append(f"{where}: {key} hardware {got:g}, model {exp:g}")
     assert not bad, f"{len(bad)} mismatches of {len(cases)} launches:\n" + "\n".join(bad[:40])

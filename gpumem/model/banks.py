@@ -11,7 +11,14 @@ and nvprof's ``shared_load_bank_conflict`` count).
 Wider accesses: an 8-byte access is served half a warp at a time, a 16-byte
 access a quarter warp at a time (each group of lanes asks for 128 bytes at
 most, one wavefront when conflict-free); the groups' wavefronts add up and
-the ideal is one wavefront per group with an active lane.
+the ideal is one wavefront per group with an active lane.  Except: the two
+quarters of a half warp share one group when together they need at most 128
+bytes, each quarter's distinct 16-byte words counted apart -- so a float4
+that every lane reads (a broadcast) takes 2 wavefronts, not 4, and one that
+each quarter reads for all its lanes takes 2 as well; a quarter that reads 8
+different float4s still takes a wavefront of its own, even when the other
+quarter reads the same ones (measured on an H100: the float4 shared loads of
+gpumem's tiled, register_tiled and warptiled matmuls).
 """
 from __future__ import annotations
 
@@ -38,7 +45,8 @@ class BankResult:
         Passes the shared-memory pipeline needs.
     ideal_wavefronts : int
         Passes without conflicts (1 for 4-byte accesses; one per half warp
-        for 8-byte, per quarter warp for 16-byte accesses with active lanes).
+        for 8-byte, per quarter warp for 16-byte accesses with active lanes,
+        per half warp where its two quarters together ask for <= 128 bytes).
     conflicts : int
         ``wavefronts - ideal_wavefronts``: the extra passes.
     ways : int
@@ -91,6 +99,8 @@ def bank_conflicts(addresses, width: int = 4) -> BankResult:
     32
     >>> bank_conflicts([4 * 33 * t for t in range(32)]).conflicts     # padded to 33
     0
+    >>> bank_conflicts([0] * 32, width=16).wavefronts                 # float4 broadcast
+    2
     """
     fn = "bank_conflicts"
     width = index(fn, "width", width, allowed=(4, 8, 16))
@@ -100,9 +110,18 @@ def bank_conflicts(addresses, width: int = 4) -> BankResult:
         return BankResult(0, 0, 0, 0, ())
     lanes_per_group = 32 * 4 // width                  # 32, 16 or 8 lanes per group
     words_per_lane = width // BANK_WIDTH
+    groups = [a[g0:g0 + lanes_per_group] for g0 in range(0, a.size, lanes_per_group)]
+    if width == 16:                                    # quarters of a half warp that share
+        merged = []
+        for h in range(0, len(groups), 2):
+            pair = groups[h:h + 2]
+            if sum(np.unique(q).size for q in pair) <= 8:
+                merged.append(np.concatenate(pair))    # <= 128 bytes: one group
+            else:
+                merged.extend(pair)
+        groups = merged
     wavefronts = ideal = ways = 0
-    for g0 in range(0, a.size, lanes_per_group):
-        grp = a[g0:g0 + lanes_per_group]
+    for grp in groups:
         words = (grp[:, None] // BANK_WIDTH + np.arange(words_per_lane)[None, :]).ravel()
         words = np.unique(words)                       # same word: broadcast
         per_bank = np.bincount(words % BANKS, minlength=BANKS)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+import functools
 from functools import reduce
 from typing import Any, Callable
 
@@ -411,6 +412,7 @@ class _Blocks:
 
 
 def _gen_matmul(tally, axis, variant, p):
+    _matmul_shared(tally, variant, p)
     if variant == "register_tiled":
         _gen_matmul_register_tiled(tally, axis, p)
         return
@@ -438,6 +440,94 @@ def _gen_matmul(tally, axis, variant, p):
         _naive_loads(tally, axis, p, bl)
     else:
         _tiled_loads(tally, axis, p, bl)
+
+
+# ---- matmul: shared memory ------------------------------------------------------------
+def _words(row, col, pitch):
+    """Byte offsets of float [row][col] in a shared array of ``pitch`` floats per row."""
+    return 4 * (np.asarray(row, np.int64) * pitch + col)
+
+
+def _matmul_shared_step(variant: str, t: int):
+    """One tile step of one block of a matmul variant (cuda/matmul.cu): its shared
+    stores and loads as (op, byte offsets (warps, 32), width, instructions of that kind
+    per warp and step), and the block's k per step.  Every block and every step
+    repeats the same offsets: the double buffers are 128-byte multiples apart, so
+    the banks do not change with the buffer."""
+    lane = np.arange(WARP, dtype=np.int64)[None, :]
+    acc = []
+    if variant in ("tiled", "prefetch"):                 # blockDim (t, t), tiles t x t
+        lin = np.arange(t * t // WARP, dtype=np.int64)[:, None] * WARP + lane
+        ty, tx = lin // t, lin % t
+        acc += [("st", _words(ty, tx, t), 4, 2)]         # As[ty][tx], Bs[ty][tx]
+        # the compiler reads As[ty][k .. k + 3] as one float4, Bs[k][tx] word by word
+        acc += [("ld", _words(ty, 4 * q, t), 16, 1) for q in range(t // 4)]
+        acc += [("ld", _words(kk + 0 * ty, tx, t), 4, 1) for kk in range(t)]
+        return acc, t
+    if variant == "coarsened":                           # blockDim (32, 8): a warp is a row
+        ty, tx = np.arange(8, dtype=np.int64)[:, None] + 0 * lane, 0 * lane + lane
+        for i in range(4):
+            acc += [("st", _words(ty + 8 * i, tx, 32), 4, 2)]
+            acc += [("ld", _words(ty + 8 * i, 4 * q, 32), 16, 1) for q in range(8)]
+        acc += [("ld", _words(kk + 0 * ty, tx, 32), 4, 1) for kk in range(32)]
+        return acc, 32
+    if variant == "register_tiled":                      # 16 x 16 threads, 64 x 64 tiles
+        tid = np.arange(8, dtype=np.int64)[:, None] * WARP + lane
+        ar, ac, br, bc = tid // 4, (tid % 4) * 4, tid // 16, (tid % 16) * 4
+        acc += [("st", _words(ac + j, ar, _RT + 4), 4, 1) for j in range(4)]   # A transposed
+        acc += [("st", _words(br, bc, _RT), 16, 1)]
+        ty, tx = tid // 16, tid % 16
+        for kk in range(_RT_K):
+            acc += [("ld", _words(kk + 0 * ty, 4 * ty, _RT + 4), 16, 1),
+                    ("ld", _words(kk + 0 * tx, 4 * tx, _RT), 16, 1)]
+        return acc, _RT_K
+    if variant == "warptiled":
+        thr, wm_, wn_ = _WT[t]
+        tid = np.arange(thr // WARP, dtype=np.int64)[:, None] * WARP + lane
+        warp = tid // WARP
+        for i in range(t * _WT_K // 4 // thr):           # store_a: A transposed, A_LOADS
+            f = tid + i * thr
+            acc += [("st", _words((f % 4) * 4 + j, f // 4, t + 4), 4, 1) for j in range(4)]
+        wm, wn = (warp // (t // wn_)) * wm_, (warp % (t // wn_)) * wn_
+        lm, ln = (lane % 8) * 4, (lane // 8) * 4
+        for kk in range(_WT_K):
+            acc += [("ld", _words(kk + 0 * wm, wm + s_ * 32 + lm, t + 4), 16, 1)
+                    for s_ in range(wm_ // 32)]
+            acc += [("ld", _words(kk + 0 * wn, wn + s_ * 16 + ln, t), 16, 1)
+                    for s_ in range(wn_ // 16)]
+        # before each group of cp.async copies of B (B_LOADS per step) the compiler
+        # (CUDA 13, sm_90) puts three never-executed shared loads (@!PT LDS RZ, [RZ]):
+        # no wavefront, but smsp__inst_executed_op_shared_ld counts them
+        acc += [("ld", None, 0, 3 * (_WT_K * t // 4 // thr))]
+        return acc, _WT_K
+    raise AssertionError(variant)
+
+
+def _matmul_shared(tally, variant: str, p: dict) -> None:
+    """Shared-memory warp instructions and wavefronts of a matmul launch: every
+    block runs every tile step (zeros outside the matrices are stored too)."""
+    tally.shared = True                                  # naive: zeros
+    m, n, k = p["m"], p["n"], p["k"]
+    if variant == "naive" or m == 0 or n == 0 or k == 0:
+        return
+    t = {"coarsened": 32, "register_tiled": _RT}.get(variant, p["tile"])
+    per_step, bk = _matmul_shared_per_step(variant, t)
+    steps = _cdiv(k, bk) * _cdiv(m, t) * _cdiv(n, t)     # block steps
+    for op, (inst, waves) in per_step.items():
+        tally.shared_access(op, inst * steps, waves * steps)
+
+
+@functools.lru_cache(maxsize=None)
+def _matmul_shared_per_step(variant: str, t: int):
+    """{op: (warp instructions, wavefronts)} of one block's tile step, and its k."""
+    step_acc, bk = _matmul_shared_step(variant, t)
+    one = _Tally(32)
+    for op, addr, width, per in step_acc:
+        if addr is None:                                 # counted, never executed
+            one.shared_access(op, per * (_WT[t][0] // WARP), 0)
+        else:
+            _shared(one, op, addr, None, width, per)
+    return {op: (one.sh_inst[op], one.sh_wave[op]) for op in ("ld", "st")}, bk
 
 
 # ---- matmul register_tiled: 64 x 64 tiles, 16 x 16 threads, float4 where it can --------
@@ -996,8 +1086,8 @@ def predict(family: str, variant: str, *, granularity: int = 32,
         several lanes counts once, as the hardware counts it).  Requests,
         transactions and bytes are exact ``int``; efficiencies and
         transactions per request are ``float`` rounded to :data:`DECIMALS`
-        (4) decimal places.  The families that use shared memory (transpose,
-        shared_stride) add :data:`SHARED_METRICS`: ``shared_load_transactions``
+        (4) decimal places.  The families that use shared memory (matmul,
+        transpose, shared_stride) add :data:`SHARED_METRICS`: ``shared_load_transactions``
         (wavefronts), ``shared_load_requests`` (warp instructions) and
         ``shared_load_bank_conflict`` (wavefronts beyond one per instruction, as
         :func:`gpumem.profile` counts them), and the same for stores.  The
