@@ -78,6 +78,11 @@ __device__ __forceinline__ void tiled(float (&As)[TILE][TILE], float (&Bs)[TILE]
 // registers; it stores them to the other buffer after its inner product, and
 // one barrier per tile (not two) separates the steps: buffer cur ^ 1 was last
 // read before the previous barrier, buffer cur is next written after this one.
+// The loads are not under an `if (more tiles)`: with the loads and the stores in
+// two such branches the compiler sank the loads into the second one, after the
+// inner product -- no prefetch at all, the whole load latency exposed every tile
+// (cuobjdump -sass shows where the LDGs are).  Past the last tile the loads are
+// predicated off (zeros) and the stores land in a buffer no one reads again.
 template <int TILE>
 __device__ __forceinline__ void prefetch(float (&As)[2][TILE][TILE], float (&Bs)[2][TILE][TILE],
                                          const float *__restrict__ A, const float *__restrict__ B,
@@ -87,33 +92,26 @@ __device__ __forceinline__ void prefetch(float (&As)[2][TILE][TILE], float (&Bs)
     const int row = blockIdx.y * TILE + ty;
     const int col = blockIdx.x * TILE + tx;
     const int tiles = (K + TILE - 1) / TILE;
+    const float *a = A + (size_t)row * K + tx;   // A[row][k0 + tx]
+    const float *b = B + (size_t)ty * N + col;   // B[k0 + ty][col]
+    const size_t b_step = (size_t)TILE * N;
     float acc = 0.0f;
     if (tiles > 0) {
-        // A[row][k0 + tx] and B[k0 + ty][col], zero outside the matrices
-        auto a_at = [&](int k0) {
-            return (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : 0.0f;
-        };
-        auto b_at = [&](int k0) {
-            return (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * N + col] : 0.0f;
-        };
-        As[0][ty][tx] = a_at(0);
-        Bs[0][ty][tx] = b_at(0);
+        As[0][ty][tx] = (row < M && tx < K) ? *a : 0.0f;
+        Bs[0][ty][tx] = (ty < K && col < N) ? *b : 0.0f;
         __syncthreads();
-        for (int t = 0; t < tiles; ++t) {
+        for (int t = 0, k0 = TILE; t < tiles; ++t, k0 += TILE) {
             const int cur = t & 1;
-            float a_next = 0.0f, b_next = 0.0f;
-            const bool more = t + 1 < tiles;
-            if (more) { // issued now, used after the inner product: the loads overlap it
-                a_next = a_at((t + 1) * TILE);
-                b_next = b_at((t + 1) * TILE);
-            }
+            a += TILE;
+            b += b_step;
+            // issued now, used after the inner product: the loads overlap it
+            const float a_next = (row < M && k0 + tx < K) ? *a : 0.0f;
+            const float b_next = (k0 + ty < K && col < N) ? *b : 0.0f;
 #pragma unroll
             for (int k = 0; k < TILE; ++k)
                 acc += As[cur][ty][k] * Bs[cur][k][tx];
-            if (more) {
-                As[cur ^ 1][ty][tx] = a_next;
-                Bs[cur ^ 1][ty][tx] = b_next;
-            }
+            As[cur ^ 1][ty][tx] = a_next;
+            Bs[cur ^ 1][ty][tx] = b_next;
             __syncthreads();
         }
     }
@@ -356,21 +354,28 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
             As[buf][c + 3][r] = areg[i].w;
         }
     };
-    auto load_b = [&](int buf, int k0) { // B[k0 + kr][bn + c .. + 3] -> Bs[buf][kr][c ..]
+    // B's tile by cp.async: 16-byte copies where rows are 16-byte aligned (N % 4 == 0),
+    // else 4-byte ones with consecutive lanes on consecutive columns (element e = tid +
+    // q * THREADS is B[k0 + e / BN][bn + e % BN]): 128 contiguous bytes per warp.
+    auto load_b = [&](int buf, int k0) {
+        if (vec_b) {
 #pragma unroll
-        for (int i = 0; i < W::B_LOADS; ++i) {
-            const int f = tid + i * W::THREADS, kr = f / (BN / 4), c = (f % (BN / 4)) * 4;
-            const int k = k0 + kr, col = bn + c;
-            float *dst = &Bs[buf][kr][c];
-            if (vec_b) {
+            for (int i = 0; i < W::B_LOADS; ++i) {
+                const int f = tid + i * W::THREADS, kr = f / (BN / 4), c = (f % (BN / 4)) * 4;
+                const int k = k0 + kr, col = bn + c;
                 const bool in = k < K && col < N; // N % 4 == 0: all four or none
-                cp_async16(dst, in ? B + (size_t)k * N + col : B, in);
-            } else {
+                cp_async16(&Bs[buf][kr][c], in ? B + (size_t)k * N + col : B, in);
+            }
+        } else {
+            // rows k0 + tid / BN + q * (THREADS / BN), column bn + tid % BN
+            const int c = tid % BN, col = bn + c;
+            int kr = tid / BN;
+            const float *b = B + (size_t)(k0 + kr) * N + col;
+            const size_t step = (size_t)(W::THREADS / BN) * N;
 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    const bool in = k < K && col + j < N;
-                    cp_async4(dst + j, in ? B + (size_t)k * N + col + j : B, in);
-                }
+            for (int q = 0; q < 4 * W::B_LOADS; ++q, kr += W::THREADS / BN, b += step) {
+                const bool in = k0 + kr < K && col < N;
+                cp_async4(&Bs[buf][kr][c], in ? b : B, in);
             }
         }
         cp_async_commit();

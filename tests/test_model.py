@@ -283,16 +283,18 @@ def simulate(family, variant, granularity=32, **p):
                                     ~full & (r < M) & (k + j < K), 4))
 
         def load_b(k0):
-            for i in range(B_LOADS):
-                f = tid + i * THREADS
-                kr, c = f // (T // 4), (f % (T // 4)) * 4
-                k, col = warps(k0 + kr + 0 * bn), warps(bn + c)
-                if vec_b:                                   # cp_async16; out: src-size 0
+            if vec_b:
+                for i in range(B_LOADS):
+                    f = tid + i * THREADS
+                    kr, c = f // (T // 4), (f % (T // 4)) * 4
+                    k, col = warps(k0 + kr + 0 * bn), warps(bn + c)
+                    # cp_async16; out of B: src-size 0
                     streams.append(("cp", B + 4 * (k * N + col), (k < K) & (col < N), 16))
-                else:
-                    for j in range(4):                      # cp_async4
-                        streams.append(("cp", B + 4 * (k * N + col + j),
-                                        (k < K) & (col + j < N), 4))
+            else:
+                for q in range(4 * B_LOADS):                # cp_async4, element e
+                    e = tid + q * THREADS
+                    k, col = warps(k0 + e // T + 0 * bn), warps(bn + e % T)
+                    streams.append(("cp", B + 4 * (k * N + col), (k < K) & (col < N), 4))
 
         tiles = -(-K // BK)
         if tiles > 0:
@@ -433,15 +435,16 @@ def test_warptiled_copies_b_by_cp_async_not_by_loads():
 #: broadcast (2 wavefronts); register_tiled's B rows and warptiled's A rows are 8
 #: different float4s a quarter warp (4); warptiled's B a float4 per quarter (2); the
 #: transposing stores of A are 2-way conflicts; warptiled's load instructions include
-#: three never-executed loads the compiler puts before each cp.async group.
+#: three never-executed loads the compiler puts before each step's cp.async copies;
+#: prefetch stores its first tiles before its loop and the next ones in every step.
 MATMUL_SHARED_64 = {("tiled", 8): (10240, 12288, 2048, 2048),
                     ("tiled", 16): (10240, 12288, 1024, 1024),
                     ("tiled", 32): (10240, 12288, 512, 512),
-                    ("prefetch", 32): (10240, 12288, 512, 512),
+                    ("prefetch", 32): (10240, 12288, 768, 768),
                     ("coarsened", 32): (4096, 6144, 512, 512),
                     ("register_tiled", 64): (1024, 3072, 160, 384),
-                    ("warptiled", 64): (864, 2048, 128, 256),
-                    ("warptiled", 128): (2240, 6144, 256, 512)}
+                    ("warptiled", 64): (816, 2048, 128, 256),
+                    ("warptiled", 128): (2144, 6144, 256, 512)}
 
 
 @pytest.mark.parametrize("variant,tile", sorted(MATMUL_SHARED_64))
@@ -456,7 +459,8 @@ def test_matmul_shared_memory_as_measured(variant, tile):
     t = {"coarsened": 32, "register_tiled": 64}.get(variant, tile)
     bk = {"register_tiled": 16, "warptiled": 16}.get(variant, t)
     def block_steps(m, n, k):
-        return -(-m // t) * -(-n // t) * -(-k // bk)
+        # prefetch stores one step's tiles more (before its loop)
+        return -(-m // t) * -(-n // t) * (-(-k // bk) + (variant == "prefetch"))
     assert big["shared_store_requests"] * block_steps(64, 64, 64) == \
         MATMUL_SHARED_64[variant, tile][2] * block_steps(130, 131, 33)
     for m, n, k in ((0, 5, 3), (7, 9, 0)):

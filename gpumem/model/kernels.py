@@ -495,10 +495,10 @@ def _matmul_shared_step(variant: str, t: int):
                     for s_ in range(wm_ // 32)]
             acc += [("ld", _words(kk + 0 * wn, wn + s_ * 16 + ln, t), 16, 1)
                     for s_ in range(wn_ // 16)]
-        # before each group of cp.async copies of B (B_LOADS per step) the compiler
-        # (CUDA 13, sm_90) puts three never-executed shared loads (@!PT LDS RZ, [RZ]):
-        # no wavefront, but smsp__inst_executed_op_shared_ld counts them
-        acc += [("ld", None, 0, 3 * (_WT_K * t // 4 // thr))]
+        # before each step's cp.async copies of B the compiler (CUDA 13, sm_90) puts
+        # three never-executed shared loads (@!PT LDS RZ, [RZ]): no wavefront, but
+        # smsp__inst_executed_op_shared_ld counts them
+        acc += [("ld", None, 0, 3)]
         return acc, _WT_K
     raise AssertionError(variant)
 
@@ -512,9 +512,14 @@ def _matmul_shared(tally, variant: str, p: dict) -> None:
         return
     t = {"coarsened": 32, "register_tiled": _RT}.get(variant, p["tile"])
     per_step, bk = _matmul_shared_per_step(variant, t)
-    steps = _cdiv(k, bk) * _cdiv(m, t) * _cdiv(n, t)     # block steps
+    blocks = _cdiv(m, t) * _cdiv(n, t)
+    steps = _cdiv(k, bk) * blocks                        # block steps
     for op, (inst, waves) in per_step.items():
         tally.shared_access(op, inst * steps, waves * steps)
+    if variant == "prefetch":
+        # its stores: the first tiles before the loop, then the next ones in every step,
+        # the last step's too (zeros into a buffer no one reads): one step's more
+        tally.shared_access("st", per_step["st"][0] * blocks, per_step["st"][1] * blocks)
 
 
 @functools.lru_cache(maxsize=None)
@@ -612,8 +617,9 @@ _WT = {128: (256, 64, 32), 64: (128, 32, 32)}
 def _gen_matmul_warptiled(tally, axis, p):
     """cuda/matmul.cu ``warptiled``: per k step, A (``tile`` rows x 16) by float4 or
     four predicated scalar loads into registers, B (16 x ``tile``) by cp.async into
-    shared memory -- one 16-byte copy per lane where N % 4 == 0, else four 4-byte
-    ones; lanes outside B copy nothing (src-size 0: zero-fill) and count nothing --
+    shared memory -- one 16-byte copy per lane where N % 4 == 0, else 4-byte ones, a
+    warp's 32 on consecutive columns; lanes outside B copy nothing (src-size 0:
+    zero-fill) and count nothing --
     and at the end C by float4 or scalar stores, every (i, s) pair of a lane's
     sub-tiles its own warp instruction.  Every step's tiles are loaded once per
     block (the prologue loads step 0, iteration t loads t + 1)."""
@@ -668,9 +674,14 @@ def _gen_matmul_warptiled(tally, axis, p):
         ok, r0 = kr < k, K0b + (WARP * w + i * thr) // q
         if n % 4 == 0:                                   # all four or none
             _rows_stream(tally, "cp", kr, c, r0, 4 * n, ok & (c < n), 16, wb)
-        else:
-            for j in range(4):
-                _rows_stream(tally, "cp", kr, c + j, r0, 4 * n, ok & (c + j < n), 4, wb)
+    if n % 4:
+        # 4-byte copies, consecutive lanes on consecutive columns: element e = tid +
+        # q * threads of the tile is B[k0 + e / tile][bn + e % tile]
+        for q_ in range(_WT_K * t // thr):
+            e = tid + q_ * thr
+            kr, c = K0b + e // t, BN + e % t
+            _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + q_ * thr) // t, 4 * n,
+                         (kr < k) & (c < n), 4, wb)
 
 
 def _naive_loads(tally, axis, p, bl):
