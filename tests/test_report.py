@@ -251,6 +251,7 @@ class FakeGPU:
     compute nothing (matmul computes), bench with set times, counters, attributes."""
 
     MS = {("copy", "float4"): 1.0, ("matmul", "naive"): 8.0, ("matmul", "tiled"): 2.0,
+          ("matmul", "warptiled"): 0.625,
           ("read_offset", 0): 1.0, ("read_offset", 11): 1.25, ("struct_update", "aos"): 2.0,
           ("struct_update", "soa"): 1.0, ("stencil_1d", "constant"): 1.05,
           ("stencil_1d", "readonly"): 1.1, ("constant_broadcast", "constant", 1): 1.0,
@@ -367,7 +368,8 @@ def test_measured_rows_on_a_fake_gpu(monkeypatch):
     assert "(4.0x)" in mm["measured_text"] and "measured / " in mm["measured_text"]
     cub = first_with(rows, "cublas_GFLOP/s")["measured"]
     assert cub["cublas_ms"] == 0.5 and cub["rel_err"] == 0.0
-    assert cub["fastest_gpumem_over_cublas"] == pytest.approx(0.25)
+    assert cub["warptiled_GFLOP/s"] == pytest.approx(4 * mm["measured"]["tiled_GFLOP/s"] / 1.25)
+    assert cub["fastest_gpumem_over_cublas"] == pytest.approx(0.5 / 0.625)   # warptiled
     acc = first_with(rows, "offset11_GB/s")
     assert "offset 11: gld efficiency 80% measured / 80% model" in acc["measured_text"]
     assert acc["measured"]["offset11_gld_efficiency"] == 80.0
