@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-import functools
-from functools import reduce
+from functools import lru_cache, reduce
 from typing import Any, Callable
 
 import numpy as np
@@ -522,7 +521,7 @@ def _matmul_shared(tally, variant: str, p: dict) -> None:
         tally.shared_access("st", per_step["st"][0] * blocks, per_step["st"][1] * blocks)
 
 
-@functools.lru_cache(maxsize=None)
+@lru_cache(maxsize=None)
 def _matmul_shared_per_step(variant: str, t: int):
     """{op: (warp instructions, wavefronts)} of one block's tile step, and its k."""
     step_acc, bk = _matmul_shared_step(variant, t)
@@ -663,25 +662,19 @@ def _gen_matmul_warptiled(tally, axis, p):
         vec = ok & (kk + 3 < k) if k % 4 == 0 else np.zeros(np.broadcast(r, kk).shape, bool)
         _vec_or_scalar(tally, "ld", r, kk, BM + (WARP * w + i * thr) // 4, 4 * k, vec,
                        lambda j: ok & (kk + j < k), wa)
-    # ---- B (cp.async): row k0 + f / (tile / 4), columns bn + 4 (f % (tile / 4)) .. + 3,
-    # every block row
-    q = t // 4                                           # float4 per row of the B tile
+    # ---- B (cp.async), every block row: copy e = tid + i * threads of the tile is row
+    # k0 + e / per_row, columns bn + (e % per_row) * floats: float4s where N % 4 == 0 (all
+    # four or none), else single floats, a warp's 32 on consecutive columns
+    width = 16 if n % 4 == 0 else 4
+    floats = width // 4
+    per_row = t // floats                                # copies per row of the B tile
     K0b = st[:, None, None, None] * _WT_K                # (ns, 1, 1, 1)
     wb = _wmul(wst[:, None], wbx[None, :], gy)
-    for i in range(_WT_K * t // 4 // thr):
-        f = tid + i * thr
-        kr, c = K0b + f // q, BN + (f % q) * 4
-        ok, r0 = kr < k, K0b + (WARP * w + i * thr) // q
-        if n % 4 == 0:                                   # all four or none
-            _rows_stream(tally, "cp", kr, c, r0, 4 * n, ok & (c < n), 16, wb)
-    if n % 4:
-        # 4-byte copies, consecutive lanes on consecutive columns: element e = tid +
-        # q * threads of the tile is B[k0 + e / tile][bn + e % tile]
-        for q_ in range(_WT_K * t // thr):
-            e = tid + q_ * thr
-            kr, c = K0b + e // t, BN + e % t
-            _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + q_ * thr) // t, 4 * n,
-                         (kr < k) & (c < n), 4, wb)
+    for i in range(_WT_K * per_row // thr):
+        e = tid + i * thr
+        kr, c = K0b + e // per_row, BN + (e % per_row) * floats
+        _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * n,
+                     (kr < k) & (c < n), width, wb)
 
 
 def _naive_loads(tally, axis, p, bl):
