@@ -303,6 +303,64 @@ fail:
     return NULL;
 }
 
+/* ---- block replay: the launch's buffers, and its params with them moved ---- */
+static void add_buffer(gm_call *c, int slot, const gm_DeviceArray *d, int access)
+{
+    if (d == NULL || d->ptr == NULL || d->nbytes == 0)
+        return;
+    const char *b0 = d->ptr, *b1 = b0 + d->nbytes;
+    for (int k = 0; k < c->n_inout; k++)
+        if ((const char *)c->inout[k].ptr >= b0 && (const char *)c->inout[k].ptr < b1)
+            access |= GM_READS | GM_WRITES;
+    c->buffers[c->n_buffers] = (gm_buffer){d->ptr, d->nbytes, access};
+    c->buffer_slot[c->n_buffers++] = slot;
+}
+
+/* c->buffers: every operand (read), the result (written; read too when it
+ * is the in-place buffer) and tmp (read). */
+static void list_buffers(gm_call *c)
+{
+    c->n_buffers = 0;
+    for (int i = 0; c->f->args[i].name; i++)
+        if (c->f->args[i].kind == GM_ARRAY)
+            add_buffer(c, i, c->op[i].dev, GM_READS);
+    add_buffer(c, GM_SLOT_RES, c->res, GM_WRITES);
+    add_buffer(c, GM_SLOT_TMP, c->tmp, GM_READS);
+}
+
+/* A launch can be replayed on copies of its buffers unless prepare() said
+ * otherwise or an in-place buffer is not inside one of them (a __device__
+ * variable). */
+static int movable(const gm_call *c)
+{
+    if (c->apart)
+        return 0;
+    for (int k = 0; k < c->n_inout; k++) {
+        const char *i0 = c->inout[k].ptr, *i1 = i0 + c->inout[k].nbytes;
+        int found = 0;
+        for (int b = 0; b < c->n_buffers; b++) {
+            const char *b0 = c->buffers[b].ptr, *b1 = b0 + c->buffers[b].nbytes;
+            found |= i0 >= b0 && i1 <= b1 && (c->buffers[b].access & GM_WRITES);
+        }
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* gm_launch_info.moved: fill() again with buffers[i] at to[i]. */
+static void moved_params(const gm_launch_info *info, void *const *to, void *params)
+{
+    const gm_call *c = info->call;
+    gm_call m = *c;
+    void *slots[GM_MAX_ARGS + 2] = {NULL};
+    for (int b = 0; b < c->n_buffers; b++)
+        slots[c->buffer_slot[b]] = to[b];
+    m.moved = slots;
+    memset(params, 0, GM_PARAMS_MAX);
+    c->f->fill(&m, params);
+}
+
 static PyObject *run(gm_call *c)
 {
     const gm_family *f = c->f;
@@ -323,8 +381,10 @@ static PyObject *run(gm_call *c)
     if (c->work > 0) {
         _Alignas(16) unsigned char params[GM_PARAMS_MAX] = {0};
         f->fill(c, params);
+        list_buffers(c);
         gm_launch_info info = {c->variant, c->record, c->bytes, c->flops,
-                               c->n_inout ? c->inout : NULL, c->n_inout};
+                               c->n_inout ? c->inout : NULL, c->n_inout,
+                               c->buffers, c->n_buffers, movable(c) ? moved_params : NULL, c};
         if (gm_launch(&info, params) < 0)
             return NULL;
     }
@@ -395,6 +455,8 @@ int gm_check_grid(const gm_call *c, long long work, long long per_block, long lo
 
 const void *gm_in(const gm_call *c, int arg)
 {
+    if (c->moved && c->moved[arg])
+        return c->moved[arg];
     return c->op[arg].dev ? c->op[arg].dev->ptr : NULL;
 }
 
@@ -405,7 +467,16 @@ long long gm_dim(const gm_call *c, int arg, int axis)
 
 void *gm_res(const gm_call *c)
 {
+    if (c->moved && c->moved[GM_SLOT_RES])
+        return c->moved[GM_SLOT_RES];
     return c->res ? c->res->ptr : NULL;
+}
+
+void *gm_tmp(const gm_call *c)
+{
+    if (c->moved && c->moved[GM_SLOT_TMP])
+        return c->moved[GM_SLOT_TMP];
+    return c->tmp ? c->tmp->ptr : NULL;
 }
 
 /* ---- kernel_attributes() / kernel_occupancy() ---------------------------------- */

@@ -191,21 +191,36 @@ typedef struct {
     {#f, name, idea, bytes, flops, gm_run_##f, gm_kernel_##f, select}
 #define GM_END_ROWS {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0}
 
-/* A device buffer a launch both reads and writes (an in-place update):
- * replaying such a launch must restore it first. */
+/* A device buffer of a launch.  In gm_launch_info.inout: one the kernel both
+ * reads and writes (an in-place update), which replaying the launch must
+ * restore first.  In gm_launch_info.buffers: every buffer the kernel may
+ * touch, `access` saying how (GM_READS | GM_WRITES). */
+enum { GM_READS = 1, GM_WRITES = 2 };
 typedef struct {
     void *ptr;
     size_t nbytes;
+    int access;
 } gm_buffer;
 
-typedef struct {
+typedef struct gm_launch_info gm_launch_info;
+struct gm_launch_info {
     const gm_variant *variant;
     PyObject *params;     /* borrowed dict of the call's parameters */
     double bytes;         /* bytes the launch must move */
     double flops;         /* floating-point operations of the launch */
     const gm_buffer *inout; /* buffers the kernel reads and writes (may be NULL) */
     int n_inout;
-} gm_launch_info;
+    /* Replaying the launch later on copies of its buffers (the profiler's
+     * block replay): every buffer the kernel touches, and moved(), which fills
+     * `params` (GM_PARAMS_MAX bytes) for the same launch with buffers[i] at
+     * to[i].  moved is NULL when the launch depends on device state outside
+     * these buffers (a __constant__ or __device__ variable, pointers stored in
+     * a buffer): it can only be replayed on the spot. */
+    const gm_buffer *buffers;
+    int n_buffers;
+    void (*moved)(const gm_launch_info *info, void *const *to, void *params);
+    const void *call;     /* moved()'s own (the entry point's gm_call) */
+};
 
 /* Time `params` through info->variant->launch with CUDA events, check the
  * launch and the execution, and publish a LaunchRecord.  0 / -1. */
@@ -233,6 +248,8 @@ int gm_profile_init(PyObject *module);
  * touch the device -- upload, allocate the result, prepare, launch, hand
  * back a DeviceArray (any input or out= on the device) or an ndarray. */
 #define GM_MAX_ARGS 8
+#define GM_SLOT_RES GM_MAX_ARGS       /* gm_call.moved: the result's slot */
+#define GM_SLOT_TMP (GM_MAX_ARGS + 1) /* and tmp's */
 #define GM_PARAMS_MAX 256 /* bytes: every gm_<family>_params fits */
 
 typedef enum {
@@ -286,6 +303,19 @@ typedef struct {
     gm_DeviceArray *tmp;         /* a device buffer the kernel reads (owned), or NULL */
     gm_buffer inout[1];          /* an in-place buffer a profiler replay restores */
     int n_inout;
+    /* Set by prepare() when the launch reads device state that is not in its
+     * operands, result or tmp (a __constant__ or __device__ variable it set,
+     * pointers stored in a buffer): a profiler may not replay it later on
+     * copies of its buffers, only on the spot. */
+    int apart;
+    /* Block replay (entry.c): the launch's buffers, which slot of moved each
+     * is (an argument's index, GM_SLOT_RES, GM_SLOT_TMP), and while fill()
+     * runs for a replay, where they were moved (gm_in, gm_res and gm_tmp
+     * answer with those). */
+    gm_buffer buffers[GM_MAX_ARGS + 2];
+    int buffer_slot[GM_MAX_ARGS + 2];
+    int n_buffers;
+    void *const *moved;
     long long host_first, host_count; /* a host caller gets res[first:first+count] (count >= 0) */
     float scratch[64];           /* the lesson's own (e.g. the stencil's weights) */
 } gm_call;
@@ -298,7 +328,9 @@ struct gm_family {
     int out_may_alias;          /* out may be an input (an in-place update) */
     const gm_variant *variants; /* ended by GM_END_ROWS */
     int (*check)(gm_call *c);   /* shape rules, sizes, the variant: no device call */
-    int (*prepare)(gm_call *c); /* device work before the launch, or NULL */
+    int (*prepare)(gm_call *c); /* device work before the launch, or NULL; sets
+                                   c->apart when it writes state outside the
+                                   call's buffers (cudaMemcpyToSymbol) */
     void (*fill)(const gm_call *c, void *params);
 };
 
@@ -320,6 +352,7 @@ int gm_returns_device(const gm_call *c);
 const void *gm_in(const gm_call *c, int arg);
 long long gm_dim(const gm_call *c, int arg, int axis); /* 0 without the operand */
 void *gm_res(const gm_call *c);
+void *gm_tmp(const gm_call *c); /* c->tmp's device pointer, or NULL */
 
 /* For introspect.c: a call of f with every default and `variant`, whose
  * kernel-selecting parameters are then set from `params` (a dict; unknown

@@ -127,7 +127,7 @@ static void latency_fill(const gm_call *c, void *params)
     const long long stride = c->v[LA_STRIDE] ? c->v[LA_STRIDE] : 128;
     *(gm_latency_params *)params = (gm_latency_params){
         c->variant ? c->variant->select : 0,
-        c->tmp ? c->tmp->ptr : NULL,
+        gm_tmp(c),
         gm_res(c),
         c->v[LA_WS] / stride,
         stride,
@@ -166,6 +166,9 @@ static int latency_prepare(gm_call *c)
     Py_DECREF(u8);
     if (c->tmp == NULL)
         return -1;
+    /* The ring holds addresses of itself (or lives in the constant bank):
+     * it can only be replayed where it is. */
+    c->apart = 1;
     gm_latency_params p;
     latency_fill(c, &p);
     GM_CUDA(gm_latency_build(&p, 0));

@@ -1,7 +1,8 @@
 /* profile.h -- private declarations of the hardware-counter profiler, shared
  * by profile.c (the module part), profile_cupti.c (loading CUPTI and the
  * driver, errors), profile_session.c (a gpumem.profile() block and its
- * launches) and profile_eval.c (decoding ranges into metric values).
+ * launches), profile_replay.c (block replay of several-pass sets) and
+ * profile_eval.c (decoding ranges into metric values).
  *
  * Hardware counters are read inside the process through CUPTI's Range
  * Profiler (CUDA 12.6+ API), around gpumem's own launches.
@@ -14,16 +15,23 @@
  *   begin   initialize CUPTI, chip name, counter availability, host object,
  *           config image (the metrics), counter data image for one range;
  *           everything here is re-used by every launch of the block.
- *   launch  gm_profile_launch(): one user range per launch, user replay --
- *           gpumem replays the launch itself once per pass, restoring the
- *           launch's in-place buffers (info->inout) between passes and after
- *           the last, and flushing L2 before each pass as `ncu` does by
- *           default; then decode and evaluate the metrics.
- *           A one-pass metric set is read in batches instead: one Start for
- *           up to GM_BATCH_RANGES (16) launches, each a user range (the L2 flush
- *           runs between ranges, not counted); the metric dicts handed out
- *           are filled at decode time -- batch full, _profile_sync() (which
- *           Profile.records and gpumem.last_record() call), block end.
+ *   launch  gm_profile_launch(), by replay mode and passes:
+ *           block, one pass: batches -- one Start for up to GM_BATCH_RANGES
+ *             (16) launches, each profiled as it comes in a user range (the
+ *             L2 flush runs between ranges, not counted);
+ *           block, several passes: each launch recorded on copies of its
+ *             buffers (profile_replay.c), up to GM_BLOCK_RANGES (64) replayed
+ *             together, one Start per pass for all, L2 flushed and in-place
+ *             copies restored before each range;
+ *           launch (and block for a launch that cannot be moved or does not
+ *             fit the replay memory): one user range, gpumem replays the
+ *             launch on the spot once per pass, restoring its in-place
+ *             buffers (info->inout) between passes and after the last, and
+ *             flushing L2 before each pass as `ncu` does by default;
+ *           kernel: CUPTI's kernel replay, one launch per session.
+ *           Batched dicts are handed out empty and filled at decode time --
+ *           batch full, _profile_sync() (which Profile.records and
+ *           gpumem.last_record() call), block end.
  *   end     disable the range profiler, deinitialize the host object, free
  *           the images and scratch buffers: no state is left behind.
  * Kernel replay (CUPTI saves and restores device memory itself) is kept as
@@ -32,7 +40,10 @@
  * cuptiRangeProfilerStart reprograms the counters for each pass (10-13 ms),
  * in kernel replay the launch does the same inside (plus ~9 ms Start);
  * 2 passes: 34 ms (user) vs 34-39 ms (kernel) per launch, 6 passes: 103-105
- * vs 103-108 ms.  User replay is the default: never slower, and it lets
+ * vs 103-108 ms.  That cost is per Start, so block replay pays it once per
+ * pass and batch (measured: 64 read_offset launches, 2 passes, 0.35 s
+ * against 1.8 s launch by launch; a Start costs ~10 ms plus ~1.4 ms per
+ * range it is configured for).  User replay is the default: never slower, and it lets
  * gpumem start each pass with a cold L2 as ncu does, so DRAM and L2 counters
  * agree with ncu (kernel replay does not flush).  _profile_state()
  * ["timing_ms"] shows where the time of a block went.
@@ -59,13 +70,14 @@
 /* Where the time of profiled launches goes (ms, summed over the block);
  * gpumem._core._profile_state()["timing_ms"]. */
 enum { T_CONFIG, T_RESTORE, T_FLUSH, T_START, T_PUSH, T_LAUNCH, T_POP, T_STOP, T_DECODE,
-       T_EVALUATE, T_N };
+       T_EVALUATE, T_RECORD, T_N };
 extern double gm_prof_phase_ms[T_N];
 /* Where a block's set-up and tear-down go (ms, last block);
  * gpumem._core._profile_state()["setup_ms"]. */
 enum { U_ENABLE, U_AVAILABILITY, U_HOST, U_CONFIG, U_COUNTER_DATA, U_FLUSH_SETUP, U_TEARDOWN,
        U_N };
 extern double gm_prof_setup_ms[U_N];
+extern long long gm_prof_passes_run; /* passes run in this block */
 
 static inline double gm_prof_now_ms(void)
 {
@@ -164,7 +176,25 @@ typedef struct {
     int den;     /* -1; k >= 0: value = num / metric k; -2 - k: value = num - metric k */
 } gm_prof_output;
 
+/* gpumem.profile(replay=...) */
+enum { GM_REPLAY_BLOCK, GM_REPLAY_LAUNCH, GM_REPLAY_KERNEL };
+
+/* Block replay: a recorded launch (its params with its buffers moved to
+ * copies), and a copy to make (a snapshot, or an in-place buffer's restore). */
 typedef struct {
+    const gm_variant *variant;
+    _Alignas(16) unsigned char params[GM_PARAMS_MAX];
+    size_t first_restore, n_restore;   /* into gm_prof.restores */
+} gm_prof_record;
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t nbytes;
+} gm_prof_copy;
+
+typedef struct {
+    int mode;                          /* GM_REPLAY_* */
     int replay;                        /* CUPTI_UserReplay or CUPTI_KernelReplay */
     CUpti_RangeProfiler_Object *range; /* enabled range profiler */
     CUpti_Profiler_Host_Object *host;
@@ -174,7 +204,9 @@ typedef struct {
     uint8_t *config;
     size_t config_size;
     uint8_t *counter_data;
-    size_t counter_data_size;
+    size_t counter_data_size;          /* of the image for image_ranges ranges */
+    size_t counter_data_cap;           /* allocated: for max_ranges */
+    size_t image_ranges;
     size_t passes;
     char **names;                      /* metric names given to CUPTI */
     const char **cnames;
@@ -199,6 +231,23 @@ typedef struct {
     size_t max_ranges;
     int session_open;
     PyObject *pending;                 /* list of the dicts waiting for values */
+    /* Block replay (profile_replay.c; user replay of a several-pass set):
+     * each launch recorded on copies of its buffers, up to max_ranges of
+     * them replayed together -- one Start per pass for all. */
+    int block;
+    gm_prof_record *recs;              /* max_ranges of them */
+    size_t n_recs;
+    gm_prof_copy *snaps;               /* this batch's copies of read-only inputs */
+    size_t n_snaps, snaps_cap;         /* (src: the original, dst: the copy) */
+    gm_prof_copy *restores;            /* in-place buffers: pristine -> working */
+    size_t n_restores, restores_cap;
+    void *arena;                       /* the copies */
+    size_t arena_size, arena_used, arena_cap; /* cap: arena + sink, bytes */
+    void *sink;                        /* where every write-only result goes */
+    size_t sink_size;
+    int *flag;                         /* gm_differs' answer (device) */
+    CUfunction differs_fn;
+    int replaying;
 } gm_prof_session;
 
 extern gm_prof_session gm_prof;
@@ -209,6 +258,29 @@ PyObject *gm_prof_end(PyObject *self, PyObject *unused);
 PyObject *gm_prof_sync(PyObject *self, PyObject *unused);
 PyObject *gm_prof_state(PyObject *self, PyObject *unused);
 PyObject *gm_prof_load(PyObject *self, PyObject *args); /* profile_cupti.c */
+
+/* Shared by the launch paths (profile_session.c). */
+int gm_prof_flush_l2(void);              /* launch the L2 flush; 0 / -1 */
+int gm_prof_sync_device(const char *what); /* GIL released; 0 / -1 */
+/* A fresh counter data image and pass 0, for `ranges` ranges per pass. */
+int gm_prof_configure_pass0(size_t ranges);
+/* Push a user range (when user_range), launch, wait, pop; *pushed says
+ * whether a range is still open when this fails. */
+int gm_prof_launch_in_range(const gm_variant *variant, const void *params, const char *name,
+                            int user_range, int *pushed, const char *what);
+
+/* ---- block replay (profile_replay.c) -------------------------------------- */
+/* The replay memory's cap and the record table (at _profile_begin). */
+int gm_prof_block_setup(void);
+/* Record one launch for replay: a new metric dict, filled when its batch is
+ * replayed.  NULL with *here = 1 and no exception: it does not fit the
+ * replay memory, profile it on the spot; NULL with an exception: failed. */
+PyObject *gm_prof_block_record(const gm_launch_info *info, int *here);
+/* Replay the recorded launches, one Start per pass, and fill their dicts.
+ * 0 (also with nothing recorded), or -1 with an exception (dicts: NaN). */
+int gm_prof_block_finish(void);
+/* Free the copies and the records (teardown). */
+void gm_prof_block_free(void);
 
 /* ---- decoding and evaluating (profile_eval.c) ---------------------------- */
 /* Decode the stopped one-launch session named range_name and evaluate its

@@ -13,10 +13,11 @@ double gm_prof_phase_ms[T_N];
 double gm_prof_setup_ms[U_N];
 
 static const char *const gm_phase_names[T_N] = {"config", "restore", "flush", "start", "push",
-                                                "launch", "pop", "stop", "decode", "evaluate"};
+                                                "launch", "pop", "stop", "decode", "evaluate",
+                                                "record"};
 static const char *const gm_setup_names[U_N] = {"enable", "availability", "host", "config",
                                                 "counter_data", "flush_setup", "teardown"};
-static long long gm_passes_run;
+long long gm_prof_passes_run;
 static int gm_profiling = 0;
 static int gm_cupti_initialized = 0;
 /* The counter availability image of the last context profiled (host memory). */
@@ -76,6 +77,51 @@ static const char gm_flush_ptx[] =
     "  st.global.u32 [%rd4], %r5;\n"
     "DONE:\n"
     "  ret;\n"
+    "}\n"
+    /* gm_differs(a, b, n, flag): *flag = 1 when the n 4-byte words at a and b
+     * differ anywhere (block replay: may a launch share an earlier copy of
+     * its input?); flag is left alone when they are equal. */
+    ".visible .entry gm_differs(.param .u64 q0, .param .u64 q1, .param .u64 q2, .param .u64 q3)\n"
+    "{\n"
+    "  .reg .pred %p<3>;\n"
+    "  .reg .b32 %r<10>;\n"
+    "  .reg .b64 %rd<16>;\n"
+    "  ld.param.u64 %rd1, [q0];\n"
+    "  ld.param.u64 %rd2, [q1];\n"
+    "  ld.param.u64 %rd3, [q2];\n"
+    "  ld.param.u64 %rd4, [q3];\n"
+    "  cvta.to.global.u64 %rd1, %rd1;\n"
+    "  cvta.to.global.u64 %rd2, %rd2;\n"
+    "  cvta.to.global.u64 %rd4, %rd4;\n"
+    "  mov.u32 %r1, %ctaid.x;\n"
+    "  mov.u32 %r2, %ntid.x;\n"
+    "  mov.u32 %r3, %tid.x;\n"
+    "  mul.wide.u32 %rd5, %r1, %r2;\n"
+    "  cvt.u64.u32 %rd6, %r3;\n"
+    "  add.s64 %rd7, %rd5, %rd6;\n"
+    "  mov.u32 %r4, %nctaid.x;\n"
+    "  mul.wide.u32 %rd8, %r4, %r2;\n"
+    "  mov.u32 %r5, 0;\n"
+    "  setp.ge.u64 %p1, %rd7, %rd3;\n"
+    "  @%p1 bra CHECK;\n"
+    "WORDS:\n"
+    "  shl.b64 %rd9, %rd7, 2;\n"
+    "  add.s64 %rd10, %rd1, %rd9;\n"
+    "  add.s64 %rd11, %rd2, %rd9;\n"
+    "  ld.global.u32 %r6, [%rd10];\n"
+    "  ld.global.u32 %r7, [%rd11];\n"
+    "  xor.b32 %r8, %r6, %r7;\n"
+    "  or.b32 %r5, %r5, %r8;\n"
+    "  add.s64 %rd7, %rd7, %rd8;\n"
+    "  setp.lt.u64 %p2, %rd7, %rd3;\n"
+    "  @%p2 bra WORDS;\n"
+    "CHECK:\n"
+    "  setp.eq.u32 %p1, %r5, 0;\n"
+    "  @%p1 bra SAME;\n"
+    "  mov.u32 %r9, 1;\n"
+    "  st.global.u32 [%rd4], %r9;\n"
+    "SAME:\n"
+    "  ret;\n"
     "}\n";
 
 /* Ranges per batch (GPUMEM_PROFILE_BATCH overrides).  A Start costs more the
@@ -85,6 +131,9 @@ static const char gm_flush_ptx[] =
  * 414 with 128; an instrumented set (gld/gst_efficiency) 351-474 ms at every
  * size, best at 8-16. */
 #define GM_BATCH_RANGES 16
+/* Launches per replayed batch of a several-pass set (block replay; the same
+ * variable overrides it): one Start per pass for all of them. */
+#define GM_BLOCK_RANGES 64
 
 /* ---- session set-up and tear-down ---------------------------------------- */
 static void teardown(void)
@@ -114,10 +163,11 @@ static void teardown(void)
         gm_prof_cuptiRangeProfilerDisable(&p);
         gm_prof.range = NULL;
     }
+    gm_prof_block_free();
     if (gm_prof.flush_mod) {
         gm_prof_cuModuleUnload(gm_prof.flush_mod);
         gm_prof.flush_mod = NULL;
-        gm_prof.flush_fn = NULL;
+        gm_prof.flush_fn = gm_prof.differs_fn = NULL;
     }
     gm_device_free(gm_prof.flush_buf, gm_prof.flush_size);
     gm_device_free(gm_prof.flush_sink, 256);
@@ -130,7 +180,8 @@ static void teardown(void)
     PyMem_Free(gm_prof.values);
     gm_prof.avail = gm_prof.config = gm_prof.counter_data = NULL;
     gm_prof.values = NULL;
-    gm_prof.config_size = gm_prof.counter_data_size = 0;
+    gm_prof.config_size = gm_prof.counter_data_size = gm_prof.counter_data_cap = 0;
+    gm_prof.image_ranges = 0;
     for (size_t i = 0; i < gm_prof.n_names; i++)
         PyMem_Free(gm_prof.names[i]);
     PyMem_Free(gm_prof.names);
@@ -220,12 +271,15 @@ static int setup_flush(void)
     r = gm_prof_cuModuleGetFunction(&gm_prof.flush_fn, gm_prof.flush_mod, "gm_l2_flush");
     if (r != CUDA_SUCCESS)
         return gm_prof_driver_error(r, "cuModuleGetFunction(gm_l2_flush)");
+    r = gm_prof_cuModuleGetFunction(&gm_prof.differs_fn, gm_prof.flush_mod, "gm_differs");
+    if (r != CUDA_SUCCESS)
+        return gm_prof_driver_error(r, "cuModuleGetFunction(gm_differs)");
     return 0;
 fail:
     return -1;
 }
 
-static int flush_l2(void)
+int gm_prof_flush_l2(void)
 {
     long long n4 = (long long)(gm_prof.flush_size / 16);
     void *args[] = {&gm_prof.flush_buf, &n4, &gm_prof.flush_sink};
@@ -246,7 +300,7 @@ static int parse_begin_args(PyObject *args, PyObject *kwargs, PyObject **names, 
     static char *kwlist[] = {"metric_names", "outputs", "replay", "dirs", NULL};
     PyObject *names_obj, *outputs_obj;
     *dirs = NULL;
-    *replay = "user";
+    *replay = "block";
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|sO:_profile_begin", kwlist, &names_obj,
                                      &outputs_obj, replay, dirs))
         return -1;
@@ -256,12 +310,16 @@ static int parse_begin_args(PyObject *args, PyObject *kwargs, PyObject **names, 
                                            "is already active"));
         return -1;
     }
-    if (strcmp(*replay, "user") == 0)
-        *replay_mode = CUPTI_UserReplay;
+    /* "user" is the older name of "block" */
+    if (strcmp(*replay, "block") == 0 || strcmp(*replay, "user") == 0)
+        *replay_mode = GM_REPLAY_BLOCK;
+    else if (strcmp(*replay, "launch") == 0)
+        *replay_mode = GM_REPLAY_LAUNCH;
     else if (strcmp(*replay, "kernel") == 0)
-        *replay_mode = CUPTI_KernelReplay;
+        *replay_mode = GM_REPLAY_KERNEL;
     else {
-        PyErr_Format(PyExc_ValueError, "profile: replay='%s' is not allowed; use 'user' or 'kernel'",
+        PyErr_Format(PyExc_ValueError,
+                     "profile: replay='%s' is not allowed; use 'block', 'launch' or 'kernel'",
                      *replay);
         return -1;
     }
@@ -465,17 +523,20 @@ static int counter_data_image(void)
     ds.pRangeProfilerObject = gm_prof.range;
     ds.pMetricNames = gm_prof.cnames;
     ds.numMetrics = gm_prof.n_names;
-    gm_prof.batched = gm_prof.replay == CUPTI_UserReplay && gm_prof.passes == 1;
+    gm_prof.batched = gm_prof.mode == GM_REPLAY_BLOCK && gm_prof.passes == 1;
+    gm_prof.block = gm_prof.mode == GM_REPLAY_BLOCK && gm_prof.passes > 1;
     gm_prof.max_ranges = 1; /* one launch = one range */
-    if (gm_prof.batched) {
+    if (gm_prof.batched || gm_prof.block) {
         const char *env = getenv("GPUMEM_PROFILE_BATCH");
-        long v = env && *env ? strtol(env, NULL, 10) : GM_BATCH_RANGES;
+        long v = env && *env ? strtol(env, NULL, 10)
+                 : gm_prof.batched ? GM_BATCH_RANGES : GM_BLOCK_RANGES;
         gm_prof.max_ranges = v < 1 ? 1 : v > 4096 ? 4096 : (size_t)v;
     }
     ds.maxNumOfRanges = gm_prof.max_ranges;
     ds.maxNumRangeTreeNodes = gm_prof.max_ranges;
     GM_CUPTI(cuptiRangeProfilerGetCounterDataSize, &ds);
-    gm_prof.counter_data_size = ds.counterDataSize;
+    gm_prof.counter_data_size = gm_prof.counter_data_cap = ds.counterDataSize;
+    gm_prof.image_ranges = gm_prof.max_ranges;
     size_t n = gm_prof.counter_data_size ? gm_prof.counter_data_size : 1;
     gm_prof.counter_data = PyMem_Calloc(n, 1);
     if (gm_prof.counter_data == NULL) {
@@ -495,9 +556,10 @@ static int open_session(PyObject *names, PyObject *outs, int replay_mode)
     memset(&gm_prof, 0, sizeof gm_prof);
     memset(gm_prof_setup_ms, 0, sizeof gm_prof_setup_ms);
     T_BEGIN();
-    gm_prof.replay = replay_mode;
+    gm_prof.mode = replay_mode;
+    gm_prof.replay = replay_mode == GM_REPLAY_KERNEL ? CUPTI_KernelReplay : CUPTI_UserReplay;
     memset(gm_prof_phase_ms, 0, sizeof gm_prof_phase_ms);
-    gm_passes_run = 0;
+    gm_prof_passes_run = 0;
     CUcontext ctx = NULL;
     if (copy_metrics(names, outs) < 0 || enable_range_profiler(&ctx) < 0)
         return -1;
@@ -517,7 +579,9 @@ static int open_session(PyObject *names, PyObject *outs, int replay_mode)
     if (gm_prof.replay == CUPTI_UserReplay && setup_flush() < 0)
         return -1;
     T_MARK_IN(gm_prof_setup_ms, U_FLUSH_SETUP);
-    if (gm_prof.batched && (gm_prof.pending = PyList_New(0)) == NULL)
+    if ((gm_prof.batched || gm_prof.block) && (gm_prof.pending = PyList_New(0)) == NULL)
+        return -1;
+    if (gm_prof.block && gm_prof_block_setup() < 0)
         return -1;
     return 0;
 }
@@ -550,7 +614,11 @@ PyObject *gm_prof_begin(PyObject *self, PyObject *args, PyObject *kwargs)
     gm_profiling = 1;
     gm_launch_set_hook(gm_profile_launch);
     return Py_BuildValue("{s:s,s:n,s:s,s:s,s:n,s:n}", "chip", gm_prof.chip, "passes",
-                         (Py_ssize_t)gm_prof.passes, "replay", replay, "library",
+                         (Py_ssize_t)gm_prof.passes, "replay",
+                         replay_mode == GM_REPLAY_BLOCK    ? "block"
+                         : replay_mode == GM_REPLAY_LAUNCH ? "launch"
+                                                           : "kernel",
+                         "library",
                          gm_prof_cupti_path, "flush_bytes", (Py_ssize_t)gm_prof.flush_size,
                          "ranges_per_start", (Py_ssize_t)gm_prof.max_ranges);
 }
@@ -592,17 +660,19 @@ PyObject *gm_prof_state(PyObject *self, PyObject *unused)
         return NULL;
     }
     return Py_BuildValue(
-        "{s:i,s:O,s:O,s:n,s:n,s:O,s:L,s:N,s:L,s:i,s:n,s:N}", "profiling", gm_profiling,
+        "{s:i,s:O,s:O,s:n,s:n,s:O,s:L,s:N,s:L,s:i,s:n,s:N,s:n,s:n,s:n}", "profiling", gm_profiling,
         "range_profiler", gm_prof.range ? Py_True : Py_False, "host_object",
         gm_prof.host ? Py_True : Py_False, "scratch_bytes", (Py_ssize_t)gm_prof.scratch_size,
         "flush_bytes", (Py_ssize_t)gm_prof.flush_size, "library_loaded",
         gm_prof_cupti_lib ? Py_True : Py_False, "launches", gm_prof.launches, "timing_ms", t,
-        "passes_run", gm_passes_run, "batch_open", gm_prof.session_open, "pending",
-        gm_prof.pending ? PyList_GET_SIZE(gm_prof.pending) : (Py_ssize_t)0, "setup_ms", u);
+        "passes_run", gm_prof_passes_run, "batch_open", gm_prof.session_open, "pending",
+        gm_prof.pending ? PyList_GET_SIZE(gm_prof.pending) : (Py_ssize_t)0, "setup_ms", u,
+        "replay_bytes", (Py_ssize_t)(gm_prof.arena_size + gm_prof.sink_size), "recorded",
+        (Py_ssize_t)gm_prof.n_recs, "replay_cap_bytes", (Py_ssize_t)gm_prof.arena_cap);
 }
 
 /* ---- one profiled launch ------------------------------------------------- */
-static int sync_device(const char *what)
+int gm_prof_sync_device(const char *what)
 {
     cudaError_t err;
     Py_BEGIN_ALLOW_THREADS
@@ -647,9 +717,33 @@ static int ensure_scratch(const gm_launch_info *info, size_t *need)
     return 0;
 }
 
-/* A fresh counter data image and pass 0, for gm_prof.max_ranges ranges per pass. */
-static int configure_pass0(void)
+/* A fresh counter data image and pass 0, for `ranges` (<= gm_prof.max_ranges)
+ * ranges per pass.  A Start costs ~1.4 ms more per range it is configured
+ * for (H100), so a short batch is configured for what it holds. */
+int gm_prof_configure_pass0(size_t ranges)
 {
+    if (ranges < 1 || ranges > gm_prof.max_ranges)
+        ranges = gm_prof.max_ranges;
+    if (ranges != gm_prof.image_ranges) {
+        CUpti_RangeProfiler_GetCounterDataSize_Params ds = {
+            CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+        ds.pRangeProfilerObject = gm_prof.range;
+        ds.pMetricNames = gm_prof.cnames;
+        ds.numMetrics = gm_prof.n_names;
+        ds.maxNumOfRanges = ranges;
+        ds.maxNumRangeTreeNodes = ranges;
+        GM_CUPTI(cuptiRangeProfilerGetCounterDataSize, &ds);
+        if (ds.counterDataSize > gm_prof.counter_data_cap) {
+            gm_prof_error("cupti", "cuptiRangeProfilerGetCounterDataSize", 0,
+                          PyUnicode_FromFormat("a counter data image for %zu ranges needs "
+                                               "%zu bytes, more than the %zu made for %zu",
+                                               ranges, ds.counterDataSize,
+                                               gm_prof.counter_data_cap, gm_prof.max_ranges));
+            goto fail;
+        }
+        gm_prof.counter_data_size = ds.counterDataSize;
+        gm_prof.image_ranges = ranges;
+    }
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params di = {
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
     di.pRangeProfilerObject = gm_prof.range;
@@ -664,7 +758,7 @@ static int configure_pass0(void)
     sc.pCounterDataImage = gm_prof.counter_data;
     sc.range = gm_prof.replay == CUPTI_UserReplay ? CUPTI_UserRange : CUPTI_AutoRange;
     sc.replayMode = gm_prof.replay;
-    sc.maxRangesPerPass = gm_prof.max_ranges;
+    sc.maxRangesPerPass = ranges;
     sc.numNestingLevels = 1;
     sc.minNestingLevel = 1;
     sc.passIndex = 0;
@@ -703,8 +797,8 @@ static void close_after_failure(const gm_launch_info *info, int pushed, int star
 
 /* Push a user range (when user_range), launch, wait, pop: one profiled run.
  * *pushed says whether a range is still open when this fails. */
-static int launch_in_range(const gm_launch_info *info, const void *params, const char *name,
-                           int user_range, int *pushed, const char *what)
+int gm_prof_launch_in_range(const gm_variant *variant, const void *params, const char *name,
+                            int user_range, int *pushed, const char *what)
 {
     T_BEGIN();
     if (user_range) {
@@ -717,14 +811,14 @@ static int launch_in_range(const gm_launch_info *info, const void *params, const
         T_MARK(T_PUSH);
     }
     gm_dims dims = {{0, 0, 0}, {0, 0, 0}, 0};
-    cudaError_t err = info->variant->launch(params, &dims, 0);
+    cudaError_t err = variant->launch(params, &dims, 0);
     if (err != cudaSuccess) {
         char msg[200];
         snprintf(msg, sizeof msg, "launching %s (%s)", name, what);
         gm_set_cuda_error(err, msg);
         goto fail;
     }
-    if (sync_device(what) < 0)
+    if (gm_prof_sync_device(what) < 0)
         goto fail;
     T_MARK(T_LAUNCH);
     if (*pushed) {
@@ -752,7 +846,7 @@ static int batch_finish(void)
     gm_prof.session_open = 0;
     GM_CUPTI(cuptiRangeProfilerStop, &sp);
     T_MARK(T_STOP);
-    gm_passes_run++;
+    gm_prof_passes_run++;
     if (!sp.isAllPassSubmitted) {
         gm_prof_error("cupti", "cuptiRangeProfilerStop", 0,
                       PyUnicode_FromString("CUPTI wants another pass for a one-pass metric set"));
@@ -776,7 +870,7 @@ static PyObject *profile_launch_batched(const gm_launch_info *info, const void *
         return NULL;
     T_BEGIN();
     if (!gm_prof.session_open) {
-        if (configure_pass0() < 0)
+        if (gm_prof_configure_pass0(gm_prof.max_ranges) < 0)
             goto fail;
         T_MARK(T_CONFIG);
         CUpti_RangeProfiler_Start_Params st = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
@@ -793,10 +887,10 @@ static PyObject *profile_launch_batched(const gm_launch_info *info, const void *
     }
     T_MARK(T_RESTORE);
     /* Outside any range: not counted. */
-    if (flush_l2() < 0 || sync_device("flushing L2 before a profiled launch") < 0)
+    if (gm_prof_flush_l2() < 0 || gm_prof_sync_device("flushing L2 before a profiled launch") < 0)
         goto fail;
     T_MARK(T_FLUSH);
-    if (launch_in_range(info, params, range_name, 1, &pushed, "running a profiled launch") < 0)
+    if (gm_prof_launch_in_range(info->variant, params, range_name, 1, &pushed, "running a profiled launch") < 0)
         goto fail;
     gm_t_ = gm_prof_now_ms();
     if (snap && copy_inout(info, 0) < 0)
@@ -826,7 +920,7 @@ fail:
 /* _profile_sync(): decode the open batch now, so every record so far has its values. */
 PyObject *gm_prof_sync(PyObject *self, PyObject *unused)
 {
-    if (gm_profiling && batch_finish() < 0)
+    if (gm_profiling && (batch_finish() < 0 || gm_prof_block_finish() < 0))
         return NULL;
     Py_RETURN_NONE;
 }
@@ -847,7 +941,7 @@ static int run_passes(const gm_launch_info *info, const void *params, const char
             if (pass > 0 && snap && copy_inout(info, 0) < 0)
                 goto fail;
             T_MARK(T_RESTORE);
-            if (flush_l2() < 0 || sync_device("flushing L2 before a profiling pass") < 0)
+            if (gm_prof_flush_l2() < 0 || gm_prof_sync_device("flushing L2 before a profiling pass") < 0)
                 goto fail;
             T_MARK(T_FLUSH);
         }
@@ -858,7 +952,7 @@ static int run_passes(const gm_launch_info *info, const void *params, const char
         T_MARK(T_START);
         char what[64];
         snprintf(what, sizeof what, "running profiling pass %zu", pass);
-        if (launch_in_range(info, params, range_name, gm_prof.replay == CUPTI_UserReplay, &pushed,
+        if (gm_prof_launch_in_range(info->variant, params, range_name, gm_prof.replay == CUPTI_UserReplay, &pushed,
                             what) < 0)
             goto fail;
         gm_t_ = gm_prof_now_ms();
@@ -868,7 +962,7 @@ static int run_passes(const gm_launch_info *info, const void *params, const char
         GM_CUPTI(cuptiRangeProfilerStop, &sp);
         T_MARK(T_STOP);
         pass++;
-        gm_passes_run++;
+        gm_prof_passes_run++;
         if (sp.isAllPassSubmitted)
             break;
         if (pass > gm_prof.passes + 2) {
@@ -896,12 +990,25 @@ static PyObject *gm_profile_launch(const gm_launch_info *info, const void *param
     if (!gm_profiling || gm_prof.range == NULL || gm_prof.host == NULL)
         return gm_prof_error("cupti", NULL, 0,
                              PyUnicode_FromString("internal: no profiling session is active"));
+    if (gm_prof.replaying)
+        return gm_prof_error("busy", NULL, 0,
+                             PyUnicode_FromString("a gpumem launch from another thread while "
+                                                  "gpumem replays the launches of a profile "
+                                                  "block; launch from one thread at a time"));
     snprintf(range_name, sizeof range_name, "%s/%s", info->variant->family, info->variant->name);
     if (gm_prof.batched) {
         /* CUPTI merges ranges of the same name within a session: number them. */
         snprintf(range_name, sizeof range_name, "%s/%s #%lld", info->variant->family,
                  info->variant->name, gm_prof.launches);
         return profile_launch_batched(info, params, range_name);
+    }
+    if (gm_prof.block && info->moved) {
+        /* Recorded on copies of its buffers, replayed with the others of its
+         * batch; on the spot below when it does not fit the replay memory. */
+        int here = 0;
+        PyObject *d = gm_prof_block_record(info, &here);
+        if (d != NULL || !here)
+            return d;
     }
 
     /* Snapshot the buffers the launch reads and writes: every pass and the
@@ -919,7 +1026,7 @@ static PyObject *gm_profile_launch(const gm_launch_info *info, const void *param
      * replay session cannot take another range (measured: the next session
      * overwrites range 0), and both calls cost microseconds. */
     T_BEGIN();
-    if (configure_pass0() < 0)
+    if (gm_prof_configure_pass0(gm_prof.max_ranges) < 0)
         goto fail;
     T_MARK(T_CONFIG);
     size_t pass;

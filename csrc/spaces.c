@@ -98,6 +98,7 @@ static int lifetimes_prepare(gm_call *c)
     GM_CUDA(gm_lifetimes_counter_address(&c->inout[0].ptr, &nbytes));
     c->inout[0].nbytes = nbytes;
     c->n_inout = 1;
+    c->apart = 1; /* the __device__ counter and the __constant__ value */
     return 0;
 fail:
     return -1;

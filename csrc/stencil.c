@@ -166,6 +166,7 @@ static int stencil_prepare(gm_call *c)
         return 0;
     if (c->variant->select == GM_MEMORY_CONSTANT) {
         GM_CUDA(gm_stencil_1d_set_constant(c->scratch, count));
+        c->apart = 1; /* the next call may set other coefficients there */
         return 0;
     }
     npy_intp shape[1] = {count};
@@ -184,7 +185,7 @@ static void stencil_fill(const gm_call *c, void *params)
 {
     *(gm_stencil_1d_params *)params = (gm_stencil_1d_params){
         c->variant->select, gm_in(c, ST_X),         gm_res(c),
-        c->tmp ? c->tmp->ptr : NULL, c->work, (int)c->v[ST_RADIUS],
+        gm_tmp(c), c->work, (int)c->v[ST_RADIUS],
         (int)c->v[ST_BLOCK], (int)c->v[ST_ITEMS], (int)c->v[ST_ANTI]};
 }
 
@@ -253,7 +254,7 @@ static int broadcast_prepare(gm_call *c)
 static void broadcast_fill(const gm_call *c, void *params)
 {
     *(gm_constant_broadcast_params *)params = (gm_constant_broadcast_params){
-        c->variant->select, c->tmp ? c->tmp->ptr : NULL, gm_res(c), c->work,
+        c->variant->select, gm_tmp(c), gm_res(c), c->work,
         (int)c->v[BC_DISTINCT], (int)c->v[BC_ITERS], (int)c->v[BC_BLOCK]};
 }
 

@@ -8,12 +8,13 @@
 
 The counters come from CUPTI's Range Profiler (the library Nsight Compute
 uses), loaded at run time: gpumem imports and times kernels without it.
-Every launch inside the block is one range.  When the metrics need several
-passes, gpumem replays the launch itself (it knows its own launches): it
-snapshots the buffers the kernel both reads and writes, restores them before
-every pass and after the last, and flushes L2 before each pass as ``ncu``
-does by default -- then runs the ordinary timed launch, so results and
-timings are those of an unprofiled call.
+Every launch inside the block is one range, and runs and is timed as
+usual.  When the metrics need several passes, gpumem replays its launches
+itself (it knows them): by default it records each launch on copies of its
+buffers and replays the recorded launches together at the end of the block
+(or every 64 launches), one CUPTI start per pass for all of them, with L2
+flushed and in-place buffers restored before each, as ``ncu`` does by
+default.  Results and timings are those of an unprofiled call.
 
 The familiar nvprof names (``gld_efficiency``, ``gld_transactions``, ...)
 are aliases of Nsight Compute metrics (:func:`metrics` lists them); raw
@@ -262,21 +263,27 @@ class Profile:
     passes : int or None
         Replay passes CUPTI needs per launch for this metric set.
     ranges_per_start : int or None
-        Launches read per CUPTI start: the batch size for a one-pass set
-        with user replay, else 1.
+        Launches read per CUPTI start: the batch size with ``replay="block"``
+        (a one-pass set: 16, several passes: 64), else 1.
     chip : str or None
         CUPTI's chip name, e.g. ``"GH100"``.
     replay : str
-        ``"user"`` (gpumem replays each launch) or ``"kernel"`` (CUPTI does).
+        ``"block"``, ``"launch"`` or ``"kernel"`` (see :func:`profile`).
     """
 
-    def __init__(self, metrics: Sequence[str], replay: str = "user"):
+    _MODES = ("block", "launch", "kernel")
+
+    def __init__(self, metrics: Sequence[str], replay: str = "block"):
         if not isinstance(replay, str):
-            raise TypeError(f"profile: replay must be a str ('user' or 'kernel'), not "
-                            f"{type(replay).__name__}")
-        if replay not in ("user", "kernel"):
-            raise ValueError(f"profile: replay={replay!r} is not allowed; use 'user' (gpumem "
-                             "replays its launch, the fast default) or 'kernel' (CUPTI does)")
+            raise TypeError(f"profile: replay must be a str ('block', 'launch' or 'kernel'), "
+                            f"not {type(replay).__name__}")
+        if replay == "user":  # the name of "block" before launches were replayed together
+            replay = "block"
+        if replay not in self._MODES:
+            raise ValueError(f"profile: replay={replay!r} is not allowed; use 'block' (gpumem "
+                             "replays the block's launches together, the fast default), "
+                             "'launch' (gpumem replays each launch on the spot) or 'kernel' "
+                             "(CUPTI replays each launch)")
         self.metrics = _check_names(metrics)
         self._raw, self._outputs = _plan(self.metrics)
         self.replay = replay
@@ -299,8 +306,8 @@ class Profile:
 
     @property
     def records(self) -> list:
-        # One-pass metric sets are read in batches (one CUPTI start for many
-        # launches); reading the records inside the block decodes the batch.
+        # With replay="block" launches are read in batches (one CUPTI start
+        # for many); reading the records inside the block reads the batch.
         if self._active:
             _core._profile_sync()
         return self._records
@@ -342,7 +349,7 @@ class Profile:
         return f"Profile({len(self.records)} launches, metrics={self.metrics})"
 
 
-def profile(metrics: Sequence[str], *, replay: str = "user") -> Profile:
+def profile(metrics: Sequence[str], *, replay: str = "block") -> Profile:
     """Read hardware counters for every gpumem launch inside a ``with`` block.
 
     Parameters
@@ -352,18 +359,33 @@ def profile(metrics: Sequence[str], *, replay: str = "user") -> Profile:
         ``dram_read_bytes``, ...) or raw Nsight Compute names
         (``dram__bytes_read.sum``).  Unknown names raise ValueError (with close
         matches) here, before anything runs.
-    replay : {"user", "kernel"}
-        ``"user"`` (default): gpumem replays each launch once per pass,
-        restoring in-place buffers and flushing L2 before each pass.
+    replay : {"block", "launch", "kernel"}
+        ``"block"`` (default): launches are read in batches, one CUPTI
+        start per pass for many launches, a user range around each launch
+        and L2 flushed before each (outside the range).  A one-pass set
+        profiles each launch as it comes, up to 16 per start.  A set that
+        needs several passes records each launch on copies of its buffers
+        (inputs copied once and shared by later launches that read the same,
+        unchanged data; in-place buffers restored before every pass) and
+        replays up to 64 recorded launches together.  The values are filled
+        in when the batch is read: when it is full, when ``p.records`` or
+        ``gpumem.last_record()`` is read, and at the end of the block.
+        ``GPUMEM_PROFILE_BATCH`` sets another batch size.  The copies stay
+        under a quarter of the device memory free when the block began
+        (``GPUMEM_PROFILE_REPLAY_MB`` sets another cap) and are freed at
+        its end.  A launch is profiled on the spot, as with ``"launch"``,
+        when its copies alone exceed that cap, or when it depends on device
+        state outside its buffers, which a later replay could not restore:
+        ``stencil_1d(memory="constant")`` (its coefficients in the constant
+        bank), ``latency`` (a ring of pointers to itself) and ``lifetimes``
+        (a ``__device__`` counter).
+        ``"launch"``: each launch replayed on the spot, once per pass, its
+        in-place buffers restored and L2 flushed before each pass; CUPTI
+        reprograms the counters for every pass of every launch, about 12 ms
+        each on an H100.
         ``"kernel"``: CUPTI's kernel replay, which saves and restores device
-        memory itself and does not flush L2.  A set that needs several
-        passes costs about 12 ms per pass and launch on an H100 (CUPTI
-        reprograms the counters for each pass).  A one-pass set with user
-        replay is read in batches: one CUPTI start for up to 16 launches
-        (``GPUMEM_PROFILE_BATCH`` sets another size), a user range around
-        each (L2 flushed before each, outside the range), decoded when the
-        batch is full, when ``p.records`` or ``gpumem.last_record()`` is
-        read, and at the end of the block.
+        memory itself and does not flush L2.
+        ``"user"`` is the older name of ``"block"``.
         ``gpumem.metrics()`` says which aliases are counted by instrumenting
         the kernel's instructions (``gld_efficiency``, ``gst_efficiency``,
         ``branch_efficiency``) and which by hardware counters; a set that

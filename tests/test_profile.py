@@ -271,7 +271,7 @@ def test_one_pass_sets_are_read_in_batches_with_the_same_values(counters, rng, n
         for off in offs:
             gpumem.read_offset(a, b, offset=off, block=256)
     with gpumem.profile(["gld_efficiency", "gld_transactions"]) as two:
-        assert two.passes == 2 and two.ranges_per_start == 1
+        assert two.passes == 2 and two.ranges_per_start == 64
         for off in offs[:40]:
             gpumem.read_offset(a, b, offset=off, block=256)
     assert len(one.records) == len(sect.records) == 150
@@ -284,6 +284,178 @@ def test_one_pass_sets_are_read_in_batches_with_the_same_values(counters, rng, n
             assert two.records[i].metrics == {
                 "gld_efficiency": one.records[i].metrics["gld_efficiency"],
                 "gld_transactions": sect.records[i].metrics["gld_transactions"]}, (i, off)
+    assert clean_state()
+
+
+# Counters that repeat exactly run to run (no cache or timing state), from
+# two groups so that the set needs several passes.
+EXACT = ["gld_transactions", "gst_transactions", "gld_requests", "gld_efficiency",
+         "local_load_transactions"]
+
+
+def assert_same_counters(got, want, what):
+    assert len(got) == len(want), what
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert (g.kernel, g.variant, g.params) == (w.kernel, w.variant, w.params), (what, i)
+        assert g.metrics == w.metrics, (what, i, g.kernel, g.variant, g.params)
+
+
+@needs_access
+@pytest.mark.gpu
+def test_block_replay_equals_launch_by_launch(counters, rng, no_leak):
+    # Replaying the recorded launches together (the default) must give every
+    # launch the counters that replaying it on the spot gives, in launch
+    # order, and leave results and buffers as an unprofiled run does --
+    # DeviceArrays swept over, fresh ndarrays of awkward shapes, an in-place
+    # update repeated, a launch that cannot be moved (stencil coefficients in
+    # the constant bank: profiled on the spot inside the block).
+    n = (1 << 20) + 3
+    a, b = f32(rng, n), f32(rng, n)
+    mats = [(f32(rng, 130, 70), f32(rng, 70, 90)), (f32(rng, 257, 129), f32(rng, 129, 65))]
+    t = f32(rng, 300, 257)
+
+    def work(da, db):
+        for off in range(0, 40, 3):
+            gpumem.read_offset(da, db, offset=off, block=256)
+        outs = [gpumem.matmul(x, y, tile=16, variant=v) for x, y in mats
+                for v in ("naive", "tiled")]
+        for _ in range(3):
+            gpumem.vec_add(da, db, out=da)
+        outs += [gpumem.stencil_1d(a, memory="constant"), gpumem.stencil_1d(a, memory="readonly"),
+                 gpumem.transpose(t), gpumem.copy(db).get()]
+        return outs
+
+    runs = {}
+    for mode in ("block", "launch"):
+        da, db = gpumem.to_device(a), gpumem.to_device(b)
+        with gpumem.profile(EXACT, replay=mode) as p:
+            outs = work(da, db)
+            if mode == "block":
+                st = _core._profile_state()
+                # recorded, not yet replayed: 14 sweeps + 4 matmuls + 3 in place
+                # (the constant-memory stencil ran on the spot) + 3 more
+                assert p.passes > 1 and p.ranges_per_start == 64
+                assert st["recorded"] == 14 + 4 + 3 + 3 and st["pending"] == 24
+                assert st["replay_bytes"] > 0 and st["passes_run"] == p.passes
+        runs[mode] = (p.records, outs, da.get())
+        assert clean_state() and _core._profile_state()["replay_bytes"] == 0
+    (blk, outs, da_end), (one, outs1, da_end1) = runs["block"], runs["launch"]
+    assert len(blk) == 14 + 4 + 3 + 4
+    assert_same_counters(blk, one, "block vs launch")
+    want = a.copy()
+    for _ in range(3):
+        want = want + b
+    np.testing.assert_array_equal(da_end, want)
+    np.testing.assert_array_equal(da_end1, want)
+    for x, y in zip(outs, outs1):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(outs[-1], b)
+    np.testing.assert_array_equal(outs[-2], t.T)
+    # the sweep's known counts: 4n bytes of b and of a shifted by off
+    sweep = [r.metrics for r in blk[:14]]
+    assert sweep[0]["gld_requests"] == 2 * -(-n // 32)
+    assert sweep[0]["gld_efficiency"] == pytest.approx(100.0, abs=0.01)
+
+
+@pytest.mark.gpu
+def test_block_replay_sees_each_launch_s_own_data(counters, rng, no_leak):
+    # A per-thread histogram in local memory: which words a warp's lanes
+    # touch depends on the values, so its local-load sectors do.  Between
+    # launches the input changes under the same address (copy(out=x), an
+    # in-place add) or is a fresh upload: each replay must see the data its
+    # launch saw, not an earlier copy of the same buffer.
+    m = (1 << 18) + 7
+    same = np.full(m, 0.03, np.float32)
+    spread = rng.random(m).astype(np.float32)
+    names = ["local_load_transactions", "gld_efficiency"]
+
+    def work():
+        x = gpumem.to_device(same)
+        gpumem.thread_histogram(x, variant="local")
+        gpumem.thread_histogram(x, variant="local")           # unchanged: shares the copy
+        gpumem.copy(gpumem.to_device(spread), out=x)
+        gpumem.thread_histogram(x, variant="local")
+        gpumem.vec_add(x, gpumem.to_device(np.full(m, 0.5, np.float32)), out=x)
+        gpumem.thread_histogram(x, variant="local")
+        gpumem.thread_histogram(same, variant="local")
+        gpumem.thread_histogram(spread, variant="local")
+
+    got = {}
+    for mode in ("block", "launch"):
+        with gpumem.profile(names, replay=mode) as p:
+            work()
+        got[mode] = [r.metrics["local_load_transactions"] for r in p.records
+                     if r.kernel == "thread_histogram"]
+    assert got["block"] == got["launch"], got
+    h = got["block"]
+    assert h[0] == h[1] == h[4] and h[2] == h[5]
+    assert len({h[0], h[2], h[3]}) == 3, h  # three different inputs, three counts
+
+
+@needs_access
+@pytest.mark.gpu
+def test_block_replay_within_its_memory_and_batch_limits(counters, rng, no_leak, monkeypatch):
+    # A small replay memory replays the batch early; a launch too big for it
+    # is profiled on the spot; GPUMEM_PROFILE_BATCH sets the launches per
+    # start.  The values stay those of launch-by-launch replay.
+    n = 1 << 20                       # 4 MiB per buffer
+    xs = [(f32(rng, n), f32(rng, n)) for _ in range(6)]
+    names = ["gld_transactions", "gld_efficiency"]
+
+    def work():
+        for i, (a, b) in enumerate(xs):  # fresh uploads: nothing to share
+            gpumem.read_offset(a, b, offset=i, block=256)
+
+    with gpumem.profile(names, replay="launch") as ref:
+        work()
+    passes = ref.passes
+    for mb, batch, starts in (("24", None, 3), ("2", None, 0), (None, "4", 2)):
+        for k, v in (("GPUMEM_PROFILE_REPLAY_MB", mb), ("GPUMEM_PROFILE_BATCH", batch)):
+            if v is None:
+                monkeypatch.delenv(k, raising=False)
+            else:
+                monkeypatch.setenv(k, v)
+        with gpumem.profile(names) as p:
+            work()
+            st = _core._profile_state()
+            assert st["replay_bytes"] <= (int(mb) << 20 if mb else st["replay_cap_bytes"])
+        # 24 MiB holds two launches (two 4 MiB copies each and one 4 MiB sink,
+        # with alignment slack): 3 batches; 2 MiB holds none: each launch on
+        # the spot (one start per pass each); batch=4: 2 batches.
+        assert p.ranges_per_start == (int(batch) if batch else 64)
+        runs = starts * passes if starts else len(xs) * passes
+        assert st["passes_run"] >= runs - passes, (mb, batch, st)
+        assert _core._profile_state()["passes_run"] == runs, (mb, batch)
+        assert_same_counters(p.records, ref.records, (mb, batch))
+    assert clean_state()
+
+
+@pytest.mark.gpu
+def test_many_blocks_grow_neither_host_nor_device_memory(counters, rng):
+    # 100 blocks, one-pass and several-pass in turn (each several-pass block
+    # makes and frees its replay memory): after a warm-up, the process's
+    # resident memory and the device's free memory stay where they were.
+    a, b = f32(rng, 4099), f32(rng, 4099)
+    da, db = gpumem.to_device(a), gpumem.to_device(b)
+
+    def blocks(k):
+        for i in range(k):
+            names = ["gld_efficiency"] if i % 2 else ["gld_efficiency", "gld_transactions"]
+            with gpumem.profile(names) as p:
+                gpumem.vec_add(da, db)
+                gpumem.vec_add(a, b)
+            assert p.records[1].metrics["gld_efficiency"] == pytest.approx(100.0, abs=0.5)
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    blocks(10)
+    held, free, host = _core.bytes_held(), gpumem.memory_info()["free"], rss()
+    blocks(100)
+    assert _core.bytes_held() == held
+    assert abs(gpumem.memory_info()["free"] - free) <= 4 << 20
+    assert rss() - host <= 16 << 20, (rss() - host) / 2**20
     assert clean_state()
 
 
@@ -482,12 +654,13 @@ def test_kernel_replay_agrees_with_user_replay(counters, rng):
     names = ["gld_transactions", "gst_transactions", "gld_requests", "gst_requests",
              "gld_efficiency"]
     got = {}
-    for mode in ("user", "kernel"):
+    for mode in ("block", "launch", "kernel", "user"):  # "user": the older name of "block"
         with gpumem.profile(names, replay=mode) as p:
             c = gpumem.vec_add(a, b)
         np.testing.assert_array_equal(c, a + b)
         got[mode] = p.records[0].metrics
-    assert got["user"] == got["kernel"]
+        assert p.replay == ("block" if mode == "user" else mode)
+    assert got["block"] == got["launch"] == got["kernel"] == got["user"]
 
 
 @needs_access
