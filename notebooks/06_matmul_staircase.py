@@ -294,8 +294,9 @@ staircase
 # %% [markdown]
 # ## What the counters say
 #
-# One profiled launch of each step at 1024³ (`gm.profile`: each launch replayed once per
-# counter pass, with L2 flushed first, then run once more for its time), and the model's
+# One profiled launch of each step at 1024³ (`gm.profile`: each launch runs once for its
+# time; gpumem records it and, at the end of the block, replays the launches together once per
+# counter pass, with L2 flushed before each), and the model's
 # prediction beside each global counter. `DRAM MB` is what reached device memory
 # (`dram_read_bytes + dram_write_bytes`); the operands are 12.6 MB together, so a kernel whose
 # DRAM bytes stay near that fetched each byte from device memory about once, whatever its
