@@ -247,7 +247,6 @@ typedef struct {
     size_t sink_size;
     int *flag;                         /* gm_differs' answer (device) */
     CUfunction differs_fn;
-    int replaying;
 } gm_prof_session;
 
 extern gm_prof_session gm_prof;
@@ -261,7 +260,7 @@ PyObject *gm_prof_load(PyObject *self, PyObject *args); /* profile_cupti.c */
 
 /* Shared by the launch paths (profile_session.c). */
 int gm_prof_flush_l2(void);              /* launch the L2 flush; 0 / -1 */
-int gm_prof_sync_device(const char *what); /* GIL released; 0 / -1 */
+int gm_prof_sync_device(const char *what); /* GIL held; 0 / -1 */
 /* A fresh counter data image and pass 0, for `ranges` ranges per pass. */
 int gm_prof_configure_pass0(size_t ranges);
 /* Push a user range (when user_range), launch, wait, pop; *pushed says

@@ -76,7 +76,6 @@ void gm_prof_block_free(void)
     gm_prof.snaps = gm_prof.restores = NULL;
     gm_prof.n_recs = gm_prof.n_snaps = gm_prof.snaps_cap = 0;
     gm_prof.n_restores = gm_prof.restores_cap = 0;
-    gm_prof.replaying = 0;
 }
 
 /* The batch is over (replayed or abandoned): its copies may be reused. */
@@ -131,11 +130,7 @@ static int differ(const void *a, const void *b, size_t n, int *out)
                                         NULL, args, NULL);
     if (r != CUDA_SUCCESS)
         return gm_prof_driver_error(r, "cuLaunchKernel(gm_differs)");
-    cudaError_t err;
-    Py_BEGIN_ALLOW_THREADS
-    err = cudaMemcpy(&h, gm_prof.flag, sizeof h, cudaMemcpyDeviceToHost);
-    Py_END_ALLOW_THREADS
-    GM_CUDA(err);
+    GM_CUDA(cudaMemcpy(&h, gm_prof.flag, sizeof h, cudaMemcpyDeviceToHost)); /* GIL held */
     *out = h != 0;
     return 0;
 fail:
@@ -352,7 +347,6 @@ int gm_prof_block_finish(void)
     int started = 0, pushed = 0;
     size_t pass = 0;
     char name[160], what[64];
-    gm_prof.replaying = 1;
     T_BEGIN();
     if (gm_prof_configure_pass0(gm_prof.n_recs) < 0)
         goto fail;
@@ -402,7 +396,6 @@ int gm_prof_block_finish(void)
     if (gm_prof_evaluate_batch() < 0)
         goto fail;
     forget_batch();
-    gm_prof.replaying = 0;
     return 0;
 fail: {
     /* Close what is open, NaN for the batch's launches, keep the first error. */
@@ -422,7 +415,6 @@ fail: {
     (void)cudaGetLastError();
     gm_prof_fill_pending_nan();
     forget_batch();
-    gm_prof.replaying = 0;
     PyErr_Restore(et, ev, tb);
     return -1;
 }

@@ -672,12 +672,12 @@ PyObject *gm_prof_state(PyObject *self, PyObject *unused)
 }
 
 /* ---- one profiled launch ------------------------------------------------- */
+/* The GIL stays held: no other Python thread may launch (and enter the
+ * hook), sync or end the block while the profiler's state is half-way
+ * through a launch or a replay -- launches from other threads wait. */
 int gm_prof_sync_device(const char *what)
 {
-    cudaError_t err;
-    Py_BEGIN_ALLOW_THREADS
-    err = cudaDeviceSynchronize();
-    Py_END_ALLOW_THREADS
+    cudaError_t err = cudaDeviceSynchronize();
     if (err != cudaSuccess)
         return gm_set_cuda_error(err, what);
     return 0;
@@ -990,11 +990,6 @@ static PyObject *gm_profile_launch(const gm_launch_info *info, const void *param
     if (!gm_profiling || gm_prof.range == NULL || gm_prof.host == NULL)
         return gm_prof_error("cupti", NULL, 0,
                              PyUnicode_FromString("internal: no profiling session is active"));
-    if (gm_prof.replaying)
-        return gm_prof_error("busy", NULL, 0,
-                             PyUnicode_FromString("a gpumem launch from another thread while "
-                                                  "gpumem replays the launches of a profile "
-                                                  "block; launch from one thread at a time"));
     snprintf(range_name, sizeof range_name, "%s/%s", info->variant->family, info->variant->name);
     if (gm_prof.batched) {
         /* CUPTI merges ranges of the same name within a session: number them. */

@@ -386,6 +386,9 @@ def profile(metrics: Sequence[str], *, replay: str = "block") -> Profile:
         ``"kernel"``: CUPTI's kernel replay, which saves and restores device
         memory itself and does not flush L2.
         ``"user"`` is the older name of ``"block"``.
+        Launches from other threads while the block is open are profiled
+        too (their records join this one); the profiler holds the GIL while
+        it profiles or replays, so they wait rather than interleave.
         ``gpumem.metrics()`` says which aliases are counted by instrumenting
         the kernel's instructions (``gld_efficiency``, ``gst_efficiency``,
         ``branch_efficiency``) and which by hardware counters; a set that

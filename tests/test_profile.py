@@ -503,6 +503,46 @@ def test_profiling_from_another_thread(counters, rng, no_leak):
 
 
 @pytest.mark.gpu
+def test_launches_from_two_threads_inside_one_block(counters, rng, no_leak):
+    # A worker thread launches while the block's thread launches and while
+    # the recorded launches are replayed (the profiler holds the GIL through
+    # a launch's profiling and a replay, so the worker waits instead of
+    # finding the profiler half-way): every launch of either thread is a
+    # record with its own values, none NaN, no error.
+    import threading
+
+    n1, n2 = 4099, 50_021
+    a, b = f32(rng, n1), f32(rng, n2)
+    db = gpumem.to_device(b)
+    stop, errors, worker_launches = threading.Event(), [], []
+
+    def worker():
+        try:
+            while not stop.is_set():
+                np.testing.assert_array_equal(gpumem.vec_add(db, db).get(), b + b)
+                worker_launches.append(1)
+        except Exception as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+
+    t = threading.Thread(target=worker, daemon=True)
+    try:
+        with gpumem.profile(["gld_requests", "gld_efficiency"]) as p:
+            t.start()
+            for _ in range(150):       # more than one batch of 64: replays mid-block
+                np.testing.assert_array_equal(gpumem.vec_add(a, a), a + a)
+    finally:
+        stop.set()
+        t.join(60)
+    assert not t.is_alive() and not errors, errors
+    req = [r.metrics["gld_requests"] for r in p.records]
+    assert len(req) >= 150 and len(worker_launches) >= len(req) - 150
+    mine, theirs = 2 * -(-n1 // 32), 2 * -(-n2 // 32)
+    assert set(req) == {mine, theirs} and req.count(mine) == 150
+    assert all(r.metrics["gld_efficiency"] == pytest.approx(100.0, abs=0.5) for r in p.records)
+    assert clean_state()
+
+
+@pytest.mark.gpu
 def test_batched_in_place_launch_sees_and_leaves_its_inputs(counters, rng, no_leak):
     a, b = f32(rng, 10_001), f32(rng, 10_001)
     da, db = gpumem.to_device(a), gpumem.to_device(b)
