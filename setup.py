@@ -1,4 +1,4 @@
-"""Build gpumem._core: cuda/*.cu through nvcc, csrc/*.c through the C compiler,
+"""Build gpumem._core: cuda/*.cu through nvcc, csrc/**/*.c through the C compiler,
 linked against the static CUDA runtime.
 
 Environment:
@@ -67,12 +67,12 @@ class BuildExt(build_ext):
 
         for ext in self.extensions:
             ext.include_dirs += [numpy.get_include(), os.path.join(self.cuda, "include"),
-                                 os.path.join(HERE, "cuda")]
+                                 os.path.join(HERE, "cuda"), os.path.join(HERE, "csrc")]
             # CUPTI headers (profile.c loads libcupti at run time: no link), and
-            # csrc/cupti_c, whose empty `string` lets C include cupti_profiler_host.h.
+            # csrc/profiler/cupti_c, whose empty `string` lets C include cupti_profiler_host.h.
             cupti_inc = os.path.join(self.cuda, "extras", "CUPTI", "include")
             ext.include_dirs += ([cupti_inc] if os.path.isdir(cupti_inc) else []) + [
-                os.path.join(HERE, "csrc", "cupti_c")]
+                os.path.join(HERE, "csrc", "profiler", "cupti_c")]
             for libdir in ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib"),
                            os.path.join("targets", "sbsa-linux", "lib")):
                 path = os.path.join(self.cuda, libdir)
@@ -110,8 +110,11 @@ class BuildExt(build_ext):
 
 core = Extension(
     "gpumem._core",
-    sources=sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "*.c"))),
-    depends=sorted(glob.glob("csrc/*.h") + glob.glob("cuda/*.h") + glob.glob("cuda/*.cu")),
+    # csrc/core.c (the module) and the rooms of its layers: runtime/, profiler/, lessons/
+    sources=sorted(os.path.relpath(p, HERE)
+                   for p in glob.glob(os.path.join(HERE, "csrc", "**", "*.c"), recursive=True)),
+    depends=sorted(glob.glob("csrc/**/*.h", recursive=True) + glob.glob("cuda/*.h")
+                   + glob.glob("cuda/*.cu")),
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wno-missing-field-initializers"],
     libraries=["cudart_static", "stdc++", "dl", "rt", "pthread"],
 )
