@@ -14,7 +14,7 @@ Targets (issue 14), each reported with its measured value:
   HBM plateau;
 * L1 plateau (``read``, ``scope="block"``, up to 64 KiB per SM: the best) near
   128 bytes per clock per SM: 0.8x .. 1.05x of it, with the clock the launch measured;
-* latency: every level of :func:`gpumem.ladder.latency_levels` within the published
+* latency: every level of :func:`gpumem.lessons.ladder.latency_levels` within the published
   H100 range (``PUBLISHED_H100``, widened by ``TOLERANCE``), and the near/far L2 split
   shown: the far-L2 latency at least 1.3x the near one and below device memory's.
 
@@ -28,7 +28,7 @@ import os
 import statistics
 
 import gpumem as gm
-from gpumem import ladder
+from gpumem.lessons import ladder
 from _common import memcpy_d2d, stamp
 
 REPEAT = 20
@@ -54,10 +54,10 @@ def run(out_dir: str, quick: bool) -> bool:
             1 << 20, 4 << 20, 16 << 20, 24 << 20, 32 << 20, 40 << 20, 48 << 20, 64 << 20,
             256 << 20, 1 << 30)]
         bw_sets = [s for s in ladder.BANDWIDTH_SETS if s <= 1 << 30]
-        caches = ("ca", "cg", "shared", "constant")
+        variants = ("ca", "cg", "shared", "constant")
     else:
-        lat_sets, bw_sets, caches = None, None, ladder.LATENCY_CACHES
-    lat = ladder.latency_ladder(lat_sets, caches=caches, progress=False)
+        lat_sets, bw_sets, variants = None, None, ladder.LATENCY_VARIANTS
+    lat = ladder.latency_ladder(lat_sets, variants=variants, progress=False)
     bw = ladder.bandwidth_ladder(bw_sets, repeat=5, progress=False)
     after = _d2d(1 << 30)
     d2d = max(before["GB/s"], after["GB/s"])

@@ -35,7 +35,7 @@ import numpy as np
 
 import gpumem
 from gpumem import _core
-from gpumem.profile import ALIASES, raw_metrics
+from gpumem.runtime.counters import ALIASES, raw_metrics
 
 SETS = {"one pass": ["gld_efficiency", "gst_efficiency"],
         "two passes": ["gld_efficiency", "gld_transactions"]}

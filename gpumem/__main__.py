@@ -29,8 +29,6 @@ spaces) and print one table; or, with --lesson, that lesson's full sweeps."""
 TOUR_HELP = ("The device summary, vec_add's bandwidth and a few matmuls (the model's numbers "
              "without a GPU).")
 
-COMMANDS = ("report", "tour")
-
 
 # ---- argument types: bad values are argparse errors (exit 2), never tracebacks ------
 def _positive_int(text: str) -> int:

@@ -1,23 +1,12 @@
 """Experiments: every lesson's sweeps in one place, each returning a :class:`gpumem.Table`.
 
-The sweeps live with their lessons and are re-exported here:
-
-* :mod:`gpumem.access` -- :func:`offset_sweep`, :func:`cache_path_compare`,
-  :func:`idle_lanes_sweep`;
-* :mod:`gpumem.layout` -- :func:`stride_sweep`, :func:`aos_vs_soa`;
-* :mod:`gpumem.stencil` -- :func:`broadcast_sweep`;
-* :mod:`gpumem.spaces` -- :func:`local_vs_registers`,
-  :func:`register_pressure_sweep`, :func:`divergence_compare`;
-* :mod:`gpumem.ladder` -- :func:`latency_ladder`, :func:`bandwidth_ladder`,
-  :func:`cache_sizes` (the memory hierarchy's latency and bandwidth per level);
-* :mod:`gpumem.transpose` -- :func:`transpose_compare`, :func:`bank_conflict_sweep`;
-* :mod:`gpumem.transfer` -- :func:`transfer_sweep`, :func:`zero_copy_compare`,
-  :func:`managed_compare`, :func:`overlap_timeline` (host memory and copies).
+The sweeps live with their lessons (:mod:`gpumem.lessons`); each lesson declares
+them (``LESSON.sweeps``) and this module re-exports every one, so a new
+lesson's sweeps are here by construction.
 
 The access and layout sweeps give, per configuration, the kernel time (median
 of ``repeat`` timed launches through :func:`gpumem.bench`), the effective
-bandwidth of the *useful* bytes, and the efficiency columns
-(:data:`METRICS`):
+bandwidth of the *useful* bytes, and the efficiency columns (:data:`METRICS`):
 
 * on a GPU where :func:`gpumem.profiler_available` says the counters can be
   read, the efficiency columns are **measured** (one extra profiled launch per
@@ -29,9 +18,6 @@ bandwidth of the *useful* bytes, and the efficiency columns
 
 ``table.sources`` says where each column came from.  Long sweeps show a tqdm
 progress bar (``progress=False`` turns it off; without tqdm there is none).
-``experiments.block_size_sweep`` is the old name of :func:`idle_lanes_sweep`
-(deprecated); :func:`gpumem.block_size_sweep` times any kernel against its
-block size with its occupancy.
 
 >>> from gpumem import experiments
 >>> t = experiments.offset_sweep(range(0, 129), kind="read")
@@ -39,31 +25,18 @@ block size with its occupancy.
 """
 from __future__ import annotations
 
-from typing import Any
+import importlib
 
-from . import _core
-from ._names import _moved
-from ._sweep import METRICS
-from .access import cache_path_compare, idle_lanes_sweep, offset_sweep
-from .ladder import bandwidth_ladder, cache_sizes, latency_ladder
-from .layout import aos_vs_soa, stride_sweep
-from .spaces import divergence_compare, local_vs_registers, register_pressure_sweep
-from .stencil import broadcast_sweep
-from .transfer import managed_compare, overlap_timeline, transfer_sweep, zero_copy_compare
-from .transpose import bank_conflict_sweep, transpose_compare
+from . import lessons
+from .tools.sweep import METRICS
 
-__all__ = ["offset_sweep", "cache_path_compare", "idle_lanes_sweep", "stride_sweep",
-           "aos_vs_soa", "broadcast_sweep", "local_vs_registers", "register_pressure_sweep",
-           "divergence_compare", "latency_ladder", "bandwidth_ladder", "cache_sizes",
-           "transpose_compare", "bank_conflict_sweep", "transfer_sweep", "zero_copy_compare",
-           "managed_compare", "overlap_timeline", "METRICS",
-           "CACHES"]
+#: Lesson -> the names of its sweeps, in lesson order.
+SWEEPS_BY_LESSON: dict[str, tuple[str, ...]] = {}
+for _lesson in lessons.declarations():
+    _module = importlib.import_module(f"{lessons.__name__}.{_lesson.name}")
+    for _name in _lesson.sweeps:
+        globals()[_name] = getattr(_module, _name)
+    SWEEPS_BY_LESSON[_lesson.name] = _lesson.sweeps
 
-#: The load paths of :func:`gpumem.read_offset` (:data:`gpumem.access.CACHE_PATHS`).
-CACHES = _core.CACHE_PATHS
-
-_MOVED = {"block_size_sweep": ("gpumem.access", "idle_lanes_sweep")}
-
-
-def __getattr__(name: str) -> Any:
-    return _moved(__name__, name, _MOVED)
+__all__ = [n for names in SWEEPS_BY_LESSON.values() for n in names] + [
+    "METRICS", "SWEEPS_BY_LESSON"]

@@ -45,7 +45,7 @@ import os
 import numpy as np
 import matplotlib.pyplot as plt
 import gpumem as gm
-from gpumem import access
+from gpumem.lessons import access
 
 gpu = gm.is_available()
 counters = gpu and gm.profiler_available()

@@ -36,7 +36,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 import gpumem as gm
-from gpumem import layout
+from gpumem.lessons import layout
 
 gpu = gm.is_available()
 counters = gpu and gm.profiler_available()

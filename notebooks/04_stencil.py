@@ -39,7 +39,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 import gpumem as gm
-from gpumem import stencil
+from gpumem.lessons import stencil
 
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else

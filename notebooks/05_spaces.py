@@ -32,7 +32,8 @@
 import numpy as np
 import matplotlib.pyplot as plt
 import gpumem as gm
-from gpumem import model, spaces
+from gpumem import model
+from gpumem.lessons import spaces
 
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else

@@ -56,7 +56,7 @@ import numpy as np
 
 import gpumem as gm
 from gpumem import experiments as ex
-from gpumem import transfer
+from gpumem.lessons import transfer
 
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else

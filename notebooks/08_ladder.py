@@ -34,15 +34,15 @@
 # **Bandwidth: the opposite.** A full grid, every thread with four independent 16-byte loads
 # in flight, over a working set that stays resident in one level.
 #
-# `gm.latency(working_set, cache=...)` runs one chase; `gm.bandwidth(x, ...)` one bandwidth
-# kernel; `gpumem.ladder` sweeps them (`latency_ladder`, `bandwidth_ladder`) and reads the cache
+# `gm.latency(working_set, variant=...)` runs one chase; `gm.bandwidth(x, ...)` one bandwidth
+# kernel; `gpumem.lessons.ladder` sweeps them (`latency_ladder`, `bandwidth_ladder`) and reads the cache
 # sizes off the curve (`cache_sizes`).
 
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
 import gpumem as gm
-from gpumem import ladder
+from gpumem.lessons import ladder
 
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else
@@ -141,10 +141,10 @@ if HAVE_GPU:
     by = {r["level"]: r for r in sizes}
 
     fig, ax = plt.subplots(figsize=(11, 5.5))
-    for cache in ("ca", "cg", "ldg", "shared", "constant"):
-        rows = [r for r in lat if r["cache"] == cache]
+    for variant in ladder.LATENCY_VARIANTS:
+        rows = [r for r in lat if r["variant"] == variant]
         ax.plot([r["working set"] for r in rows], [r["cycles/load"] for r in rows],
-                marker="o", ms=3, label=cache)
+                marker="o", ms=3, label=variant)
     for name, (lo, hi) in ladder.PUBLISHED_H100["latency"].items():   # the published bands
         ax.axhspan(lo, hi, color="grey", alpha=0.12)
         ax.text(0.995, (lo * hi) ** 0.5, f"{name} (published)", ha="right", va="center",
@@ -174,9 +174,9 @@ if HAVE_GPU:
     display(levels)
 else:
     plan = ladder.latency_ladder(progress=False)
-    for cache in ladder.LATENCY_CACHES:
-        rings = [r["working set"] for r in plan if r["cache"] == cache]
-        print(f"{cache:8s}: {len(rings):2d} rings, {size(rings[0])} .. {size(rings[-1])}")
+    for variant in ladder.LATENCY_VARIANTS:
+        rings = [r["working set"] for r in plan if r["variant"] == variant]
+        print(f"{variant:8s}: {len(rings):2d} rings, {size(rings[0])} .. {size(rings[-1])}")
     print("(measuring needs a GPU: per ring, cycles and ns per dependent load and the SM "
           "clock; then the steps read off the ca curve beside the device's stated sizes)")
 
@@ -202,7 +202,7 @@ if HAVE_GPU:
     rows = []
     for ws in (16 * KiB, 4 * MiB, 1 << 30):
         for lanes in (1, 32):
-            c = gm.latency(ws, cache="ca", lanes=lanes, steps=4096)
+            c = gm.latency(ws, variant="ca", lanes=lanes, steps=4096)
             rows.append({"ring": size(ws), "lanes": lanes, "cycles/load": c.cycles_per_load,
                          "ns/load": c.ns_per_load,
                          "loads per us": lanes / c.ns_per_load * 1e3})

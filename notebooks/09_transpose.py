@@ -42,7 +42,7 @@ import numpy as np
 
 import gpumem as gm
 from gpumem import experiments, model
-from gpumem.transpose import transpose_reference
+from gpumem.lessons.transpose import transpose_reference
 
 gpu = gm.is_available()
 print(gm.device().summary() if gpu else
@@ -92,7 +92,8 @@ for name, words in [("tile[32][32]   column", 32 * lane), ("tile[32][33]   colum
 # ## Every variant at 8192 × 8192, measured beside a copy
 #
 # `experiments.transpose_compare` times each variant (median of 20 launches after a warm-up),
-# times `gm.copy` of the same 8·M·N bytes in the same run (a transpose cannot beat a copy),
+# times the device copy (`cudaMemcpy`) of the same 8·M·N bytes in the same run (a transpose
+# cannot beat a copy),
 # reads the counters in one profile block, and puts the model's prediction beside each counter.
 
 # %%

@@ -90,3 +90,21 @@ def fake_model(monkeypatch):
 @pytest.fixture
 def no_gpu(monkeypatch):
     monkeypatch.setattr(gpumem, "is_available", lambda: False)
+    monkeypatch.setattr(gpumem.runtime, "is_available", lambda: False)
+
+
+# ---- hardware counters: readable wherever a GPU is required ------------------------------
+@pytest.fixture
+def counters():
+    """Counters must be readable on a GPU machine: fail under GPUMEM_REQUIRE_GPU=1."""
+    if gpumem.profiler_available():
+        return
+    try:
+        with gpumem.profile(["gld_requests"]):
+            gpumem.vec_add(np.ones(64, np.float32), np.ones(64, np.float32))
+        why = "profiling ran but read no counters"
+    except Exception as e:  # the reason, for the failure message
+        why = f"{type(e).__name__}: {e}"
+    if os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0"):
+        pytest.fail("GPUMEM_REQUIRE_GPU=1 but hardware counters cannot be read: " + why)
+    pytest.skip("hardware counters cannot be read here: " + why)

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import gpumem as gm
-from gpumem import _core, _sweep, access
+from gpumem import _core
+from gpumem.tools import sweep as _sweep
+from gpumem.lessons import access
 from gpumem import experiments as ex
 from _helpers import awkward_n, f32, huge, m, poisoned
 
@@ -46,7 +48,6 @@ def test_variants_listed_with_bytes():
 
 def test_cache_paths_are_the_cores_in_order():
     assert tuple(access.CACHE_PATHS) == _core.CACHE_PATHS == tuple(CACHES)
-    assert ex.CACHES == _core.CACHE_PATHS
     assert all(text.startswith("ld.global") for text in access.CACHE_PATHS.values())
 
 
@@ -227,7 +228,7 @@ def test_idle_lanes_and_cache_path_sweeps_model_mode(fake_model, no_gpu):
                                     {"n": 1000, "offset": 3, "block": 100, "cache": "default"})
 
     t = access.cache_path_compare(offsets=[0, 11], n=500, progress=False)
-    assert [(r["cache"], r["offset"]) for r in t.rows] == [(c, o) for c in ex.CACHES for o in (0, 11)]
+    assert [(r["cache"], r["offset"]) for r in t.rows] == [(c, o) for c in _core.CACHE_PATHS for o in (0, 11)]
 
 
 def test_without_model_columns_are_empty(monkeypatch, no_gpu):
@@ -247,10 +248,10 @@ class FakeProfile:
 
 def test_measured_mode_plumbing(monkeypatch, fake_model):
     launches, profiled = [], []
-    monkeypatch.setattr(gm, "is_available", lambda: True)
-    monkeypatch.setattr(gm, "profiler_available", lambda: True, raising=False)
-    monkeypatch.setattr(gm, "to_device", lambda a: ("dev", a.shape))
-    monkeypatch.setattr(gm, "empty", lambda shape: ("out", shape))
+    monkeypatch.setattr(gm.runtime, "is_available", lambda: True)
+    monkeypatch.setattr(gm.runtime, "profiler_available", lambda: True, raising=False)
+    monkeypatch.setattr(gm.runtime, "to_device", lambda a: ("dev", a.shape))
+    monkeypatch.setattr(gm.runtime, "empty", lambda shape: ("out", shape))
 
     @contextlib.contextmanager
     def profile(metrics):
@@ -273,8 +274,8 @@ def test_measured_mode_plumbing(monkeypatch, fake_model):
             fn(*args, **kw)
         return types.SimpleNamespace(median_ms=0.5 + kw["offset"], gbps=1000.0 - kw["offset"])
 
-    monkeypatch.setattr(gm, "profile", profile, raising=False)
-    monkeypatch.setattr(gm, "bench", bench)
+    monkeypatch.setattr(gm.runtime, "profile", profile, raising=False)
+    monkeypatch.setattr(gm.runtime, "bench", bench)
     monkeypatch.setattr(access, "read_offset", read_offset)
     t = access.offset_sweep([0, 11], n=64, block=32, cache="cs", repeat=5, progress=False)
     assert t["ms"] == [0.5, 11.5] and t["GB/s"] == [1000.0, 989.0]

@@ -3,8 +3,9 @@ variant table -- without a GPU every validation path (validation must happen
 before any device call, so each bad argument raises its own TypeError/ValueError,
 never CudaUnavailableError; with a GPU the same tests prove nothing reached it),
 and on a GPU device discovery, memory accounting, records and bench.  Also the
-experiments facade and the deprecated old names."""
+experiments face."""
 import gc
+import importlib
 import warnings
 
 import numpy as np
@@ -295,100 +296,20 @@ def test_variants_carry_their_select_value():
     assert gm.Variant("f", "n", "idea", "bytes", "flops").select == 0
 
 
-# ---- one module per lesson --------------------------------------------------------------
-LESSONS = ("matmul", "access", "layout", "stencil", "spaces", "introspect", "ladder", "transpose")
-
-
-def test_lessons_do_not_import_each_other():
-    import ast
-    import importlib
-
-    for name in LESSONS:
-        path = importlib.import_module(f"gpumem.{name}").__file__
-        for node in ast.walk(ast.parse(open(path).read())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                mods = [node.module] if node.module else [a.name for a in node.names]
-                assert not set(mods) & set(LESSONS), f"gpumem.{name} imports {mods}"
-
-
-def test_experiments_facade_reexports_every_lessons_sweeps():
-    from gpumem import access, layout, spaces, stencil
+# ---- the experiments face ------------------------------------------------------------------
+def test_experiments_reexports_every_lessons_declared_sweeps():
     from gpumem import experiments as ex
 
-    assert (ex.offset_sweep, ex.cache_path_compare, ex.idle_lanes_sweep) == (
-        access.offset_sweep, access.cache_path_compare, access.idle_lanes_sweep)
-    assert (ex.stride_sweep, ex.aos_vs_soa) == (layout.stride_sweep, layout.aos_vs_soa)
-    assert ex.broadcast_sweep is stencil.broadcast_sweep
-    assert (ex.local_vs_registers, ex.register_pressure_sweep, ex.divergence_compare) == (
-        spaces.local_vs_registers, spaces.register_pressure_sweep, spaces.divergence_compare)
+    for lesson in gm.lessons.declarations():
+        module = importlib.import_module(f"gpumem.lessons.{lesson.name}")
+        for name in lesson.sweeps:
+            assert getattr(ex, name) is getattr(module, name)
+        assert ex.SWEEPS_BY_LESSON[lesson.name] == lesson.sweeps
+    assert ex.offset_sweep is gm.lessons.access.offset_sweep
     assert all(hasattr(ex, n) for n in ex.__all__)
     assert all(hasattr(gm, n) for n in gm.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         ex.nope
-
-
-# ---- old names: they work for one release, with a DeprecationWarning --------------------
-@pytest.mark.parametrize("old,new", [("stencil", "stencil_1d"), ("broadcast", "constant_broadcast"),
-                                     ("private_array", "thread_histogram"),
-                                     ("lifetime", "lifetimes"), ("register_cap", "register_pressure")])
-def test_old_family_names_still_work_with_a_warning(old, new):
-    from gpumem._names import FAMILY_ALIASES
-
-    assert FAMILY_ALIASES[old] == new
-    with pytest.warns(DeprecationWarning, match=rf"variants: family '{old}' is deprecated; "
-                                                rf"it is '{new}' now"):
-        got = gm.variants(old)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")                   # the new name does not warn
-        assert got == gm.variants(new) and got
-
-
-def test_old_family_names_in_introspection(monkeypatch):
-    from gpumem import introspect
-
-    with pytest.warns(DeprecationWarning, match="kernel_attributes: family 'stencil'"):
-        with pytest.raises(ValueError, match="items=3 is not allowed"):
-            gm.kernel_attributes("stencil", "readonly", items=3)
-    with pytest.warns(DeprecationWarning, match="kernel_occupancy: family 'register_cap'"):
-        with pytest.raises(ValueError, match="block=0 is not allowed"):
-            gm.kernel_occupancy("register_cap", "cap32", 0)
-    monkeypatch.setattr(introspect, "_find_tool", lambda name: None)
-    with pytest.warns(DeprecationWarning, match="compiler_report: family 'private_array'"):
-        with pytest.raises(FileNotFoundError, match="needs cuobjdump"):
-            gm.compiler_report("private_array")
-
-
-def test_renamed_and_moved_functions_still_work_with_a_warning():
-    from gpumem import access, introspect, spaces, stencil
-    from gpumem import experiments as ex
-
-    with pytest.warns(DeprecationWarning, match="gpumem.occupancy is deprecated; use "
-                                                "gpumem.introspect.kernel_occupancy"):
-        assert gm.occupancy is gm.kernel_occupancy
-    with pytest.warns(DeprecationWarning, match="gpumem.experiments.block_size_sweep is "
-                                                "deprecated; use gpumem.access.idle_lanes_sweep"):
-        assert ex.block_size_sweep is access.idle_lanes_sweep
-    with pytest.warns(DeprecationWarning, match="gpumem.spaces.register_cap_sweep is deprecated"):
-        assert spaces.register_cap_sweep is spaces.register_pressure_sweep
-    with pytest.warns(DeprecationWarning, match="gpumem.spaces.occupancy is deprecated"):
-        assert spaces.occupancy is introspect.kernel_occupancy
-    for name in ("STENCIL_8TH_ORDER", "stencil_1d", "stencil_1d_reference", "constant_broadcast",
-                 "constant_broadcast_reference", "broadcast_table", "broadcast_sweep"):
-        with pytest.warns(DeprecationWarning, match=rf"gpumem.spaces.{name} is deprecated; "
-                                                    rf"use gpumem.stencil.{name}"):
-            assert getattr(spaces, name) is getattr(stencil, name)
-    for name in ("KernelAttributes", "Occupancy", "kernel_attributes", "kernel_occupancy",
-                 "block_size_sweep", "compiler_report"):
-        with pytest.warns(DeprecationWarning, match=rf"use gpumem.introspect.{name}"):
-            assert getattr(spaces, name) is getattr(introspect, name)
-    with pytest.warns(DeprecationWarning, match="gpumem.spaces.stencil_1d"):
-        from gpumem.spaces import stencil_1d
-    assert stencil_1d is gm.stencil_1d
-    with pytest.warns(DeprecationWarning, match="gpumem.spaces.model_occupancy is deprecated"):
-        model_occupancy = spaces.model_occupancy
-    assert model_occupancy("9.0", 256, 32, 0)["blocks_per_sm"] == 8
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        spaces.nope
 
 
 # ---- issue 11: arguments first, everywhere --------------------------------------------
@@ -421,24 +342,27 @@ def test_bench_ints_take_index_and_refuse_bool(bad, exc):
 
 def test_bench_raises_the_kernels_own_error_before_uploading(monkeypatch):
     uploads = []
-    monkeypatch.setattr(gm, "to_device", lambda a: uploads.append(a))
+    monkeypatch.setattr(gm.runtime, "to_device", lambda a: uploads.append(a))
     with pytest.raises(TypeError, match=r"vec_add: b has dtype"):
         gm.bench(gm.vec_add, m(8), m(8, dtype=np.float64))
     with pytest.raises(ValueError, match=r"vec_add: block=0 is not allowed"):
         gm.bench(gm.vec_add, m(8), m(8), block=0)
     assert uploads == []
-    with gm._names._checking():                 # nests, and switches off at the end
-        with gm._names._checking():
+    with gm.runtime.args._checking():                 # nests, and switches off at the end
+        with gm.runtime.args._checking():
             assert gm.vec_add(m(8), m(8)) is None
         assert gm.vec_add(m(8), m(8)) is None
-    assert not gm._names._checking_only()
+    assert not gm.runtime.args._checking_only()
 
 
 def test_dir_is_the_public_api():
     d = dir(gm)
     assert not {"np", "Any", "contextlib", "statistics", "dataclass"} & set(d)
     assert set(gm.__all__) <= set(d)
-    assert {"model", "experiments", "access", "layout", "stencil", "spaces", "introspect"} <= set(d)
+    assert {"model", "experiments", "lessons", "runtime", "tools", "report"} <= set(d)
+    # a lesson's module and the function it exports cannot collide: lessons live apart
+    assert callable(gm.matmul) and callable(gm.transpose) and callable(gm.profile)
+    assert gm.lessons.matmul.matmul is gm.matmul
 
 
 def test_py_typed_marks_the_package_typed():

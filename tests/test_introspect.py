@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import gpumem as gm
-from gpumem import introspect
-from gpumem.spaces import REGCAP_CAPS
+from gpumem.tools import introspect
+from gpumem.lessons.spaces import REGCAP_CAPS
 
 
 # ---- the model's occupancy and the compiler's report (no GPU) ------------------------------
@@ -225,8 +225,8 @@ def test_block_size_sweep_any_kernel(rng):
 def _no_device(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("reached the device")
-    monkeypatch.setattr(gm, "bench", refuse)
-    monkeypatch.setattr(gm, "to_device", refuse)
+    monkeypatch.setattr(gm.runtime, "bench", refuse)
+    monkeypatch.setattr(gm.runtime, "to_device", refuse)
 
 
 @pytest.mark.parametrize("kw, exc, msg", [

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import gpumem as gm
-from gpumem import ladder
-from gpumem.ladder import (KiB, MiB, bandwidth_reference, cache_sizes, chain_image, chain_order,
+from gpumem.lessons import ladder
+from gpumem.lessons.ladder import (KiB, MiB, bandwidth_reference, cache_sizes, chain_image, chain_order,
                            latency_chain, latency_levels, latency_reference)
 
 X = np.ones(100, np.float32)
-CACHES = ["ca", "cg", "ldg", "shared", "constant"]
+VARIANTS = ["ca", "cg", "ldg", "shared", "constant"]
 
 
 # ---- the ring (no GPU) ------------------------------------------------------------------
@@ -112,7 +112,7 @@ def test_bandwidth_reference():
 
 def test_variants_tables():
     lat = {v.name: v for v in gm.variants("latency")}
-    assert list(lat) == CACHES
+    assert list(lat) == VARIANTS == list(ladder.LATENCY_VARIANTS)
     assert [v.select for v in lat.values()] == [0, 1, 2, 3, 4]
     assert lat["ca"].bytes == "8*lanes*(warmup + steps)"
     assert lat["shared"].bytes == lat["constant"].bytes == "4*lanes*(warmup + steps)"
@@ -151,7 +151,7 @@ def test_default_sets():
 
 # ---- validation before any device call (no GPU) ----------------------------------------------
 @pytest.mark.parametrize("kw,msg", [
-    ({"cache": "l3"}, r"cache='l3' is unknown; allowed: 'ca', 'cg', 'ldg', 'shared', 'constant'"),
+    ({"variant": "l3"}, r"variant='l3' is unknown; allowed: 'ca', 'cg', 'ldg', 'shared', 'constant'"),
     ({"lanes": 0}, r"lanes=0 is not allowed; lanes must be 1\.\.32"),
     ({"lanes": 33}, r"lanes=33 is not allowed"),
     ({"steps": 0}, r"steps=0 is not allowed; steps must be 1\.\.1048576"),
@@ -171,12 +171,12 @@ def test_latency_bad_arguments(kw, msg):
         gm.latency(1024, **kw)
 
 
-@pytest.mark.parametrize("ws,cache,limit", [(48 * KiB + 128, "shared", 49152),
+@pytest.mark.parametrize("ws,variant,limit", [(48 * KiB + 128, "shared", 49152),
                                             (64 * KiB + 128, "constant", 65536)])
-def test_latency_on_chip_rings_have_their_limits(ws, cache, limit):
+def test_latency_on_chip_rings_have_their_limits(ws, variant, limit):
     with pytest.raises(ValueError, match=rf"working_set={ws} is not allowed with "
-                                         rf"cache='{cache}'; .* at most {limit} bytes"):
-        gm.latency(ws, cache=cache)
+                                         rf"variant='{variant}'; .* at most {limit} bytes"):
+        gm.latency(ws, variant=variant)
 
 
 @pytest.mark.parametrize("ws", [0, 4, 2**32 + 128, -1024])
@@ -195,9 +195,11 @@ def test_latency_integers_must_be_ints(name, bad):
         gm.latency(ws, **kw)
 
 
-def test_latency_cache_must_be_str_and_working_set_given():
-    with pytest.raises(TypeError, match="latency: cache must be a str"):
-        gm.latency(1024, cache=1)
+def test_latency_variant_must_be_str_and_working_set_given():
+    with pytest.raises(TypeError, match="latency: variant must be a str"):
+        gm.latency(1024, variant=1)
+    with pytest.raises(TypeError, match="cache"):         # one word, one meaning: not latency's
+        gm.latency(1024, cache="ca")
     with pytest.raises(TypeError, match="working_set"):
         gm.latency()
     with pytest.raises(TypeError, match="latency: working_set must be an int, not NoneType"):
@@ -261,10 +263,10 @@ def test_reference_and_chain_helpers_check_their_arguments():
 
 def test_ladders_check_their_arguments(monkeypatch):
     monkeypatch.setattr(ladder, "latency", lambda *a, **k: pytest.fail("reached the device"))
-    monkeypatch.setattr(gm, "bench", lambda *a, **k: pytest.fail("reached the device"))
-    with pytest.raises(ValueError, match=r"latency_ladder: caches=\('ca', 'l3'\): cache='l3' is "
-                                         r"unknown"):
-        ladder.latency_ladder(caches=("ca", "l3"))
+    monkeypatch.setattr(gm.runtime, "bench", lambda *a, **k: pytest.fail("reached the device"))
+    with pytest.raises(ValueError, match=r"latency_ladder: variants=\('ca', 'l3'\): variant='l3' "
+                                         r"is unknown"):
+        ladder.latency_ladder(variants=("ca", "l3"))
     with pytest.raises(ValueError, match=r"latency_ladder: working_sets=4 is not allowed"):
         ladder.latency_ladder([1024, 4])
     with pytest.raises(ValueError, match=r"latency_ladder: stride=12 is not allowed"):
@@ -273,8 +275,8 @@ def test_ladders_check_their_arguments(monkeypatch):
                                          r"than stride=4096"):
         ladder.latency_ladder([1024], stride=4096)
     with pytest.raises(ValueError, match=r"latency_ladder: none of working_sets fits "
-                                         r"caches=\['shared'\]"):
-        ladder.latency_ladder([1 << 20], caches="shared")
+                                         r"variants=\['shared'\]"):
+        ladder.latency_ladder([1 << 20], variants="shared")
     with pytest.raises(TypeError, match=r"latency_ladder: progress must be a bool"):
         ladder.latency_ladder(progress=1)
     with pytest.raises(ValueError, match=r"bandwidth_ladder: variants=\['copy', 'x'\]: "
@@ -289,9 +291,9 @@ def test_ladders_check_their_arguments(monkeypatch):
 
 
 def test_ladders_without_a_gpu_list_what_they_would_measure(no_gpu):
-    t = ladder.latency_ladder([1024, 4096, 100 * KiB, 1 << 20], caches=("ca", "shared"))
+    t = ladder.latency_ladder([1024, 4096, 100 * KiB, 1 << 20], variants=("ca", "shared"))
     assert "no GPU" in t.title
-    assert [(r["cache"], r["working set"]) for r in t] == [
+    assert [(r["variant"], r["working set"]) for r in t] == [
         ("ca", 1024), ("ca", 4096), ("ca", 102400), ("ca", 1 << 20),
         ("shared", 1024), ("shared", 4096)]
     assert all(r["cycles/load"] is None and r["stride"] == 128 for r in t)
@@ -359,16 +361,16 @@ def _step_model(ws):
         480.0 if ws <= 50 * MiB else 680.0
 
 
-def _synthetic(caches=("ca",), model=_step_model):
+def _synthetic(variants=("ca",), model=_step_model):
     rows = []
-    for cache in caches:
+    for variant in variants:
         for ws in ladder.LATENCY_SETS:
-            if ws > ladder._cap(cache):
+            if ws > ladder._cap(variant):
                 continue
-            cyc = {"shared": 30.0, "constant": 19.0 if ws <= 2 * KiB else 105.0}.get(cache)
+            cyc = {"shared": 30.0, "constant": 19.0 if ws <= 2 * KiB else 105.0}.get(variant)
             if cyc is None:
-                cyc = model(ws) if cache == "ca" else max(model(ws), 255.0)
-            rows.append({"working set": ws, "stride": 128, "cache": cache, "lanes": 1,
+                cyc = model(ws) if variant == "ca" else max(model(ws), 255.0)
+            rows.append({"working set": ws, "stride": 128, "variant": variant, "lanes": 1,
                          "cycles/load": cyc, "ns/load": cyc / 1.98, "clock MHz": 1980.0,
                          "warm-up": 0})
     return gm.Table(rows)
@@ -412,15 +414,15 @@ def test_cache_sizes_without_device_or_enough_rows(no_gpu):
     assert all(r.get("stated") is None for r in t)
     few = gm.Table([r for r in _synthetic() if r["working set"] <= 4 * KiB])
     with pytest.raises(ValueError, match=r"cache_sizes: the table has 3 measured one-lane rows "
-                                         r"of cache='ca'"):
+                                         r"of variant='ca'"):
         cache_sizes(few)
     flat = gm.Table([{**r, "cycles/load": 40.0} for r in _synthetic()])
     with pytest.raises(ValueError, match=r"cache_sizes: the table's ca rows show no L1 step"):
         cache_sizes(flat)
     with pytest.raises(TypeError, match=r"cache_sizes: table must be a gpumem.Table"):
         cache_sizes([1, 2])
-    with pytest.raises(ValueError, match=r"cache_sizes: cache='cg' is unknown"):
-        cache_sizes(_synthetic(), cache="cg")
+    with pytest.raises(ValueError, match=r"cache_sizes: variant='cg' is unknown"):
+        cache_sizes(_synthetic(), variant="cg")
     with pytest.raises(gm.CudaUnavailableError):
         cache_sizes()                          # measuring needs a GPU
     for fn in (cache_sizes, latency_levels):   # checked before any ladder is measured
@@ -453,11 +455,11 @@ RINGS = [(1024, 128, 1, 100, 0, 0), (8 * 37, 8, 1, 1000, 5, 7), (4096, 64, 32, 3
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cache", CACHES)
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("ws,stride,lanes,steps,warmup,seed", RINGS)
-def test_chase_ends_where_the_cpu_walk_ends(cache, ws, stride, lanes, steps, warmup, seed,
+def test_chase_ends_where_the_cpu_walk_ends(variant, ws, stride, lanes, steps, warmup, seed,
                                             no_leak):
-    c = gm.latency(ws, cache=cache, stride=stride, lanes=lanes, steps=steps, warmup=warmup,
+    c = gm.latency(ws, variant=variant, stride=stride, lanes=lanes, steps=steps, warmup=warmup,
                    seed=seed)
     n = ws // stride
     assert c.warmup == (warmup if warmup is not None else -(-n // lanes))  # small: one pass
@@ -467,11 +469,11 @@ def test_chase_ends_where_the_cpu_walk_ends(cache, ws, stride, lanes, steps, war
     np.testing.assert_array_equal(c.end, ref)
     assert (c.cycles >= steps).all() and (c.ns >= 0).all()
     rec = gm.last_record()
-    assert rec.kernel == "latency" and rec.variant == cache
+    assert rec.kernel == "latency" and rec.variant == variant and c.variant == variant
     assert rec.grid == (1, 1, 1) and rec.block == (32, 1, 1)
-    assert rec.smem == (ws if cache == "shared" else 0)
+    assert rec.smem == (ws if variant == "shared" else 0)
     assert rec.params["warmup"] == c.warmup and rec.params["n"] == n
-    assert rec.bytes == (4 if cache in ("shared", "constant") else 8) * lanes * (c.warmup + steps)
+    assert rec.bytes == (4 if variant in ("shared", "constant") else 8) * lanes * (c.warmup + steps)
 
 
 @pytest.mark.gpu
@@ -481,23 +483,23 @@ def test_a_ring_beyond_the_l2_is_met_cold_and_still_followed(no_leak):
     c = gm.latency(ws, steps=2000, seed=4)
     assert c.warmup == 0
     np.testing.assert_array_equal(c.end, latency_reference(ws, steps=2000, seed=4))
-    c32 = gm.latency(ws, lanes=32, steps=500, warmup=7, cache="cg")
+    c32 = gm.latency(ws, lanes=32, steps=500, warmup=7, variant="cg")
     np.testing.assert_array_equal(c32.end, latency_reference(ws, lanes=32, steps=500, warmup=7))
 
 
 @pytest.mark.gpu
 def test_each_level_is_slower_than_the_one_above(no_leak):
     l2 = gm.device().l2_cache_size
-    in_l1 = gm.latency(16 * KiB, cache="ca")
-    in_l2 = gm.latency(min(4 * MiB, l2 // 4) // 128 * 128, cache="ca")
-    in_dram = gm.latency(max(512 * MiB, 8 * l2) // 128 * 128, cache="ca", steps=4096)
+    in_l1 = gm.latency(16 * KiB, variant="ca")
+    in_l2 = gm.latency(min(4 * MiB, l2 // 4) // 128 * 128, variant="ca")
+    in_dram = gm.latency(max(512 * MiB, 8 * l2) // 128 * 128, variant="ca", steps=4096)
     assert 2 * in_l1.cycles_per_load < in_l2.cycles_per_load
     assert 1.2 * in_l2.cycles_per_load < in_dram.cycles_per_load
     # cg skips L1: a ring that fits it costs an L2 hit
-    assert gm.latency(16 * KiB, cache="cg").cycles_per_load > 2 * in_l1.cycles_per_load
+    assert gm.latency(16 * KiB, variant="cg").cycles_per_load > 2 * in_l1.cycles_per_load
     # shared memory and the constant cache are on chip
-    assert gm.latency(16 * KiB, cache="shared").cycles_per_load < in_l2.cycles_per_load / 2
-    assert gm.latency(1 * KiB, cache="constant").cycles_per_load < in_l2.cycles_per_load / 2
+    assert gm.latency(16 * KiB, variant="shared").cycles_per_load < in_l2.cycles_per_load / 2
+    assert gm.latency(1 * KiB, variant="constant").cycles_per_load < in_l2.cycles_per_load / 2
     # cycles (clock64) and nanoseconds (%globaltimer) come from one run: their ratio is a
     # plausible SM clock
     assert all(300 < c.clock_mhz < 3500 for c in (in_l1, in_l2, in_dram))
@@ -505,16 +507,16 @@ def test_each_level_is_slower_than_the_one_above(no_leak):
 
 @pytest.mark.gpu
 def test_latency_ladder_and_cache_sizes_on_the_gpu(no_leak):
-    t = ladder.latency_ladder([1024, 4096, 1 << 20, 64 << 20], caches=("ca", "shared"),
+    t = ladder.latency_ladder([1024, 4096, 1 << 20, 64 << 20], variants=("ca", "shared"),
                               steps=512, progress=False)
-    assert [(r["cache"], r["working set"]) for r in t] == [
+    assert [(r["variant"], r["working set"]) for r in t] == [
         ("ca", 1024), ("ca", 4096), ("ca", 1 << 20), ("ca", 64 << 20),
         ("shared", 1024), ("shared", 4096)]
     assert all(r["cycles/load"] > 1 and r["ns/load"] > 0 for r in t)
-    ca = {r["working set"]: r["cycles/load"] for r in t if r["cache"] == "ca"}
+    ca = {r["working set"]: r["cycles/load"] for r in t if r["variant"] == "ca"}
     assert ca[1 << 20] > 2 * ca[1024]
     # the whole default ladder of one path, and the steps read off it
-    full = ladder.latency_ladder(caches=("ca",), progress=False)
+    full = ladder.latency_ladder(variants=("ca",), progress=False)
     sizes = {r["level"]: r for r in cache_sizes(full)}
     l2 = gm.device().l2_cache_size
     assert 16 * KiB <= sizes["L1 (capacity in use)"]["measured"] <= 1 * MiB

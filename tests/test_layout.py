@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gpumem as gm
-from gpumem import layout
+from gpumem.lessons import layout
 from _helpers import awkward_n, f32, poisoned
 
 BLOCKS = [1, 33, 100, 512, 1024]
@@ -100,11 +100,11 @@ def test_layout_sweeps_model_mode(fake_model, no_gpu):
 
 
 def test_gpu_without_counters_uses_model(monkeypatch, fake_model):
-    monkeypatch.setattr(gm, "is_available", lambda: True)
-    monkeypatch.setattr(gm, "profiler_available", lambda: False, raising=False)
-    monkeypatch.setattr(gm, "to_device", lambda a: a)
-    monkeypatch.setattr(gm, "empty", lambda shape: np.full(shape, np.nan, np.float32))
-    monkeypatch.setattr(gm, "bench", lambda fn, *a, repeat, warmup, **kw:
+    monkeypatch.setattr(gm.runtime, "is_available", lambda: True)
+    monkeypatch.setattr(gm.runtime, "profiler_available", lambda: False, raising=False)
+    monkeypatch.setattr(gm.runtime, "to_device", lambda a: a)
+    monkeypatch.setattr(gm.runtime, "empty", lambda shape: np.full(shape, np.nan, np.float32))
+    monkeypatch.setattr(gm.runtime, "bench", lambda fn, *a, repeat, warmup, **kw:
                         types.SimpleNamespace(median_ms=1.0, gbps=2.0))
     t = layout.stride_sweep([4], n=64, progress=False)
     assert t["ms"] == [1.0] and t["gld_efficiency"] == [96.0]

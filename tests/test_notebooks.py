@@ -12,11 +12,13 @@ import pathlib
 
 import pytest
 
+import gpumem
+
 NOTEBOOK_DIR = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 SOURCES = sorted(NOTEBOOK_DIR.glob("*.py"))
-LESSONS = ["01_matmul", "02_access", "03_layout", "04_stencil", "05_spaces", "06_matmul_staircase",
-           "07_transfer", "08_ladder", "09_transpose"]
+#: Every notebook the lessons declare (gpumem.lessons: LESSON.notebooks), in number order.
+LESSONS = sorted(nb for d in gpumem.lessons.declarations() for nb in d.notebooks)
 
 
 def test_notebooks_are_there():

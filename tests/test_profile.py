@@ -5,12 +5,10 @@ state left behind without a GPU.  GPU tests (marked ``gpu``): known values on
 an H100, in-place kernels replayed correctly, no effect on later un-profiled
 runs, and every alias equal to ``ncu --csv`` within 0.5% (the cache- and
 timing-dependent ones, on which ncu does not reproduce itself, within a
-documented tolerance: see STATE_DEPENDENT).
+documented tolerance: see STATE_DEPENDENT in test_profile_ncu.py).
 """
-import csv
 import math
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,9 +18,7 @@ import pytest
 
 import gpumem
 from gpumem import _core
-from gpumem.profile import ALIASES, MetricAlias, _plan, raw_metrics
-
-REQUIRE_GPU = os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0")
+from gpumem.runtime.counters import ALIASES, MetricAlias, _plan, raw_metrics
 
 REQUIRED = ["gld_efficiency", "gst_efficiency", "gld_transactions", "gst_transactions",
             "gld_requests", "gst_requests", "gld_transactions_per_request",
@@ -31,16 +27,6 @@ REQUIRED = ["gld_efficiency", "gst_efficiency", "gld_transactions", "gst_transac
             "shared_store_bank_conflict", "local_load_transactions", "local_store_transactions",
             "dram_read_bytes", "dram_write_bytes", "l1_hit_rate", "l2_hit_rate",
             "achieved_occupancy", "branch_efficiency"]
-
-
-def has_family(name: str) -> bool:
-    return name in {v.family for v in gpumem.variants()}
-
-
-needs_access = pytest.mark.skipif(
-    not has_family("read_offset"),
-    reason="read_offset/write_offset/struct_update are not built into this gpumem yet "
-           "(the access-pattern kernels land on another branch)")
 
 
 def clean_state() -> bool:
@@ -83,7 +69,7 @@ def test_derived_aliases_are_ratios_of_sectors_and_requests():
 def test_cp_async_aliases_are_the_ldgsts_counters_apart_from_the_loads():
     # cp.async (LDGSTS) is counted under op_ldgsts, never under gld_*'s op_ld; the names
     # are the keys gpumem.model.predict gives for the kernels that issue it
-    from gpumem.model import kernels
+    from gpumem.model.registry import LDGSTS_METRICS
 
     req, sect = ALIASES["gldgsts_requests"], ALIASES["gldgsts_transactions"]
     assert req.raw == ("sm__sass_l1tex_t_requests_pipe_lsu_mem_global_op_ldgsts.sum",)
@@ -93,7 +79,7 @@ def test_cp_async_aliases_are_the_ldgsts_counters_apart_from_the_loads():
                                           + ALIASES["gld_transactions"].raw)
     for a in (req, sect):
         assert "cp.async" in a.definition and "LDGSTS" in a.definition
-        assert a.name in kernels.LDGSTS_METRICS
+        assert a.name in LDGSTS_METRICS
     kind = {r["name"]: r["counted_by"] for r in gpumem.metrics()}
     assert kind["gldgsts_requests"] == kind["gldgsts_transactions"] == "hardware"
     assert raw_metrics(["gldgsts_transactions", "gldgsts_requests"]) == [sect.ncu, req.ncu]
@@ -199,22 +185,6 @@ def test_without_gpu_profile_raises_cleanly_and_leaves_nothing():
 
 
 # ---- GPU ------------------------------------------------------------------
-@pytest.fixture
-def counters():
-    """Counters must be readable on a GPU machine: fail under GPUMEM_REQUIRE_GPU=1."""
-    if gpumem.profiler_available():
-        return
-    try:
-        with gpumem.profile(["gld_requests"]):
-            gpumem.vec_add(np.ones(64, np.float32), np.ones(64, np.float32))
-        why = "profiling ran but read no counters"
-    except Exception as e:  # the reason, for the failure message
-        why = f"{type(e).__name__}: {e}"
-    if REQUIRE_GPU:
-        pytest.fail("GPUMEM_REQUIRE_GPU=1 but hardware counters cannot be read: " + why)
-    pytest.skip("hardware counters cannot be read here: " + why)
-
-
 def f32(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32)
 
@@ -245,7 +215,6 @@ def test_vec_add_fully_coalesced_known_values(counters, rng, no_leak):
     assert clean_state()
 
 
-@needs_access
 @pytest.mark.gpu
 def test_one_pass_sets_are_read_in_batches_with_the_same_values(counters, rng, no_leak):
     # 150 launches cross batch boundaries (16 ranges per CUPTI start).  A
@@ -300,7 +269,6 @@ def assert_same_counters(got, want, what):
         assert g.metrics == w.metrics, (what, i, g.kernel, g.variant, g.params)
 
 
-@needs_access
 @pytest.mark.gpu
 def test_block_replay_equals_launch_by_launch(counters, rng, no_leak):
     # Replaying the recorded launches together (the default) must give every
@@ -392,7 +360,6 @@ def test_block_replay_sees_each_launch_s_own_data(counters, rng, no_leak):
     assert len({h[0], h[2], h[3]}) == 3, h  # three different inputs, three counts
 
 
-@needs_access
 @pytest.mark.gpu
 def test_block_replay_within_its_memory_and_batch_limits(counters, rng, no_leak, monkeypatch):
     # A small replay memory replays the batch early; a launch too big for it
@@ -703,7 +670,6 @@ def test_kernel_replay_agrees_with_user_replay(counters, rng):
     assert got["block"] == got["launch"] == got["kernel"] == got["user"]
 
 
-@needs_access
 @pytest.mark.gpu
 def test_access_kernels_known_h100_values(counters, rng):
     n = 1 << 20
@@ -719,149 +685,6 @@ def test_access_kernels_known_h100_values(counters, rng):
     assert eff[2]["gld_efficiency"] == pytest.approx(100.0, abs=0.01)
     assert eff[3]["gst_efficiency"] == pytest.approx(80.0, abs=0.01)
     assert eff[4]["gld_efficiency"] == pytest.approx(50.0, abs=0.01)
-
-
-# ---- GPU: the same launches under ncu ----------------------------------------
-WORKLOAD = textwrap.dedent("""
-    def workload(gm, np):
-        rng = np.random.default_rng(7)
-        a = gm.to_device(rng.standard_normal(4_000_037).astype(np.float32))
-        b = gm.to_device(rng.standard_normal(4_000_037).astype(np.float32))
-        A = gm.to_device(rng.standard_normal((300, 257)).astype(np.float32))
-        B = gm.to_device(rng.standard_normal((257, 190)).astype(np.float32))
-        gm.vec_add(a, b, block=256)
-        gm.matmul(A, B, tile=16, variant="tiled")
-        gm.matmul(A, B, tile=8, variant="naive")
-        gm.matmul(A, B, variant="warptiled")       # cp.async: the gldgsts_* aliases
-        if "read_offset" in {v.family for v in gm.variants()}:
-            gm.read_offset(a, b, offset=11, block=512)
-""")
-
-# A duration, not a counter: two ncu runs of the same kernel differ by more than 0.5%.
-NOT_COUNTERS = {"gpu_time_ns"}
-
-# Counters that depend on cache contents and timing: ncu does not reproduce
-# ITSELF within 0.5% on them (measured on an H100, the WORKLOAD below, two
-# ncu runs: dram_write_bytes 6.03 vs 5.81 MB, l2_hit_rate 90.33 vs 91.13 and
-# 100.22 vs 102.64, achieved_occupancy 74.06 vs 74.47), so 0.5% is not a
-# meaningful bound for them.  (The bank-conflict aliases are differences of
-# two exact counters, compared within 0.5%: Hopper's own bank-conflict
-# counter read 167 vs 131 in two ncu runs.)  gpumem must agree
-# with ncu within this documented tolerance instead (value -> allowed |diff|);
-# every other alias within 0.5%.  The test prints every pair.
-STATE_DEPENDENT = {
-    # DRAM writes during a kernel are the dirty lines its stores push out of
-    # L2 before it ends; what is still dirty at the end is not counted.  Which
-    # lines go depends on the L2's replacement state at launch, which ncu's
-    # cache control (a driver-level flush) and gpumem's (reading a clean buffer
-    # of 4x the L2) leave differently.  Measured on an H100 (2026-11-23):
-    # read_offset over 4M floats (48 MB touched, 16 MB stored, L2 50 MB):
-    # ncu 6.55 and 6.49 MB, gpumem 4.21 MB.  On a small kernel the whole
-    # store may or may not leave L2 before the end: the tiled 300x190 matmul
-    # (228 KB stored) read 172,032 bytes in gpumem and 0 in two ncu runs (H100,
-    # 2026-11-23).  Bound: the bytes the kernel stores (gpumem's own gst
-    # sectors), plus 64 KiB -- a write-back can be all of them or none.
-    "dram_write_bytes": lambda ref, mine: 32 * mine["gst_transactions"] + 64 * 1024,
-    # DRAM reads: gpumem reads a little more than ncu on small kernels, by a
-    # varying amount (measured on the 0.5 MB matmuls: +2.3 KB, +2.6 KB and
-    # +10.7 KB in three runs, while ncu agreed with itself within 256 B); a
-    # likely cause is gpumem's flush (a 200 MB read) evicting cached address
-    # translations that the kernel then re-reads.  On read_offset (32 MB)
-    # within 0.02%.  Bound: 0.5% plus 32 KiB.
-    "dram_read_bytes": lambda ref, mine: 0.005 * abs(ref) + 32 * 1024,
-    "l1_hit_rate": lambda ref, mine: 5.0,                           # percentage points
-    # On the two small matmuls (~300 KB touched) gpumem's own value moved by
-    # 7 points between two GPU runs (tiled 92.8 vs 99.9; ncu 90.3-91.1, and
-    # 100.2-103.5 for naive); on vec_add every run agreed within 0.6 points.
-    # Block replay and launch-by-launch replay alike, five blocks each on the
-    # H100 (2026-11-23): warptiled 300x257x190 read 79.7-94.2 (and 107.7 in
-    # a full suite run; ncu 84.5 and 85.1), tiled 91.6-99.5, naive 91.5-99.2,
-    # while read_offset and vec_add stayed within 1 point.  A ratio above 100 says hits and lookups came
-    # from different passes: on these launches of ~0.5 MB the L2 lookups
-    # alone moved by 12% from pass to pass (157K-177K sectors).  Bound: 15
-    # points, 25 for launches of under a million global-load sectors.
-    "l2_hit_rate": lambda ref, mine: 15.0 if mine["gld_transactions"] >= 1e6 else 25.0,
-    "achieved_occupancy": lambda ref, mine: 3.0,
-}
-
-
-def find_ncu():
-    for cand in (shutil.which("ncu"),
-                 *(os.path.join(os.environ.get(v) or "", "bin", "ncu")
-                   for v in ("CUDA_HOME", "CUDA_PATH")),
-                 "/usr/local/cuda/bin/ncu"):
-        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return None
-
-
-def run_ncu(ncu, raw, script, timeout=300):
-    """Raw metric values per kernel launch, in launch order, from ``ncu --csv``."""
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(gpumem.__file__)))
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    # Clocks as in-process (not locked to base); caches flushed before each
-    # pass (ncu's default, which gpumem's replay does too).
-    cmd = [ncu, "--csv", "--print-units", "base", "--clock-control", "none",
-           "--metrics", ",".join(raw), sys.executable, script]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
-    assert out.returncode == 0, (cmd, out.stdout[-3000:], out.stderr[-3000:])
-    rows = list(csv.DictReader([ln for ln in out.stdout.splitlines() if ln.startswith('"')]))
-    assert rows, out.stdout[-3000:] + out.stderr[-3000:]
-    launches: dict[int, dict] = {}
-    for r in rows:
-        v = r["Metric Value"].replace(",", "")
-        try:
-            val = float(v)
-        except ValueError:
-            val = float("nan")
-        launches.setdefault(int(r["ID"]), {"kernel": r["Kernel Name"]})[r["Metric Name"]] = val
-    return [launches[k] for k in sorted(launches)]
-
-
-@pytest.mark.gpu
-def test_every_alias_equals_ncu_within_half_a_percent(counters, tmp_path):
-    ncu = find_ncu()
-    if ncu is None:
-        msg = "ncu (Nsight Compute CLI) is not on PATH nor in CUDA_HOME/bin"
-        if REQUIRE_GPU:
-            pytest.fail(msg + " -- the GPU suite needs it for the counter comparison")
-        pytest.skip(msg)
-    names = [n for n in ALIASES if n not in NOT_COUNTERS]
-    assert set(REQUIRED) <= set(names)
-    script = tmp_path / "workload.py"
-    script.write_text("import numpy as np\nimport gpumem as gm\n" + WORKLOAD +
-                      "\nworkload(gm, np)\n")
-    ns: dict = {}
-    exec(WORKLOAD, ns)
-    with gpumem.profile(names) as p:
-        ns["workload"](gpumem, np)
-    ours = [r.metrics for r in p.records]
-    theirs = run_ncu(ncu, raw_metrics(names), str(script))
-    again = run_ncu(ncu, raw_metrics(names), str(script))
-    assert len(theirs) == len(ours), [t["kernel"] for t in theirs]
-    bad = []
-    for i, (mine, ref, ref2) in enumerate(zip(ours, theirs, again)):
-        for n in names:
-            want, want2 = ALIASES[n].evaluate(ref), ALIASES[n].evaluate(ref2)
-            got = mine[n]
-            line = (f"launch {i} ({p.records[i].kernel}/{p.records[i].variant}) {n}: "
-                    f"gpumem {got!r} vs ncu {want!r} (ncu again {want2!r})")
-            print(line)
-            if math.isnan(want) and math.isnan(got):
-                continue
-            if n in STATE_DEPENDENT:
-                ok = abs(got - want) <= STATE_DEPENDENT[n](want, mine)
-            elif ALIASES[n].per and ALIASES[n].op == "-":
-                # a difference inherits its operands' 0.5%: the shared wavefront
-                # counters themselves move by a few run to run (744,207 vs
-                # 744,221; stores 62,017 vs 62,016), in ncu too
-                ok = abs(got - want) <= 0.005 * abs(ref[ALIASES[n].ncu]) + 1e-9
-            else:
-                ok = math.isclose(got, want, rel_tol=0.005, abs_tol=1e-9)
-            if not ok:
-                bad.append(line)
-    assert not bad, "\n".join(bad)
 
 
 # ---- issue 11: errors name the function called --------------------------------------------
@@ -884,7 +707,7 @@ def test_cupti_is_looked_for_in_the_profile_extra_first(tmp_path, monkeypatch):
     import importlib
     import sys
 
-    prof = importlib.import_module("gpumem.profile")
+    prof = importlib.import_module("gpumem.runtime.counters")
     wheel = tmp_path / "site" / "nvidia" / "cu13" / "lib"
     wheel.mkdir(parents=True)
     toolkit = tmp_path / "cuda" / "extras" / "CUPTI" / "lib64"

@@ -37,8 +37,9 @@ _LEAVE_OUT = {"profiler_available"}  # no arguments (and profiles a launch on a 
 
 def _public() -> dict[str, object]:
     out = {}
-    for stem in ("", ".access", ".layout", ".matmul", ".stencil", ".spaces", ".introspect",
-                 ".ladder", ".transpose", ".experiments", ".profile"):
+    stems = ["", ".tools.introspect", ".experiments", ".runtime.counters"] + [
+        f".lessons.{name}" for name in gm.lessons.LESSONS]
+    for stem in stems:
         mod = importlib.import_module("gpumem" + stem)
         for name in mod.__all__:
             obj = getattr(mod, name)
@@ -102,7 +103,7 @@ class _StandIn:
 
 @pytest.fixture(autouse=True)
 def _cheap_model(monkeypatch):
-    import gpumem._sweep as sweep
+    import gpumem.tools.sweep as sweep
 
     monkeypatch.setattr(sweep, "_model_predict", lambda: _StandIn.predict)
     import matplotlib
@@ -181,7 +182,7 @@ def _kept_ladder(**kw):
     return _LADDERS[key]
 
 
-_REAL_LADDER = importlib.import_module("gpumem.ladder").latency_ladder
+_REAL_LADDER = importlib.import_module("gpumem.lessons.ladder").latency_ladder
 
 
 class _QuickTransfers:
@@ -198,13 +199,13 @@ class _QuickTransfers:
 
     @staticmethod
     def _transfer_zero_copy(nbytes, reads, repeat):
-        s = gm.transfer._pattern_sum(nbytes // 4)
+        s = gm.lessons.transfer._pattern_sum(nbytes // 4)
         return {"mapped": [1.0] * repeat, "copy": [2.0] * repeat, "device": [0.5] * repeat,
                 "sums": [s] * 3}
 
     @staticmethod
     def _transfer_managed(nbytes, repeat):
-        s = gm.transfer._pattern_sum(nbytes // 4)
+        s = gm.lessons.transfer._pattern_sum(nbytes // 4)
         return {k: [1.0] * repeat for k in ("fault", "prefetch", "after_prefetch", "resident")} \
             | {"sums": [s] * 3}
 
@@ -221,10 +222,10 @@ _QUICK = {"transfer_sweep", "zero_copy_compare", "managed_compare", "overlap_tim
 def cheap_measurements(monkeypatch, request):
     name = request.node.callspec.params["name"]
     if GPU and name == "cache_sizes":
-        monkeypatch.setattr("gpumem.ladder.latency_ladder", _kept_ladder)
+        monkeypatch.setattr("gpumem.lessons.ladder.latency_ladder", _kept_ladder)
     if GPU and name in _QUICK:
-        monkeypatch.setattr("gpumem.transfer._core", _QuickTransfers())
-        monkeypatch.setattr("gpumem.transfer._calibrate_work", lambda nbytes: 1)
+        monkeypatch.setattr("gpumem.lessons.transfer._core", _QuickTransfers())
+        monkeypatch.setattr("gpumem.lessons.transfer._calibrate_work", lambda nbytes: 1)
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS) + sorted(METHODS))
@@ -271,4 +272,4 @@ def test_random_arguments(name, data, cheap_measurements):
 def test_every_public_function_is_covered():
     assert {"vec_add", "bench", "block_size_sweep", "offset_sweep", "Table", "variants",
             "matmul_reference", "compiler_report", "profile", "lifetimes"} <= set(FUNCTIONS)
-    assert "predict" not in FUNCTIONS      # gpumem.model: tests/test_model.py
+    assert "predict" not in FUNCTIONS      # gpumem.model: tests/model/

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gpumem as gm
-from gpumem.roofline import FP32_LANES, H100_SXM
+from gpumem.tools.roofline import FP32_LANES, H100_SXM
 
 FAKE = SimpleNamespace(name="fake GPU", theoretical_bandwidth_gbps=1000.0, peak_fp32_gflops=20000.0)
 

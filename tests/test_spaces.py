@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import gpumem as gm
-from gpumem import _core, spaces
-from gpumem.spaces import (REGCAP_CAPS, REGCAP_LIVE, divergence_reference,
+from gpumem import _core
+from gpumem.lessons import spaces
+from gpumem.lessons.spaces import (REGCAP_CAPS, REGCAP_LIVE, divergence_reference,
                            register_pressure_reference, thread_histogram_reference)
 
 X = np.ones(100, np.float32)
@@ -218,5 +219,5 @@ def test_spaces_check_their_arguments_before_the_device():
 
 
 def test_lifetimes_under_a_check_returns_none_without_launching():
-    with gm._names._checking():
+    with gm.runtime.args._checking():
         assert gm.lifetimes(np.int64(2)) is None

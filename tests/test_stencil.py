@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import gpumem as gm
-from gpumem import stencil
-from gpumem.stencil import STENCIL_8TH_ORDER, constant_broadcast_reference, stencil_1d_reference
+from gpumem.lessons import stencil
+from gpumem.lessons.stencil import STENCIL_8TH_ORDER, constant_broadcast_reference, stencil_1d_reference
 
 X = np.ones(10, np.float32)
 
@@ -274,7 +274,7 @@ def test_broadcast_sweep_is_consistent():
 
 # ---- issue 11: arguments first ----------------------------------------------------------
 def test_stencil_references_and_sweep_check_their_arguments(monkeypatch):
-    monkeypatch.setattr(gm, "bench", lambda *a, **k: pytest.fail("reached the device"))
+    monkeypatch.setattr(gm.runtime, "bench", lambda *a, **k: pytest.fail("reached the device"))
     with pytest.raises(ValueError, match=r"constant_broadcast_reference: distinct=0 is not allowed; "
                                          r"distinct must be 1..32"):
         constant_broadcast_reference(0)

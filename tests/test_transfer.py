@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import gpumem as gm
-from gpumem import experiments, transfer
-from gpumem.transfer import read_sum_reference, scale_reference
+from gpumem import experiments
+from gpumem.lessons import transfer
+from gpumem.lessons.transfer import read_sum_reference, scale_reference
 
 from _helpers import f32, poisoned
 

@@ -6,8 +6,8 @@ import pytest
 
 import gpumem as gm
 from gpumem import experiments, model
-from gpumem.model.kernels import _predict_reference
-from gpumem.transpose import (TRANSPOSE_VARIANTS, shared_stride_reference,
+from gpumem.model.registry import _predict_reference
+from gpumem.lessons.transpose import (TRANSPOSE_VARIANTS, shared_stride_reference,
                               transpose_reference)
 
 from _helpers import f32, poisoned

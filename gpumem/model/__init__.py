@@ -4,7 +4,7 @@ Predicts, for one launch of any gpumem kernel, the global-memory requests,
 32-byte sectors (or 128-byte lines) and efficiencies that Nsight Compute
 would count on the GPU; the wavefronts and bank conflicts of a warp's
 shared-memory access; and the occupancy of a kernel on any compute
-capability from 1.0 (G80) to 12.0.  Pure Python and NumPy; a prediction
+capability from 1.0 (G80) to 12.1.  Pure Python and NumPy; a prediction
 costs the launch's distinct warp patterns, not its size.
 
 >>> from gpumem import model
@@ -17,9 +17,9 @@ costs the launch's distinct warp patterns, not its size.
 """
 from .banks import BankResult, bank_conflicts, bank_conflicts_warps
 from .coalescing import CoalesceResult, WarpCoalescing, coalesce, coalesce_warps
-from .kernels import (DECIMALS, METRICS, families, launch_config, matmul_traffic, predict,
-                      predict_record)
+from .matmul import matmul_traffic
 from .occupancy import ARCHS, Arch, OccupancyResult, occupancy
+from .registry import DECIMALS, METRICS, families, launch_config, predict, predict_record
 
 __all__ = [
     "ARCHS", "Arch", "BankResult", "CoalesceResult", "DECIMALS", "METRICS", "OccupancyResult",

@@ -8,12 +8,23 @@ from typing import Any
 
 import numpy as np
 
-from .._names import _flag, _index
-
 #: Byte addresses the model takes: 0 <= address < MAX_ADDRESS (2**62, far
 #: beyond any GPU's 49- or 57-bit virtual address space, and room to add a
 #: width and round up to a line without leaving int64).
 MAX_ADDRESS = 2 ** 62
+
+
+def _index(fn: str, name: str, v: Any) -> int:
+    """``v`` as a Python int: anything with ``__index__`` (int, NumPy integers); bool
+    and numpy.bool_ raise TypeError, as does anything else (naming ``fn`` and ``name``).
+    The same check as the rest of gpumem's; the model keeps its own copy, so that it
+    imports nothing of gpumem outside gpumem.model."""
+    if not isinstance(v, (bool, np.bool_)):
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+    raise TypeError(f"{fn}: {name} must be an int, not {type(v).__name__}")
 
 
 def index(fn: str, name: str, v: Any, lo: int | None = None, hi: int | None = None,
@@ -32,8 +43,12 @@ def index(fn: str, name: str, v: Any, lo: int | None = None, hi: int | None = No
     return i
 
 
-#: ``v`` as a bool: only ``True``/``False`` (or NumPy bools) are taken.
-flag = _flag
+def flag(fn: str, name: str, v: Any) -> bool:
+    """``v`` as a bool: only ``True``/``False`` (or NumPy bools) are taken (TypeError
+    naming ``fn`` and ``name`` otherwise)."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    raise TypeError(f"{fn}: {name} must be a bool (True or False), not {type(v).__name__}")
 
 
 def address_array(fn: str, addresses: Any, max_lanes: int | None = None,

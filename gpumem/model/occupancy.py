@@ -69,7 +69,15 @@ def _a(cc, threads, blocks, regs, regs_block, max_regs, reg_unit, reg_gran, warp
                 smem_sm, smem_block, smem_optin, smem_unit, reserved, tpb)
 
 
-#: Every compute capability the model knows, '1.0' (G80) to '12.0'.
+#: Every compute capability the model knows, '1.0' (G80) to '12.1'.
+#: 7.5 and later: the CUDA Programming Guide (CUDA 13), section 5.1 "Compute
+#: Capabilities", Table 30 (resident blocks, warps and threads per SM: 10.3 as 9.0 and
+#: 10.0, 2048 threads and 32 blocks; 11.0 as 12.x, 1536 threads and 24 blocks) and
+#: Table 31 (64 K registers per SM and per block, 255 per thread; shared memory per SM
+#: and per block 228 KB / 227 KB for 9.0, 10.x and 11.0, 100 KB / 99 KB for 12.x), and
+#: the CUDA 13.0 cuda_occupancy.h (allocation units and granularities, the same blocks
+#: per SM).  8.8 (sm_88, which nvcc 13.0 lists) is left out: the guide publishes no
+#: limits for it.
 ARCHS: dict[str, Arch] = {a.cc: a for a in (
     #   cc     thr/SM blk regs/SM regs/blk maxr unit gran  wg smem/SM     smem/blk   opt-in     su  rsv   tpb
     _a("1.0", 768, 8, 8192, 8192, 124, 256, "block", 2, 16 * KiB, 16 * KiB, 16 * KiB, 512, 0, 512),
@@ -96,7 +104,10 @@ ARCHS: dict[str, Arch] = {a.cc: a for a in (
     _a("8.9", 1536, 24, 65536, 65536, 255, 256, "warp", 4, 100 * KiB, 48 * KiB, 99 * KiB, 128, KiB),
     _a("9.0", 2048, 32, 65536, 65536, 255, 256, "warp", 4, 228 * KiB, 48 * KiB, 227 * KiB, 128, KiB),
     _a("10.0", 2048, 32, 65536, 65536, 255, 256, "warp", 4, 228 * KiB, 48 * KiB, 227 * KiB, 128, KiB),
+    _a("10.3", 2048, 32, 65536, 65536, 255, 256, "warp", 4, 228 * KiB, 48 * KiB, 227 * KiB, 128, KiB),
+    _a("11.0", 1536, 24, 65536, 65536, 255, 256, "warp", 4, 228 * KiB, 48 * KiB, 227 * KiB, 128, KiB),
     _a("12.0", 1536, 24, 65536, 65536, 255, 256, "warp", 4, 100 * KiB, 48 * KiB, 99 * KiB, 128, KiB),
+    _a("12.1", 1536, 24, 65536, 65536, 255, 256, "warp", 4, 100 * KiB, 48 * KiB, 99 * KiB, 128, KiB),
 )}
 
 LIMITERS = ("threads", "blocks", "registers", "shared_memory")
@@ -196,7 +207,7 @@ def occupancy(cc: str | tuple[int, int] = "9.0", threads_per_block: int | None =
     Parameters
     ----------
     cc : str or (major, minor)
-        Compute capability: ``"1.0"`` (G80) .. ``"12.0"``; see :data:`ARCHS`.
+        Compute capability: ``"1.0"`` (G80) .. ``"12.1"``; see :data:`ARCHS`.
     threads_per_block : int
         Threads per block (``threads=`` is accepted as an alias).
     regs_per_thread : int

@@ -40,25 +40,29 @@ from typing import Any, Literal, Sequence, Union
 
 import numpy as np
 
-import gpumem
+from .. import runtime
 
-from . import _core
-from ._core import DeviceArray
-from ._names import _checking_only, _flag, _given, _host, _index, _indices
-from ._sweep import _choices, _int, _ints, _need_gpu, _progress, _repeat
-from ._table import Table
+from .. import _core
+from .._core import DeviceArray
+from ..runtime.args import _checking_only, _flag, _given, _host, _index, _indices
+from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress, _repeat
+from ..model.ring import _M32, chain_image, chain_order, latency_chain, latency_reference
+from ..runtime.measure import device_copy
+from ..runtime.table import Table
+from ..tools import headline as hl
+from ..tools.lesson import Lesson
 
 __all__ = ["Chase", "latency", "latency_reference", "chain_order", "latency_chain", "chain_image",
            "bandwidth", "bandwidth_reference", "latency_ladder", "bandwidth_ladder",
            "cache_sizes", "latency_levels", "published_figures", "PUBLISHED_H100",
-           "LATENCY_SETS", "BANDWIDTH_SETS", "L1_SHARED_PER_SM"]
+           "LATENCY_SETS", "LATENCY_VARIANTS", "BANDWIDTH_SETS", "L1_SHARED_PER_SM"]
 
 Array = Union[np.ndarray, DeviceArray]
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 #: The chase's paths (the latency family's variants) and the largest ring each takes.
-LATENCY_CACHES = ("ca", "cg", "ldg", "shared", "constant")
+LATENCY_VARIANTS = tuple(v[1] for v in _core.variants("latency"))
 SHARED_MAX = 48 * KiB        #: bytes: the shared ring lives in one block's default dynamic smem
 CONSTANT_MAX = 64 * KiB      #: bytes: the constant ring fills the user constant bank
 MAX_WORKING_SET = 1 << 32    #: bytes: the largest ring (and the largest bandwidth set)
@@ -116,135 +120,6 @@ PUBLISHED_H100 = {
 }
 
 
-# ---- the ring ---------------------------------------------------------------------
-_M32 = 0xFFFFFFFF
-
-
-def _hash(x: np.ndarray) -> np.ndarray:
-    """The kernels' 32-bit mixer, on uint64 arrays holding 32-bit values."""
-    x = x ^ (x >> np.uint64(16))
-    x = (x * np.uint64(0x7FEB352D)) & np.uint64(_M32)
-    x = x ^ (x >> np.uint64(15))
-    x = (x * np.uint64(0x846CA68B)) & np.uint64(_M32)
-    return x ^ (x >> np.uint64(16))
-
-
-def _perm(n: int, seed: int) -> tuple[int, int, np.ndarray]:
-    bits = 1
-    while (1 << bits) < n:
-        bits += 1
-    wl = bits // 2
-    keys = _hash(np.array([(seed + 0x9E3779B9 * (r + 1)) & _M32 for r in range(4)],
-                          dtype=np.uint64))
-    return wl, bits - wl, keys
-
-
-def _feistel(x: np.ndarray, wl: int, wr: int, keys: np.ndarray) -> np.ndarray:
-    left, right = x >> np.uint64(wr), x & np.uint64((1 << wr) - 1)
-    for k in range(4):
-        f = _hash(right ^ keys[k]) & np.uint64((1 << wl) - 1)
-        left, right = right, left ^ f
-        wl, wr = wr, wl
-    return (left << np.uint64(wr)) | right
-
-
-def _order(n: int, seed: int, positions: np.ndarray) -> np.ndarray:
-    wl, wr, keys = _perm(n, seed)
-    x = _feistel(positions.astype(np.uint64), wl, wr, keys)
-    out = x >= np.uint64(n)
-    while out.any():                     # cycle walking: stay inside [0, n)
-        x[out] = _feistel(x[out], wl, wr, keys)
-        out = x >= np.uint64(n)
-    return x.astype(np.int64)
-
-
-def chain_order(n: int, seed: int = 0, positions: Sequence[int] | np.ndarray | None = None
-                ) -> np.ndarray:
-    """The order in which a chase of ``n`` nodes visits them: ``order[i]`` is the node
-    visited ``i``-th (a permutation of ``0..n-1``), as the kernels compute it.
-
-    Parameters
-    ----------
-    n : int
-        Nodes, 1 .. 2**31 - 1.
-    seed : int
-        0 .. 2**32 - 1: picks the permutation.
-    positions : array of int, optional
-        Only these positions (each ``0 <= i < n``); default all ``n``.
-
-    Returns
-    -------
-    numpy.ndarray of int64
-    """
-    fn = "chain_order"
-    n, seed = _int(fn, "n", n, 1, 2**31 - 1), _int(fn, "seed", seed, 0, _M32)
-    if positions is None:
-        pos = np.arange(n, dtype=np.int64)
-    else:
-        pos = np.asarray(positions)
-        if pos.dtype.kind not in "iu":
-            raise TypeError(f"{fn}: positions must be integers, not dtype {pos.dtype}")
-        if pos.size and (pos.min() < 0 or pos.max() >= n):
-            raise ValueError(f"{fn}: positions must be 0..n-1 = 0..{n - 1}")
-    return _order(n, seed, pos.astype(np.int64).reshape(-1)).reshape(np.shape(pos))
-
-
-def _ring(fn: str, working_set: Any, stride: Any) -> tuple[int, int, int]:
-    """(working_set, stride, n) checked as the latency kernel checks them."""
-    ws = _int(fn, "working_set", working_set, 8, MAX_WORKING_SET)
-    stride = _int(fn, "stride", stride, 8, MAX_STRIDE)
-    if stride % 8:
-        raise ValueError(f"{fn}: stride={stride} is not allowed; stride must be a multiple of 8 "
-                         f"bytes (a node holds an 8-byte pointer) from 8 to {MAX_STRIDE}")
-    if ws < stride or ws % stride:
-        raise ValueError(f"{fn}: working_set={ws} is not allowed with stride={stride}; "
-                         "working_set must be a whole number (>= 1) of strides: the ring has "
-                         "working_set / stride nodes")
-    return ws, stride, ws // stride
-
-
-def latency_chain(working_set: int, stride: int = 128, seed: int = 0) -> np.ndarray:
-    """The ring as a next-index array: ``nxt[j]`` is the node after node ``j`` (node ``j``
-    sits at byte ``j * stride`` of the working set).  One cycle through all
-    ``working_set // stride`` nodes.  For rings a NumPy array can hold."""
-    _, _, n = _ring("latency_chain", working_set, stride)
-    seed = _int("latency_chain", "seed", seed, 0, _M32)
-    order = _order(n, seed, np.arange(n, dtype=np.int64))
-    nxt = np.empty(n, dtype=np.int64)
-    nxt[order] = np.roll(order, -1)
-    return nxt
-
-
-def chain_image(working_set: int, stride: int = 128, seed: int = 0) -> np.ndarray:
-    """The ring as the ``shared`` and ``constant`` chases hold it: ``working_set // 4``
-    uint32 words, word ``j * stride / 4`` holding the byte offset of node ``j``'s
-    successor, every other word 0.  (The global chases hold an 8-byte pointer,
-    the buffer's address plus that offset, at the same place.)"""
-    ws, stride, _ = _ring("chain_image", working_set, stride)
-    nxt = latency_chain(ws, stride, _int("chain_image", "seed", seed, 0, _M32))
-    img = np.zeros(ws // 4, dtype=np.uint32)
-    img[np.arange(len(nxt)) * (stride // 4)] = (nxt * stride).astype(np.uint32)
-    return img
-
-
-def latency_reference(working_set: int, *, stride: int = 128, lanes: int = 1, steps: int = 8192,
-                      warmup: int = 0, seed: int = 0) -> np.ndarray:
-    """Where each lane of :func:`latency` ends: lane ``l`` starts at position
-    ``l * n // lanes`` of the ring and takes ``warmup + steps`` steps, so it ends at
-    node ``order[(l * n // lanes + warmup + steps) % n]``.
-
-    Returns
-    -------
-    numpy.ndarray of int64, one node per lane.
-    """
-    fn = "latency_reference"
-    _, _, n = _ring(fn, working_set, stride)
-    lanes, steps = _int(fn, "lanes", lanes, 1, 32), _int(fn, "steps", steps, 1, MAX_STEPS)
-    warmup, seed = _int(fn, "warmup", warmup, 0, MAX_WARMUP), _int(fn, "seed", seed, 0, _M32)
-    start = np.arange(lanes, dtype=np.int64) * n // lanes
-    return _order(n, seed, (start + warmup + steps) % n)
-
-
 # ---- latency ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Chase:
@@ -257,7 +132,7 @@ class Chase:
 
     working_set: int
     stride: int
-    cache: str
+    variant: str
     lanes: int
     steps: int
     warmup: int
@@ -282,7 +157,7 @@ class Chase:
         return float(self.cycles.sum()) / max(float(self.ns.sum()), 1e-9) * 1e3
 
 
-def latency(working_set: int, *, cache: Literal["ca", "cg", "ldg", "shared", "constant"] = "ca",
+def latency(working_set: int, *, variant: Literal["ca", "cg", "ldg", "shared", "constant"] = "ca",
             stride: int = 128, lanes: int = 1, steps: int = 8192, warmup: int | None = None,
             seed: int = 0) -> Chase | None:
     """Chase a ring of ``working_set // stride`` nodes and time each dependent load.
@@ -297,7 +172,7 @@ def latency(working_set: int, *, cache: Literal["ca", "cg", "ldg", "shared", "co
     working_set : int
         Bytes of the ring, a multiple of ``stride``, 8 .. 2**32 (``shared``: at most
         48 KiB, one block's default dynamic shared memory; ``constant``: at most 64 KiB).
-    cache : {"ca", "cg", "ldg", "shared", "constant"}
+    variant : {"ca", "cg", "ldg", "shared", "constant"}
         Where the ring lives and how it is read: global memory through
         ``ld.global.ca`` (L1, L2, DRAM), ``ld.global.cg`` (L2 only, L1 skipped),
         ``ld.global.nc`` (the read-only path); shared memory; ``__constant__`` memory.
@@ -322,12 +197,12 @@ def latency(working_set: int, *, cache: Literal["ca", "cg", "ldg", "shared", "co
     Chase, or None while gpumem checks a call without running it.
     """
     ints = _indices("latency", stride=stride, lanes=lanes, steps=steps, warmup=warmup, seed=seed)
-    r = _core.latency(_index("latency", "working_set", working_set), cache=cache, **ints)
+    r = _core.latency(_index("latency", "working_set", working_set), variant=variant, **ints)
     if r is None or _checking_only():
         return None
     rec = _core.last_record()
     p = rec.params
-    return Chase(p["working_set"], p["stride"], p["cache"], p["lanes"], p["steps"], p["warmup"],
+    return Chase(p["working_set"], p["stride"], p["variant"], p["lanes"], p["steps"], p["warmup"],
                  p["seed"], r[0].copy(), r[1].copy(), r[2].copy())
 
 
@@ -427,13 +302,13 @@ def published_figures() -> Table:
 
 
 # ---- the latency ladder ------------------------------------------------------------------
-def _cap(cache: str) -> int:
-    return SHARED_MAX if cache == "shared" else CONSTANT_MAX if cache == "constant" else \
+def _cap(variant: str) -> int:
+    return SHARED_MAX if variant == "shared" else CONSTANT_MAX if variant == "constant" else \
         MAX_WORKING_SET
 
 
 def latency_ladder(working_sets: Sequence[int] | None = None, *,
-                   caches: Sequence[str] | str = LATENCY_CACHES, stride: int = 128,
+                   variants: Sequence[str] | str = LATENCY_VARIANTS, stride: int = 128,
                    lanes: int = 1, steps: int = 8192, seed: int = 0,
                    progress: bool = True) -> Table:
     """Cycles and nanoseconds per dependent load for rings of each size, along each path.
@@ -445,15 +320,15 @@ def latency_ladder(working_sets: Sequence[int] | None = None, *,
         Default :data:`LATENCY_SETS`: 1 KiB .. 2 GiB, denser around the L1 step and
         between 12 and 56 MiB (the near/far L2 split and the L2 step).  The
         ``shared`` path takes the sizes up to 48 KiB, ``constant`` up to 64 KiB.
-    caches : sequence of {"ca", "cg", "ldg", "shared", "constant"}
-        The paths (:func:`latency`'s ``cache``).
+    variants : sequence of {"ca", "cg", "ldg", "shared", "constant"}
+        The paths (:func:`latency`'s ``variant``).
     stride, lanes, steps, seed
         As :func:`latency`; the warm-up is its default (one pass for rings on chip
         or up to twice the L2, none beyond).
 
     Returns
     -------
-    Table with columns working set, stride, cache, lanes, cycles/load, ns/load,
+    Table with columns working set, stride, variant, lanes, cycles/load, ns/load,
     clock MHz and warm-up loads.  Every chase's end node is checked against
     :func:`latency_reference` (RuntimeError if one differs).  Without a GPU the
     measured columns are None.
@@ -463,7 +338,7 @@ def latency_ladder(working_sets: Sequence[int] | None = None, *,
     twice the L2 (about 5 million dependent loads per global path at stride 128).
     """
     fn = "latency_ladder"
-    caches = _choices(fn, "caches", caches, LATENCY_CACHES, each="cache")
+    variants = _choices(fn, "variants", variants, LATENCY_VARIANTS, each="variant")
     sets = _ints(fn, "working_sets", LATENCY_SETS if working_sets is None else working_sets,
                  8, MAX_WORKING_SET)
     stride = _int(fn, "stride", stride, 8, MAX_STRIDE)
@@ -476,36 +351,36 @@ def latency_ladder(working_sets: Sequence[int] | None = None, *,
     rings = sorted({ws // stride * stride for ws in sets if ws >= stride})
     if not rings:
         raise ValueError(f"{fn}: every one of working_sets is smaller than stride={stride}")
-    points = [(c, ws) for c in caches for ws in rings if ws <= _cap(c)]
+    points = [(c, ws) for c in variants for ws in rings if ws <= _cap(c)]
     if not points:
-        raise ValueError(f"{fn}: none of working_sets fits caches={caches} (shared: at most "
+        raise ValueError(f"{fn}: none of working_sets fits variants={variants} (shared: at most "
                          f"{SHARED_MAX} bytes, constant: at most {CONSTANT_MAX})")
-    gpu = gpumem.is_available()
+    gpu = runtime.is_available()
     rows = []
-    for cache, ws in _progress(points, len(points), fn, progress and gpu):
-        row = {"working set": ws, "stride": stride, "cache": cache, "lanes": lanes,
+    for variant, ws in _progress(points, len(points), fn, progress and gpu):
+        row = {"working set": ws, "stride": stride, "variant": variant, "lanes": lanes,
                "cycles/load": None, "ns/load": None, "clock MHz": None, "warm-up": None}
         if gpu:
-            c = latency(ws, cache=cache, stride=stride, lanes=lanes, steps=steps, seed=seed)
+            c = latency(ws, variant=variant, stride=stride, lanes=lanes, steps=steps, seed=seed)
             ref = latency_reference(ws, stride=stride, lanes=lanes, steps=steps, warmup=c.warmup,
                                     seed=seed)
             if not np.array_equal(c.end, ref):
-                raise RuntimeError(f"{fn}: the {cache} chase of {ws} bytes ended at nodes "
+                raise RuntimeError(f"{fn}: the {variant} chase of {ws} bytes ended at nodes "
                                    f"{c.end.tolist()}, the CPU walk at {ref.tolist()}")
             row.update({"cycles/load": c.cycles_per_load, "ns/load": c.ns_per_load,
                         "clock MHz": c.clock_mhz, "warm-up": c.warmup})
         rows.append(row)
     title = f"latency ladder: dependent loads, stride {stride} B, {lanes} lane(s)"
     if gpu:
-        title += f", {gpumem.device().name}"
+        title += f", {runtime.device().name}"
     else:
         title += " (no GPU: nothing measured)"
     return Table(rows, sources={c: "measured" for c in ("cycles/load", "ns/load", "clock MHz")}
                  if gpu else {}, title=title)
 
 
-def _global_rows(table: Table, cache: str) -> list[dict]:
-    rows = [r for r in table if r.get("cache") == cache and r.get("cycles/load") is not None
+def _global_rows(table: Table, variant: str) -> list[dict]:
+    rows = [r for r in table if r.get("variant") == variant and r.get("cycles/load") is not None
             and r.get("lanes", 1) == 1]
     return sorted(rows, key=lambda r: r["working set"])
 
@@ -534,14 +409,14 @@ def _device_or_none(fn: str, device: Any) -> Any:
             raise TypeError(f"{fn}: device must be a gpumem.DeviceInfo (gpumem.device()) or "
                             f"None, not {type(device).__name__}")
         return device
-    return gpumem.device() if gpumem.is_available() else None
+    return runtime.device() if runtime.is_available() else None
 
 
-def cache_sizes(table: Table | None = None, *, cache: Literal["ca", "ldg"] = "ca",
+def cache_sizes(table: Table | None = None, *, variant: Literal["ca", "ldg"] = "ca",
                 device: Any = None) -> Table:
     """Read the cache sizes off a latency ladder and set them beside the device's.
 
-    The ``cache`` rows (one lane) of ``table`` -- by default a fresh
+    The ``variant`` rows (one lane) of ``table`` -- by default a fresh
     :func:`latency_ladder` of that path, which needs a GPU -- are sorted by size,
     and the plateaus found: L1 (the smallest three rings), device memory (the
     largest three), the near L2 (the lowest latency past the L1 step).  A step is
@@ -563,28 +438,28 @@ def cache_sizes(table: Table | None = None, *, cache: Literal["ca", "ldg"] = "ca
     :func:`gpumem.device` where a GPU is present; without one ``stated`` is None.
     """
     fn = "cache_sizes"
-    cache = _choices(fn, "cache", cache, ("ca", "ldg"))[0]
+    variant = _choices(fn, "variant", variant, ("ca", "ldg"))[0]
     dev = _device_or_none(fn, device)      # checked before a ladder is measured
     if table is None:
-        if not gpumem.is_available():
+        if not runtime.is_available():
             _need_gpu()                  # raises CudaUnavailableError with the driver's reason
-            raise gpumem.CudaUnavailableError(f"{fn}: no GPU to measure the ladder on; pass a "
+            raise runtime.CudaUnavailableError(f"{fn}: no GPU to measure the ladder on; pass a "
                                               "table from latency_ladder")
-        table = latency_ladder(caches=(cache,), progress=False)
+        table = latency_ladder(variants=(variant,), progress=False)
     elif not isinstance(table, Table):
         raise TypeError(f"{fn}: table must be a gpumem.Table from latency_ladder, not "
                         f"{type(table).__name__}")
-    rows = _global_rows(table, cache)
+    rows = _global_rows(table, variant)
     if len(rows) < 8:
         raise ValueError(f"{fn}: the table has {len(rows)} measured one-lane rows of "
-                         f"cache={cache!r}; reading the steps needs at least 8 (from L1-sized "
+                         f"variant={variant!r}; reading the steps needs at least 8 (from L1-sized "
                          "rings to rings far beyond the L2)")
     cyc = [r["cycles/load"] for r in rows]
     p1 = statistics.median(cyc[:3])
     ph = statistics.median(cyc[-3:])
     j = _crossing(rows, 2 * p1, 1)
     if j is None or j + 1 >= len(rows):
-        raise ValueError(f"{fn}: the table's {cache} rows show no L1 step (all within 2x "
+        raise ValueError(f"{fn}: the table's {variant} rows show no L1 step (all within 2x "
                          f"of {p1:.0f} cycles): the rings must grow past L1")
     p2 = min(cyc[j + 1:]) if j + 1 < len(cyc) else cyc[j]
     t1 = math.sqrt(p1 * p2)
@@ -628,7 +503,7 @@ def cache_sizes(table: Table | None = None, *, cache: Literal["ca", "ldg"] = "ca
     src.update({"stated": "device", "measured / stated": "measured"})
     return Table(out, columns=["level", "cycles/load", "ns/load", "threshold", "from", "to",
                                "measured", "stated", "measured / stated"], sources=src,
-                 title=f"cache sizes read off the {cache} latency ladder")
+                 title=f"cache sizes read off the {variant} latency ladder")
 
 
 def latency_levels(table: Table, *, device: Any = None) -> Table:
@@ -655,8 +530,8 @@ def latency_levels(table: Table, *, device: Any = None) -> Table:
     dev = _device_or_none(fn, device)
     l2 = int(dev.l2_cache_size) if dev is not None and dev.l2_cache_size else 50 * MiB
 
-    def pick(cache: str, lo: float, hi: float) -> list[dict]:
-        return [r for r in _global_rows(table, cache) if lo <= r["working set"] <= hi]
+    def pick(variant: str, lo: float, hi: float) -> list[dict]:
+        return [r for r in _global_rows(table, variant) if lo <= r["working set"] <= hi]
 
     def agg(rows: list[dict], how=statistics.median) -> tuple[float | None, float | None]:
         if not rows:
@@ -735,8 +610,8 @@ def bandwidth_ladder(working_sets: Sequence[int] | None = None, *,
         raise ValueError(f"{fn}: no row to measure for working_sets and variants={variants}: "
                          f"shared takes working sets up to {BANDWIDTH_SHARED_MAX} bytes, read "
                          f"any, copy from {PER_SM_MAX}")
-    gpu = gpumem.is_available()
-    sms = gpumem.device().multiprocessors if gpu else None
+    gpu = runtime.is_available()
+    sms = runtime.device().multiprocessors if gpu else None
     cols = ["working set", "variant", "scope", "cache", "passes", "blocks", "ms", "GB/s",
             "GB/s per SM", "clock MHz", "bytes/clk/SM"]
     rows = []
@@ -755,7 +630,7 @@ def bandwidth_ladder(working_sets: Sequence[int] | None = None, *,
             row.update(_memcpy_row(1 * GiB, repeat, sms))
         rows.append(row)
     title = "bandwidth ladder"
-    title += f", {gpumem.device().name}" if gpu else " (no GPU: nothing measured)"
+    title += f", {runtime.device().name}" if gpu else " (no GPU: nothing measured)"
     measured = ("passes", "blocks", "ms", "GB/s", "GB/s per SM", "clock MHz", "bytes/clk/SM")
     return Table(rows, columns=cols, sources={c: "measured" for c in measured} if gpu else {},
                  title=title)
@@ -763,16 +638,16 @@ def bandwidth_ladder(working_sets: Sequence[int] | None = None, *,
 
 def _measure_bandwidth(v: str, scope: str, ws: int, repeat: int, sms: int) -> dict:
     n = ws // 8 if v == "copy" else ws // 4
-    x = gpumem.empty((n,))
-    out = gpumem.empty((n,)) if v == "copy" else gpumem.empty((3,), np.float64)
+    x = runtime.empty((n,))
+    out = runtime.empty((n,)) if v == "copy" else runtime.empty((3,), np.float64)
     kw = {"variant": v, "out": out}
     if v != "shared":
         kw["scope"] = scope
-    with gpumem.record() as recs:          # one pass: the grid and the bytes of a pass
+    with runtime.record() as recs:          # one pass: the grid and the bytes of a pass
         bandwidth(x, **kw)
     blocks, per_pass = recs[-1].params["blocks"], recs[-1].bytes
     passes = int(min(MAX_PASSES, max(1, round(TARGET_BYTES[scope] / max(per_pass, 1)))))
-    res = gpumem.bench(bandwidth, x, passes=passes, blocks=blocks, repeat=repeat, warmup=2, **kw)
+    res = runtime.bench(bandwidth, x, passes=passes, blocks=blocks, repeat=repeat, warmup=2, **kw)
     row = {"passes": passes, "blocks": blocks, "ms": res.median_ms, "GB/s": res.gbps,
            "GB/s per SM": res.gbps / sms, "cache": res.params.get("cache") if v != "shared"
            else None}
@@ -786,8 +661,93 @@ def _measure_bandwidth(v: str, scope: str, ws: int, repeat: int, sms: int) -> di
 
 
 def _memcpy_row(nbytes: int, repeat: int, sms: int) -> dict:
-    src, dst = gpumem.empty((nbytes // 4,)), gpumem.empty((nbytes // 4,))
-    _core._time_memcpy(dst, src, 3)                      # warm-up
-    ms = statistics.median(_core._time_memcpy(dst, src, repeat))
-    gbps = 2 * nbytes / (ms * 1e-3) / 1e9
-    return {"ms": ms, "GB/s": gbps, "GB/s per SM": gbps / sms}
+    src, dst = runtime.empty((nbytes // 4,)), runtime.empty((nbytes // 4,))
+    copy = device_copy(dst, src, repeat=repeat, warmup=3)
+    return {"ms": copy["median_ms"], "GB/s": copy["GB/s"], "GB/s per SM": copy["GB/s"] / sms}
+
+
+# ---- gpumem report: the headline -------------------------------------------------------------
+def _headline(measure: bool, quick: bool) -> list[dict]:
+    pub = PUBLISHED_H100["latency"]
+    levels = ("shared", "L1", "L2 near", "device memory")
+    mod = {f"{k}_published_low": float(pub[k][0]) for k in levels}
+    mod.update({f"{k}_published_high": float(pub[k][1]) for k in levels})
+    mtext = "published H100 (cycles): " + ", ".join(
+        f"{k} {pub[k][0]}-{pub[k][1]}" for k in levels)
+    what = "latency of one dependent load (pointer chase, one lane): shared, L1, L2, device memory"
+    take = "each level down costs several times the one above: latency, not bandwidth, is what a chase sees"
+    if not measure:
+        return [hl._unmeasured("ladder", what, "cycles and ns per load on four rings, beside "
+                               "the published figures", model=mod, model_text=mtext,
+                               takeaway=take)]
+    l2 = runtime.device().l2_cache_size or 50 * MiB
+    steps = 2048 if quick else 8192
+    rings = {"shared": (16 * KiB, "shared"), "L1": (16 * KiB, "ca"),
+             "L2 near": (min(4 * MiB, l2 // 8) // 128 * 128, "ca"),
+             "device memory": (max(256 * MiB, 8 * l2) // 128 * 128, "ca")}
+    chases = {k: latency(ws, variant=v, steps=steps) for k, (ws, v) in rings.items()}
+    meas = {f"{k}_cycles": c.cycles_per_load for k, c in chases.items()}
+    meas.update({f"{k}_ns": c.ns_per_load for k, c in chases.items()})
+    text = ", ".join(f"{k} {c.cycles_per_load:.0f} cycles ({c.ns_per_load:.0f} ns)"
+                     for k, c in chases.items())
+    ratio = chases["device memory"].cycles_per_load / chases["L1"].cycles_per_load
+    return [hl._row("ladder", what, measured=meas, model=mod, measured_text=text,
+                    model_text=mtext,
+                    takeaway=f"device memory is {ratio:.0f}x the L1's latency here; "
+                             "notebook 08 has the whole ladder and the bandwidths")]
+
+
+def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
+    sets = [s for s in LATENCY_SETS if s <= 64 * KiB or s in (
+        1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB)] if quick else None
+    variants = ("ca", "shared", "constant") if quick else LATENCY_VARIANTS
+    lat = latency_ladder(sets, variants=variants, steps=2048 if quick else 8192,
+                         progress=progress)
+    bw = [s for s in BANDWIDTH_SETS if s <= 1 << 30] if quick else None
+    return [lat, bandwidth_ladder(bw, repeat=3 if quick else 5, progress=progress)]
+
+
+# ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
+_SANITIZE_RNG = np.random.default_rng(0)
+
+
+def _f32(*shape):
+    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
+
+
+def _sanitize_latency():
+    # every path; one node, a ring that wraps many times, 32 lanes, an odd stride
+    for v in runtime.variants("latency"):
+        for ws, stride, lanes in ((8, 8, 1), (8 * 37, 8, 32), (4096, 128, 1), (40960, 40, 7)):
+            latency(ws, variant=v.name, stride=stride, lanes=lanes, steps=100)
+
+
+def _sanitize_bandwidth():
+    for n in (1, 3, 1001, 4099):
+        for cache in _core.CACHE_PATHS:
+            for scope in ("grid", "block"):
+                bandwidth(_f32(n), scope=scope, cache=cache, passes=2, blocks=3, block=96)
+            bandwidth(_f32(n), variant="copy", cache=cache, passes=2, blocks=3, block=64)
+        bandwidth(_f32(n), variant="shared", passes=2, blocks=3, block=96)
+    bandwidth(_f32(12288), variant="shared", blocks=2, block=1024)
+
+
+def _sanitize() -> None:
+    """Every variant of every family of this lesson, once (tools/sanitize_calls.py)."""
+    _sanitize_latency()
+    _sanitize_bandwidth()
+
+
+LESSON = Lesson(
+    name='ladder',
+    idea='the memory hierarchy as two ladders: latency of a dependent load and bandwidth, level by level',
+    families=('latency', 'bandwidth'),
+    exports=('bandwidth', 'latency'),
+    sweeps=('latency_ladder', 'bandwidth_ladder', 'cache_sizes'),
+    notebooks=('08_ladder',),
+    benchmark='ladder',
+    headline=_headline,
+    report_sweeps=_report_sweeps,
+    sanitize=_sanitize,
+    model=(),
+)

@@ -13,11 +13,14 @@ from typing import Literal, Sequence, Union
 
 import numpy as np
 
-from . import _core
-from ._core import DeviceArray
-from ._names import _given, _host, _index, _indices
-from ._sweep import _bench, _int, _ints, _repeat
-from ._table import Table
+from .. import _core, runtime
+from .._core import DeviceArray
+from ..runtime.args import _given, _host, _index, _indices
+from ..tools.sweep import _bench, _int, _ints, _repeat
+from ..runtime.measure import device_copy
+from ..runtime.table import Table
+from ..tools.lesson import Lesson
+from ..tools import headline as hl
 
 __all__ = ["STENCIL_8TH_ORDER", "stencil_1d", "stencil_1d_reference", "constant_broadcast",
            "constant_broadcast_reference", "broadcast_table", "broadcast_sweep"]
@@ -162,3 +165,107 @@ def broadcast_sweep(distincts: Sequence[int] = (1, 2, 4, 8, 16, 32), *, n: int =
         row["constant vs 1 word"] = row["constant_ms"] / rows[0]["constant_ms"]
     return Table(rows, sources={c: "measured" for c in rows[0] if c != "distinct"},
                  title=f"constant broadcast vs serialisation ({n} threads x {iters} loads)")
+
+
+# ---- gpumem report: the headline and the full sweeps ------------------------------------
+def _headline(measure: bool, quick: bool) -> list[dict]:
+    n = 2**24 if quick else 2**26
+    mems = ("constant", "readonly")
+    mod = {"bytes_per_point": 8.0}
+    mtext = "8 bytes per point (x read once, out written once): a copy's traffic at best"
+    block = 128
+    what = (f"stencil_1d, 8th order, coefficients constant vs readonly (n = {hl._pow2(n)}, "
+            f"block {block}, 4 outputs per thread)")
+    bmod = {"constant_passes_1": 1.0, "constant_passes_32": 32.0, "readonly_passes_32": 1.0}
+    bmtext = ("constant cache: one word per pass, 32 passes for 32 distinct words "
+              "(time ratio up to 32); read-only cache: 1 pass")
+    bwhat = "constant_broadcast, 1 vs 32 distinct words per warp load"
+    btake = "__constant__ is for values every lane reads at once"
+    if not measure:
+        return [hl._unmeasured("stencil", what, "GB/s of both, against the device copy (cudaMemcpy) of the same size",
+                            model=mod, model_text=mtext,
+                            takeaway="a stencil is a streaming kernel: both caches serve the "
+                                     "coefficients, the copy ceiling is the bound"),
+                hl._unmeasured("stencil", bwhat, "the time ratio of 32 distinct words to 1",
+                            model=bmod, model_text=bmtext, takeaway=btake)]
+    x = runtime.to_device(hl._rng().standard_normal(n, dtype=np.float32))
+    out = runtime.empty((n,))
+    res = {m: hl._bench(stencil_1d, x, memory=m, block=block, items=4, out=out, quick=quick)
+           for m in mems}
+    ceiling = device_copy(out, x, repeat=5 if quick else 20, warmup=2)["GB/s"]
+    meas = {f"{m}_GB/s": r.gbps for m, r in res.items()}
+    meas["device_copy_GB/s"] = ceiling
+    meas.update({f"{m}_pct_of_copy": 100 * r.gbps / ceiling for m, r in res.items()})
+    text = (", ".join(f"{m} {hl._gbps(r.gbps)}" for m, r in res.items())
+            + f" (device copy {hl._gbps(ceiling)}: {meas['constant_pct_of_copy']:.0f}% and "
+              f"{meas['readonly_pct_of_copy']:.0f}%)")
+    del x, out
+    bn = 2**18 if quick else 2**20
+    bcast = {(m, d): hl._bench(constant_broadcast, d, memory=m, n=bn, quick=quick)
+             for m, d in (("constant", 1), ("constant", 32), ("readonly", 32))}
+    slow = bcast[("constant", 32)].median_ms / bcast[("constant", 1)].median_ms
+    ro = bcast[("constant", 32)].median_ms / bcast[("readonly", 32)].median_ms
+    bmeas = {f"{m}_{d}_ms": r.median_ms for (m, d), r in bcast.items()}
+    bmeas.update({"constant_32_over_1": slow, "constant_over_readonly_32": ro})
+    return [hl._row("stencil", what, measured=meas, model=mod, measured_text=text,
+                 model_text=mtext,
+                 takeaway=f"coefficients in __constant__: the stencil runs at "
+                          f"{meas['constant_pct_of_copy']:.0f}% of the copy ceiling"),
+            hl._row("stencil", bwhat, measured=bmeas, model=bmod, model_text=bmtext,
+                 measured_text=(f"constant: 32 words {slow:.1f}x the time of 1; read-only "
+                                f"cache {ro:.1f}x faster at 32"),
+                 takeaway=btake)]
+
+def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
+    if measure:
+        return [broadcast_sweep(n=2**18 if quick else 2**20, repeat=5 if quick else 20)]
+    rows = [{"distinct": d, "constant passes": d, "readonly passes": 1}
+            for d in (1, 2, 4, 8, 16, 32)]
+    return [Table(rows, sources={"constant passes": "model", "readonly passes": "model"},
+                  title="constant broadcast (no GPU: passes per warp load, the time "
+                        "broadcast_sweep would measure)")]
+
+
+# ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
+_SANITIZE_RNG = np.random.default_rng(0)
+
+
+def _f32(*shape):
+    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
+
+
+def _sanitize_stencil_1d():
+    sym = np.array([0.25, 0.5, 1.0, 0.5, 0.25], np.float32)
+    for v in runtime.variants("stencil_1d"):
+        for items in (1, 2, 4, 8):
+            for n in (1, 37, 1000):
+                stencil_1d(_f32(n), memory=v.name, items=items, block=32)
+        stencil_1d(_f32(3001), sym, memory=v.name, block=96, items=4)
+        stencil_1d(_f32(5), np.ones(33, np.float32), memory=v.name, block=1024, items=1)
+
+
+def _sanitize_constant_broadcast():
+    for v in runtime.variants("constant_broadcast"):
+        for distinct in (1, 3, 32):
+            constant_broadcast(distinct, memory=v.name, n=1000, iters=5, block=96)
+
+
+def _sanitize() -> None:
+    """Every variant of every family of this lesson, once (tools/sanitize_calls.py)."""
+    _sanitize_stencil_1d()
+    _sanitize_constant_broadcast()
+
+
+LESSON = Lesson(
+    name='stencil',
+    idea="constant memory against the read-only cache: a stencil's coefficients and the broadcast",
+    families=('stencil_1d', 'constant_broadcast'),
+    exports=('constant_broadcast', 'stencil_1d'),
+    sweeps=('broadcast_sweep',),
+    notebooks=('04_stencil',),
+    benchmark='stencil',
+    headline=_headline,
+    report_sweeps=_report_sweeps,
+    sanitize=_sanitize,
+    model=(),
+)

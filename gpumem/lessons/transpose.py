@@ -21,14 +21,17 @@ from typing import Literal, Sequence, Union
 
 import numpy as np
 
-import gpumem
+from .. import runtime
 
-from . import _core
-from ._core import DeviceArray
-from ._names import _flag, _given, _host, _index
-from ._sweep import (_choices, _counters_available, _int, _ints, _model_predict, _progress,
+from .. import _core
+from .._core import DeviceArray
+from ..runtime.args import _flag, _given, _host, _index
+from ..tools.sweep import (_choices, _counters_available, _int, _ints, _model_predict, _progress,
                      _repeat)
-from ._table import Table
+from ..runtime.measure import device_copy
+from ..runtime.table import Table
+from ..tools import headline as hl
+from ..tools.lesson import Lesson
 
 __all__ = ["transpose", "transpose_reference", "shared_stride", "shared_stride_reference",
            "transpose_compare", "bank_conflict_sweep", "TRANSPOSE_VARIANTS", "WORDS",
@@ -150,9 +153,9 @@ def _predictions(family: str, cases: list[tuple[str, dict]]) -> list[dict | None
 
 def _counters(calls: list, metrics: Sequence[str]) -> list[dict] | None:
     """Each call's counters from one profile block (None where they cannot be read)."""
-    if not (gpumem.is_available() and _counters_available()):
+    if not (runtime.is_available() and _counters_available()):
         return None
-    with gpumem.profile(metrics=list(metrics)) as prof:
+    with runtime.profile(metrics=list(metrics)) as prof:
         for fn, args, kw in calls:
             fn(*args, **kw)
     return [r.metrics for r in prof.records]
@@ -164,7 +167,7 @@ def transpose_compare(m: int = 8192, n: int = 8192, *,
     """Every :func:`transpose` variant on one M x N matrix, beside a copy of the same bytes.
 
     Per variant: the kernel time (median of ``repeat`` timed launches after a
-    warm-up), GB/s of the 8*M*N bytes moved, the ratio to ``gpumem.copy`` of the
+    warm-up), GB/s of the 8*M*N bytes moved, the ratio to the device copy (``cudaMemcpy``) of the
     same M*N floats (``variant="float4"``, timed in the same run: the speed of
     light of any transpose), and :data:`TRANSPOSE_METRICS` -- measured by the
     profiler where it can read counters, with :func:`gpumem.model.predict`'s beside
@@ -175,20 +178,19 @@ def transpose_compare(m: int = 8192, n: int = 8192, *,
     vs = list(TRANSPOSE_VARIANTS) if variants is None else \
         _choices(fn, "variants", variants, TRANSPOSE_VARIANTS, each="variant")
     repeat, progress = _repeat(fn, repeat), _flag(fn, "progress", progress)
-    gpu = gpumem.is_available()
+    gpu = runtime.is_available()
     preds = _predictions("transpose", [(v, {"m": m, "n": n}) for v in vs])
     rows = [{"variant": v} for v in vs]
     copy_ms = None
     if gpu:
         rng = np.random.default_rng(0)
-        a = gpumem.to_device(rng.standard_normal((m, n), dtype=np.float32))
-        res = gpumem.empty((n, m))
-        flat, dst = gpumem.to_device(rng.standard_normal(m * n, dtype=np.float32)), \
-            gpumem.empty((m * n,))
-        copy_ms = gpumem.bench(gpumem.copy, flat, variant="float4", out=dst, repeat=repeat,
-                               warmup=3).median_ms
+        a = runtime.to_device(rng.standard_normal((m, n), dtype=np.float32))
+        res = runtime.empty((n, m))
+        flat, dst = runtime.to_device(rng.standard_normal(m * n, dtype=np.float32)), \
+            runtime.empty((m * n,))
+        copy_ms = device_copy(dst, flat, repeat=repeat, warmup=3)["median_ms"]
         for row in _progress(rows, len(rows), fn, progress):
-            r = gpumem.bench(transpose, a, variant=row["variant"], out=res, repeat=repeat,
+            r = runtime.bench(transpose, a, variant=row["variant"], out=res, repeat=repeat,
                              warmup=3)
             row.update({"ms": r.median_ms, "GB/s": r.gbps, "x copy": copy_ms / r.median_ms})
         got = _counters([(transpose, (a,), {"variant": v, "out": res}) for v in vs],
@@ -206,7 +208,7 @@ def transpose_compare(m: int = 8192, n: int = 8192, *,
         sources.update({"ms": "measured", "GB/s": "measured", "x copy": "measured"})
     if got is not None:
         sources.update({k + "_model": "model" for k in TRANSPOSE_METRICS})
-    title = f"transpose {m} x {n}" + (f" (copy of the same bytes: {copy_ms:.3f} ms)"
+    title = f"transpose {m} x {n}" + (f" (device copy of the same bytes: {copy_ms:.3f} ms)"
                                       if copy_ms else " (no GPU: model only, times not measured)")
     return Table(rows, sources=sources, title=title)
 
@@ -233,13 +235,13 @@ def bank_conflict_sweep(strides: Sequence[int] = tuple(range(1, 33)),
     cases = [(w, {"stride": s, "iters": iters, "blocks": blocks}) for w in ws for s in ss]
     preds = _predictions("shared_stride", cases)
     reads = blocks * (STRIDE_BLOCK // 32) * iters
-    gpu = gpumem.is_available()
+    gpu = runtime.is_available()
     rows = []
-    out = gpumem.empty((blocks * STRIDE_BLOCK,)) if gpu else None
+    out = runtime.empty((blocks * STRIDE_BLOCK,)) if gpu else None
     for (w, p), pred in _progress(list(zip(cases, preds)), len(cases), fn, progress):
         row = {"word": w, "stride": p["stride"]}
         if gpu:
-            r = gpumem.bench(shared_stride, p["stride"], word=w, iters=iters, blocks=blocks,
+            r = runtime.bench(shared_stride, p["stride"], word=w, iters=iters, blocks=blocks,
                              out=out, repeat=repeat, warmup=2)
             row["ms"], row["ns/read"] = r.median_ms, r.median_ms * 1e6 / reads
         rows.append(row)
@@ -271,3 +273,91 @@ def bank_conflict_sweep(strides: Sequence[int] = tuple(range(1, 33)),
     title = (f"shared-memory bank conflicts by stride ({blocks} blocks x 8 warps x {iters} "
              "reads)" + ("" if gpu else " (no GPU: model only, times not measured)"))
     return Table(rows, sources=sources, title=title)
+
+
+# ---- gpumem report: the headline -------------------------------------------------------------
+def _headline(measure: bool, quick: bool) -> list[dict]:
+    m = n = 4096 if quick else 8192
+    shown = ("naive_row", "shared", "padded", "coarsened")
+    preds = {v: hl._predict("transpose", v, m=m, n=n) for v in ("shared", "padded")}
+    mod = {f"{v}_shared_load_bank_conflict": p["shared_load_bank_conflict"]
+           for v, p in preds.items()}
+    per = preds["shared"]["shared_load_transactions"] / preds["shared"]["shared_load_requests"]
+    mtext = (f"tile[32][32]: {per:.0f} wavefronts per shared load (a column is one bank); "
+             f"tile[32][33]: {preds['padded']['shared_load_transactions'] / preds['padded']['shared_load_requests']:.0f}")
+    what = f"transpose {m} x {n} float32: naive, shared tiles, padded, coarsened"
+    take = "stage the tile in shared memory so both global sides coalesce, and pad its rows"
+    if not measure:
+        return [hl._unmeasured("transpose", what, "GB/s of each against the device copy, "
+                               "and the shared-memory bank conflicts (gpumem.profile)",
+                               model=mod, model_text=mtext, takeaway=take)]
+    rng = hl._rng()
+    a = runtime.to_device(rng.standard_normal((m, n), dtype=np.float32))
+    out = runtime.empty((n, m))
+    flat, dst = runtime.to_device(rng.standard_normal(m * n, dtype=np.float32)), \
+        runtime.empty((m * n,))
+    copy = device_copy(dst, flat, repeat=5 if quick else 20, warmup=2)
+    res, got = hl._timed({v: (transpose, (a,), {"variant": v, "out": out}) for v in shown},
+                         "shared_load_bank_conflict", quick)
+    meas = {f"{v}_GB/s": r.gbps for v, r in res.items()}
+    meas["device_copy_GB/s"] = copy["GB/s"]
+    meas.update({f"{v}_x_copy": r.gbps / copy["GB/s"] for v, r in res.items()})
+    text = ", ".join(f"{v} {hl._gbps(r.gbps)} ({r.gbps / copy['GB/s']:.2f}x)"
+                     for v, r in res.items()) + f" of the device copy {hl._gbps(copy['GB/s'])}"
+    if got is not None:
+        meas.update({f"{v}_shared_load_bank_conflict": got[v] for v in ("shared", "padded")})
+        text += (f"; bank conflicts shared {got['shared'] or 0:,.0f} / padded "
+                 f"{got['padded'] or 0:,.0f} measured")
+    best = max(res, key=lambda v: res[v].gbps)
+    return [hl._row("transpose", what, measured=meas, model=mod, measured_text=text,
+                    model_text=mtext,
+                    takeaway=f"{take}: {best} reaches {res[best].gbps / copy['GB/s']:.2f}x "
+                             "of a copy")]
+
+
+def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
+    size = 4096 if quick else 8192
+    strides = (1, 2, 4, 8, 16, 32) if quick else tuple(range(1, 33))
+    return [transpose_compare(size, size, repeat=5 if quick else 20, progress=progress),
+            bank_conflict_sweep(strides, repeat=3 if quick else 10, progress=progress)]
+
+
+# ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
+_SANITIZE_RNG = np.random.default_rng(0)
+
+
+def _f32(*shape):
+    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
+
+
+def _sanitize_transpose():
+    for v in runtime.variants("transpose"):
+        for m, n in ((1, 1), (37, 41), (64, 68), (65, 68), (100, 3)):
+            transpose(_f32(m, n), variant=v.name)
+
+
+def _sanitize_shared_stride():
+    for v in runtime.variants("shared_stride"):
+        for stride in (1, 2, 7, 32):
+            shared_stride(stride, word=v.name, iters=5, blocks=2)
+
+
+def _sanitize() -> None:
+    """Every variant of every family of this lesson, once (tools/sanitize_calls.py)."""
+    _sanitize_transpose()
+    _sanitize_shared_stride()
+
+
+LESSON = Lesson(
+    name='transpose',
+    idea='transpose through shared memory: coalesced both ways, and the bank conflicts padding removes',
+    families=('transpose', 'shared_stride'),
+    exports=('shared_stride', 'transpose'),
+    sweeps=('transpose_compare', 'bank_conflict_sweep'),
+    notebooks=('09_transpose',),
+    benchmark='transpose',
+    headline=_headline,
+    report_sweeps=_report_sweeps,
+    sanitize=_sanitize,
+    model=('transpose', 'shared_stride'),
+)

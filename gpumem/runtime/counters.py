@@ -27,14 +27,14 @@ import itertools
 import os
 import re
 import sys
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from . import _core
-from ._core import ProfilerError
-from ._names import _iterable
-from ._table import Table
+from .. import _core
+from .._core import ProfilerError
+from .args import _iterable
+from .table import Table
 
 __all__ = ["ProfilerError", "MetricAlias", "Profile", "metrics", "profile", "profiler_available",
            "raw_metrics"]

@@ -10,7 +10,7 @@ import math
 import numbers
 from typing import Any, Iterable, Mapping, Sequence
 
-from ._names import _iterable
+from .args import _iterable
 
 #: Significant digits of the floats in a printed column.
 SIGNIFICANT = 4

@@ -26,12 +26,14 @@ from typing import Iterable, Literal, Sequence, Union
 
 import numpy as np
 
-from . import _core
-from ._core import DeviceArray
-from ._names import _given, _indices
-from ._sweep import (MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run,
+from .. import _core, runtime
+from .._core import DeviceArray
+from ..runtime.args import _given, _indices
+from ..tools.sweep import (MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run,
                      _str)
-from ._table import Table
+from ..runtime.table import Table
+from ..tools.lesson import Lesson
+from ..tools import headline as hl
 
 __all__ = ["vec_add", "read_offset", "write_offset", "copy", "CACHE_PATHS", "offset_sweep",
            "cache_path_compare", "idle_lanes_sweep"]
@@ -320,3 +322,101 @@ def idle_lanes_sweep(blocks: Iterable[int] = (32, 48, 64, 96, 100, 128, 256, 384
     title = f"idle lanes sweep: {family} unroll{unroll}, offset={offset}, n={n}"
     return _run(points, _offset_buffers(n), metrics, repeat, progress, title,
                 ["block", "warps_per_block", "idle_lanes", "grid"])
+
+
+# ---- gpumem report: the headline and the full sweeps ------------------------------------
+def _headline(measure: bool, quick: bool) -> list[dict]:
+    n, block, offsets = (2**22 if quick else 2**24), 512, (0, 11)
+    preds = {o: hl._predict("read_offset", "unroll1", n=n, offset=o, block=block) for o in offsets}
+    mod = {f"offset{o}_gld_efficiency": preds[o]["gld_efficiency"] for o in offsets}
+    mod.update({f"offset{o}_gld_transactions_per_request": preds[o]["gld_transactions_per_request"]
+                for o in offsets})
+    mtext = (f"gld efficiency {hl._pct(preds[0]['gld_efficiency'])} at offset 0, "
+             f"{hl._pct(preds[11]['gld_efficiency'])} at offset 11 (5 sectors per warp for 4 "
+             "sectors' worth)")
+    what = f"read_offset, offset 0 vs 11 (n = {hl._pow2(n)}, block {block})"
+    take = "a warp's 128 bytes off the 32-byte sector grid cost one sector more"
+    if not measure:
+        return [hl._unmeasured("access", what, "GB/s at both offsets and the gld_efficiency "
+                            "counter (gpumem.profile)", model=mod, model_text=mtext,
+                            takeaway=take)]
+    rng = hl._rng()
+    a = runtime.to_device(rng.standard_normal(n, dtype=np.float32))
+    b = runtime.to_device(rng.standard_normal(n, dtype=np.float32))
+    out = runtime.empty((n,))
+    res, got = hl._timed({o: (read_offset, (a, b), {"offset": o, "block": block, "out": out})
+                       for o in offsets}, "gld_efficiency", quick)
+    meas = {f"offset{o}_GB/s": r.gbps for o, r in res.items()}
+    text = ", ".join(f"offset {o}: {hl._gbps(r.gbps)}" for o, r in res.items())
+    if got is not None:
+        meas.update({f"offset{o}_gld_efficiency": g for o, g in got.items()})
+        text += (f"; offset 11: gld efficiency {hl._pct(meas['offset11_gld_efficiency'])} measured"
+                 f" / {hl._pct(preds[11]['gld_efficiency'])} model")
+    ratio = res[11].gbps / res[0].gbps
+    return [hl._row("access", what, measured=meas, model=mod, measured_text=text, model_text=mtext,
+                 takeaway=f"{take}; here offset 11 runs at {ratio:.2f}x the aligned bandwidth "
+                          "(L1 and L2 absorb much of the extra sector)")]
+
+def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
+    return [offset_sweep(range(0, 33) if quick else range(0, 129),
+                                n=2**22 if quick else 2**24, repeat=5 if quick else 20,
+                                progress=progress)]
+
+
+# ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
+_SANITIZE_RNG = np.random.default_rng(0)
+
+
+def _f32(*shape):
+    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
+
+
+def _sanitize_vec_add():
+    for block in (1, 100, 256, 1024):
+        vec_add(_f32(1000), _f32(1000), block=block)
+
+
+def _sanitize_read_offset():
+    for v in runtime.variants("read_offset"):
+        unroll = int(v.name.removeprefix("unroll"))
+        for cache in _core.CACHE_PATHS:
+            for offset, block in ((0, 512), (11, 100), (128, 33), (1001, 1), (1003, 1024)):
+                read_offset(_f32(1003), _f32(1003), offset=offset, unroll=unroll, block=block,
+                               cache=cache)
+
+
+def _sanitize_write_offset():
+    for v in runtime.variants("write_offset"):
+        unroll = int(v.name.removeprefix("unroll"))
+        for offset, block in ((0, 512), (11, 100), (128, 33), (1001, 1), (1003, 1024)):
+            write_offset(_f32(1003), _f32(1003), offset=offset, unroll=unroll, block=block)
+
+
+def _sanitize_copy():
+    for v in runtime.variants("copy"):
+        for n in (1, 3, 4, 1001, 1003):
+            for block in (1, 100, 256):
+                copy(_f32(n), variant=v.name, block=block)
+
+
+def _sanitize() -> None:
+    """Every variant of every family of this lesson, once (tools/sanitize_calls.py)."""
+    _sanitize_vec_add()
+    _sanitize_read_offset()
+    _sanitize_write_offset()
+    _sanitize_copy()
+
+
+LESSON = Lesson(
+    name='access',
+    idea='coalescing: offsets, load paths, unrolling and idle lanes against sectors per request',
+    families=('vec_add', 'read_offset', 'write_offset', 'copy'),
+    exports=('vec_add', 'copy', 'read_offset', 'write_offset'),
+    sweeps=('offset_sweep', 'cache_path_compare', 'idle_lanes_sweep'),
+    notebooks=('02_access',),
+    benchmark='access',
+    headline=_headline,
+    report_sweeps=_report_sweeps,
+    sanitize=_sanitize,
+    model=('vec_add', 'read_offset', 'write_offset', 'copy'),
+)

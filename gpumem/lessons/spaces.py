@@ -12,21 +12,22 @@
 Every kernel has a NumPy reference (``*_reference``); :func:`local_vs_registers`,
 :func:`register_pressure_sweep` and :func:`divergence_compare` measure them.
 What the compiler and the occupancy API say about any kernel is in
-:mod:`gpumem.introspect`; the stencil and the constant broadcast, once here,
-are in :mod:`gpumem.stencil` (their old names here still work, with a
-DeprecationWarning).
+:mod:`gpumem.tools.introspect`.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Literal, Union
 
 import numpy as np
 
-from . import _core
-from ._core import DeviceArray
-from ._names import _checking_only, _given, _host, _indices, _moved, _validate
-from ._sweep import MAX_N, _bench, _choices, _int, _need_gpu, _repeat, _str
-from ._table import Table
+from .. import _core, runtime, model
+from .._core import DeviceArray
+from ..runtime.args import _checking_only, _given, _host, _indices, _validate
+from ..tools.introspect import kernel_attributes, kernel_occupancy
+from ..tools.sweep import MAX_N, _bench, _choices, _int, _need_gpu, _repeat, _str
+from ..runtime.table import Table
+from ..tools.lesson import Lesson
+from ..tools import headline as hl
 
 __all__ = [
     "REGCAP_CAPS", "REGCAP_LIVE", "divergence", "divergence_compare", "divergence_reference",
@@ -46,25 +47,6 @@ HISTOGRAM_BINS = 16
 MAX_THREADS = 2**31 - 1025   #: thread_histogram's most histograms (as the kernel checks)
 MAX_ITERS = 1 << 20          #: register_pressure's rounds, divergence's iters: at most this
 MAX_LAUNCHES = 10_000        #: lifetimes' launches: at most this
-
-#: Names that left this module: old name -> (module, name) now.
-_MOVED = {
-    **{n: ("gpumem.stencil", n) for n in (
-        "STENCIL_8TH_ORDER", "stencil_1d", "stencil_1d_reference", "constant_broadcast",
-        "constant_broadcast_reference", "broadcast_table", "broadcast_sweep")},
-    **{n: ("gpumem.introspect", n) for n in (
-        "KernelAttributes", "Occupancy", "kernel_attributes", "kernel_occupancy",
-        "block_size_sweep", "compiler_report")},
-    "occupancy": ("gpumem.introspect", "kernel_occupancy"),
-    "model_occupancy": ("gpumem.introspect", "_model_occupancy"),
-    "register_cap_sweep": ("gpumem.spaces", "register_pressure_sweep"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    # the one place this module names another lesson: old names, lazily, with a warning
-    return _moved(__name__, name, _MOVED)
-
 
 # ---- local memory vs registers -------------------------------------------------------
 def thread_histogram(x: Array, *, variant: Literal["local", "registers"] = "local",
@@ -276,8 +258,6 @@ def _zeros(n: int) -> np.ndarray:
 
 def local_vs_registers(n: int = 1 << 24, *, threads: int = 1 << 16, repeat: int = 20) -> Table:
     """:func:`thread_histogram` in local memory and in registers: resources and time."""
-    from . import kernel_attributes   # introspect, through the package (lazily)
-
     fn = "local_vs_registers"
     n, repeat = _int(fn, "n", n, 1, MAX_N), _repeat(fn, repeat)
     threads = _int(fn, "threads", threads, 1, MAX_THREADS)
@@ -298,8 +278,6 @@ def local_vs_registers(n: int = 1 << 24, *, threads: int = 1 << 16, repeat: int 
 def register_pressure_sweep(n: int = 1 << 20, *, rounds: int = 8, repeat: int = 20) -> Table:
     """:func:`register_pressure` at every cap: registers, spilled (local) bytes,
     occupancy at 256 threads per block, and time."""
-    from . import kernel_attributes, kernel_occupancy   # introspect, through the package
-
     fn = "register_pressure_sweep"
     n, repeat = _int(fn, "n", n, 1, MAX_N // REGCAP_LIVE), _repeat(fn, repeat)
     rounds = _int(fn, "rounds", rounds, 0, MAX_ITERS)
@@ -334,3 +312,163 @@ def divergence_compare(n: int = 1 << 22, *, iters: int = 256, repeat: int = 20) 
         row["x warp"] = row["median_ms"] / rows[0]["median_ms"]
     return Table(rows, sources={"median_ms": "measured", "GFLOP/s": "measured"},
                  title=f"warp divergence: n={n}, iters={iters}")
+
+
+# ---- gpumem report: the headline and the full sweeps ------------------------------------
+def _occupancy_model(regs: int) -> int:
+    return model.occupancy(hl.MODEL_CC, 256, regs, 0).blocks_per_sm
+
+
+def _headline(measure: bool, quick: bool) -> list[dict]:
+    hist_local = 4 * HISTOGRAM_BINS
+    caps = REGCAP_CAPS
+    hmod = {"local_bytes_per_thread_local": float(hist_local),
+            "local_bytes_per_thread_registers": 0.0}
+    hmtext = (f"a run-time-indexed {HISTOGRAM_BINS}-bin array: {hist_local} B/thread of "
+              "local memory; compile-time indices: 0")
+    hwhat = "thread_histogram, local memory vs registers"
+    # cap32: at most 32 registers for 64 live floats; the model's blocks/SM at each cap
+    rmod = {"cap32_max_registers": float(caps["cap32"]),
+            "cap32_blocks_per_sm": float(_occupancy_model(caps["cap32"])),
+            "uncapped_blocks_per_sm": float(_occupancy_model(caps["uncapped"]))}
+    rmtext = (f"cap32: <= {caps['cap32']} registers for {REGCAP_LIVE} live floats, "
+              f"{rmod['cap32_blocks_per_sm']:.0f} blocks/SM vs "
+              f"{rmod['uncapped_blocks_per_sm']:.0f} at {caps['uncapped']} registers "
+              f"(model, sm_{hl.MODEL_CC.replace('.', '')})")
+    rwhat = "register_pressure, cap32 vs uncapped (__launch_bounds__)"
+    dmod = {"odd_even_over_warp": 2.0}
+    dmtext = "odd_even runs both halves' loops one after the other: about 2x"
+    dwhat = "divergence, odd_even vs warp-aligned branch"
+    dtake = "branch on whole warps, not on neighbouring threads"
+    if not measure:
+        return [hl._unmeasured("spaces", hwhat, "time of both and local bytes/thread "
+                            "(gpumem.kernel_attributes)", model=hmod, model_text=hmtext,
+                            takeaway="an array indexed at run time leaves the registers"),
+                hl._unmeasured("spaces", rwhat, "spilled bytes, time and blocks/SM "
+                            "(gpumem.kernel_occupancy)", model=rmod, model_text=rmtext,
+                            takeaway="a register cap trades spills for occupancy"),
+                hl._unmeasured("spaces", dwhat, "the time ratio", model=dmod, model_text=dmtext,
+                            takeaway=dtake)]
+    rng = hl._rng()
+    # local vs registers
+    n = 2**22 if quick else 2**24
+    x = runtime.to_device(rng.random(n, dtype=np.float32))
+    # register caps
+    rn = 2**18 if quick else 2**20
+    xr = runtime.to_device(rng.standard_normal((REGCAP_LIVE, rn), dtype=np.float32))
+    rout = runtime.empty((rn,))
+    both, got = hl._timed({**{("hist", v): (thread_histogram, (x,), {"variant": v})
+                           for v in ("local", "registers")},
+                        **{("regs", v): (register_pressure, (xr,), {"variant": v, "out": rout})
+                           for v in ("uncapped", "cap32")}}, "local_load_transactions", quick)
+    hres = {v: r for (kind, v), r in both.items() if kind == "hist"}
+    rres = {v: r for (kind, v), r in both.items() if kind == "regs"}
+    rattr = {v: kernel_attributes("register_pressure", v) for v in rres}
+    hattr = {v: kernel_attributes("thread_histogram", v) for v in hres}
+    rocc = {v: kernel_occupancy("register_pressure", v, 256) for v in rres}
+    # divergence
+    dn = 2**20 if quick else 2**22
+    xd = runtime.to_device(rng.standard_normal(dn, dtype=np.float32))
+    dres = {v: hl._bench(divergence, xd, variant=v, quick=quick) for v in ("odd_even", "warp")}
+
+    hmeas = {f"local_bytes_per_thread_{v}": float(a.local_bytes_per_thread)
+             for v, a in hattr.items()}
+    hmeas.update({f"{v}_ms": r.median_ms for v, r in hres.items()})
+    hslow = hres["local"].median_ms / hres["registers"].median_ms
+    htext = (f"local {hres['local'].median_ms:.3f} ms ({hattr['local'].local_bytes_per_thread} "
+             f"B/thread), registers {hres['registers'].median_ms:.3f} ms "
+             f"({hattr['registers'].local_bytes_per_thread} B/thread)")
+    rmeas = {f"{v}_ms": r.median_ms for v, r in rres.items()}
+    rmeas.update({f"{v}_local_bytes_per_thread": float(a.local_bytes_per_thread)
+                  for v, a in rattr.items()})
+    rmeas.update({f"{v}_registers": float(a.registers_per_thread) for v, a in rattr.items()})
+    rmeas.update({f"{v}_blocks_per_sm": float(o.blocks_per_sm) for v, o in rocc.items()})
+    rtext = "; ".join(f"{v}: {rattr[v].registers_per_thread} regs, "
+                      f"{rattr[v].local_bytes_per_thread} B spilled, {rocc[v].blocks_per_sm} "
+                      f"blocks/SM, {rres[v].median_ms:.3f} ms" for v in rres)
+    if got is not None:
+        for (kind, v), g in got.items():
+            (hmeas if kind == "hist" else rmeas)[f"{v}_local_load_transactions"] = g
+        htext += (f"; local load sectors {hmeas['local_local_load_transactions'] or 0:,.0f} "
+                  f"vs {hmeas['registers_local_load_transactions'] or 0:,.0f}")
+        rtext += (f"; local load sectors cap32 {rmeas['cap32_local_load_transactions'] or 0:,.0f}"
+                  f" vs uncapped {rmeas['uncapped_local_load_transactions'] or 0:,.0f}")
+    dratio = dres["odd_even"].median_ms / dres["warp"].median_ms
+    dmeas = {f"{v}_ms": r.median_ms for v, r in dres.items()}
+    dmeas["odd_even_over_warp"] = dratio
+    rfaster = rres["uncapped"].median_ms / rres["cap32"].median_ms
+    return [hl._row("spaces", hwhat, measured=hmeas, model=hmod, measured_text=htext,
+                 model_text=hmtext,
+                 takeaway=f"the local-memory histogram takes {hslow:.2f}x the time of the "
+                          "one in registers"),
+            hl._row("spaces", rwhat, measured=rmeas, model=rmod, measured_text=rtext,
+                 model_text=rmtext,
+                 takeaway=f"more blocks per SM for spills: cap32 runs {rfaster:.2f}x the "
+                          "speed of uncapped here"),
+            hl._row("spaces", dwhat, measured=dmeas, model=dmod, model_text=dmtext,
+                 measured_text=(f"odd_even {dres['odd_even'].median_ms:.3f} ms, warp "
+                                f"{dres['warp'].median_ms:.3f} ms: {dratio:.2f}x"),
+                 takeaway=dtake)]
+
+def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
+    if measure:
+        repeat = 5 if quick else 20
+        return [local_vs_registers(2**22 if quick else 2**24, repeat=repeat),
+                register_pressure_sweep(2**18 if quick else 2**20, repeat=repeat),
+                divergence_compare(2**20 if quick else 2**22, repeat=repeat)]
+    rows = [{"variant": v, "cap": c, "blocks/SM": _occupancy_model(c)}
+            for v, c in REGCAP_CAPS.items()]
+    return [Table(rows, sources={"blocks/SM": "model"},
+                  title=f"register caps at 256 threads per block (no GPU: model, "
+                        f"sm_{hl.MODEL_CC.replace('.', '')}; register_pressure_sweep "
+                        "would measure spills and time)")]
+
+
+# ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
+_SANITIZE_RNG = np.random.default_rng(0)
+
+
+def _f32(*shape):
+    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
+
+
+def _sanitize_thread_histogram():
+    for v in runtime.variants("thread_histogram"):
+        thread_histogram(_f32(1000), variant=v.name, threads=77, block=32)
+
+
+def _sanitize_lifetimes():
+    lifetimes(2, blocks=3, block=64)
+
+
+def _sanitize_register_pressure():
+    for v in runtime.variants("register_pressure"):
+        register_pressure(_f32(64, 300), variant=v.name, rounds=2, block=96)
+
+
+def _sanitize_divergence():
+    for v in runtime.variants("divergence"):
+        divergence(_f32(1000), variant=v.name, iters=3, block=96)
+
+
+def _sanitize() -> None:
+    """Every variant of every family of this lesson, once (tools/sanitize_calls.py)."""
+    _sanitize_thread_histogram()
+    _sanitize_lifetimes()
+    _sanitize_register_pressure()
+    _sanitize_divergence()
+
+
+LESSON = Lesson(
+    name='spaces',
+    idea='memory spaces: local memory against registers, variable lifetimes, register caps and occupancy, divergence',
+    families=('thread_histogram', 'lifetimes', 'register_pressure', 'divergence'),
+    exports=('divergence', 'lifetimes', 'register_pressure', 'thread_histogram'),
+    sweeps=('local_vs_registers', 'register_pressure_sweep', 'divergence_compare'),
+    notebooks=('05_spaces',),
+    benchmark=None,
+    headline=_headline,
+    report_sweeps=_report_sweeps,
+    sanitize=_sanitize,
+    model=(),
+)

@@ -1,57 +1,17 @@
-"""Names that changed, in one place: the old kernel-family names and the
-module-level shims that keep moved or renamed functions reachable for one
-release, each access warning with a DeprecationWarning.
-
-Also the argument conversions every module shares (``_index``, ``_flag``: the
-lessons, the sweeps and gpumem.model) and the check-only switch of the C entry
-points (``_checking``).
-
-Infrastructure, not a lesson: lesson modules, ``gpumem/__init__.py`` and
-gpumem.model import from here.
+"""The argument conversions every layer above shares (``_index``, ``_flag``,
+``_host`` ...: the runtime, the tools and the lessons) and the check-only switch
+of the C entry points (``_checking``).  Runtime layer: imports ``_core`` only.
 """
 from __future__ import annotations
 
 import contextlib
-import importlib
 import operator
 import sys
-import warnings
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 import numpy as np
 
-#: Old kernel-family name -> the family's name now (the Python function's name).
-FAMILY_ALIASES: dict[str, str] = {
-    "stencil": "stencil_1d",
-    "broadcast": "constant_broadcast",
-    "private_array": "thread_histogram",
-    "lifetime": "lifetimes",
-    "register_cap": "register_pressure",
-}
-
-
-def _family(fn_name: str, family: Any) -> Any:
-    """``family`` as it is named now: an old name warns (DeprecationWarning, naming
-    ``fn_name`` and the new name) and maps; anything else comes back unchanged, so
-    the caller's own type and value checks still see it."""
-    if isinstance(family, str) and family in FAMILY_ALIASES:
-        new = FAMILY_ALIASES[family]
-        warnings.warn(f"{fn_name}: family {family!r} is deprecated; it is {new!r} now",
-                      DeprecationWarning, stacklevel=3)
-        return new
-    return family
-
-
-def _moved(module: str, name: str, moved: Mapping[str, tuple[str, str]]) -> Any:
-    """For a module-level ``__getattr__``: ``module.name`` that has moved to
-    ``moved[name] = (new_module, new_name)``, imported lazily, with a
-    DeprecationWarning; AttributeError for a name that never existed."""
-    if name not in moved:
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    new_module, new_name = moved[name]
-    warnings.warn(f"{module}.{name} is deprecated; use {new_module}.{new_name}",
-                  DeprecationWarning, stacklevel=3)
-    return getattr(importlib.import_module(new_module), new_name)
+from .. import _core
 
 
 # ---- argument checks every module shares ------------------------------------------------
@@ -100,8 +60,6 @@ def _checking() -> Iterator[None]:
     """While inside, every ``_core`` kernel function checks its arguments and returns
     None without touching the device (``_core._check_only``): a caller validates a
     call it will make later, before any upload or launch.  Nests."""
-    from . import _core
-
     global _check_depth
     _check_depth += 1
     _core._check_only(True)
@@ -117,8 +75,6 @@ def _is_kernel(fn: Any) -> bool:
     """Whether ``fn`` is one of gpumem's kernel functions (``gpumem.vec_add``,
     ``gpumem._core.vec_add`` ...): a function whose every call validates the same
     way with ``_core._check_only`` on."""
-    from . import _core
-
     name = getattr(fn, "__name__", None)
     if not isinstance(name, str) or name not in {v[0] for v in _core.variants()}:
         return False

@@ -37,13 +37,15 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-import gpumem
+from .. import runtime
 
-from . import _core
-from ._core import DeviceArray
-from ._names import _flag, _given, _host
-from ._sweep import _choices, _int, _ints, _need_gpu, _progress
-from ._table import Table
+from .. import _core
+from .._core import DeviceArray
+from ..runtime.args import _flag, _given, _host
+from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress
+from ..runtime.table import Table
+from ..tools import headline as hl
+from ..tools.lesson import Lesson
 
 __all__ = ["read_sum", "read_sum_reference", "scale", "scale_reference", "pinned_like",
            "transfer_sweep", "zero_copy_compare", "managed_compare", "overlap_timeline",
@@ -144,9 +146,9 @@ def pinned_like(a: Any) -> np.ndarray:
 # ---- the experiments ------------------------------------------------------------------------
 def _measuring(fn: str) -> None:
     """Every experiment here measures: CudaUnavailableError (saying why) without a GPU."""
-    if not gpumem.is_available():
+    if not runtime.is_available():
         _need_gpu()
-        raise gpumem.CudaUnavailableError(f"{fn}: no GPU to measure on")
+        raise runtime.CudaUnavailableError(f"{fn}: no GPU to measure on")
 
 
 def _sizes(fn: str, sizes: Any, lo: int = 1, mult: int = 1) -> list[int]:
@@ -239,7 +241,7 @@ def zero_copy_compare(sizes: Sequence[int] = (64 << 10, 1 << 20, 16 << 20, 256 <
         d = _core._transfer_zero_copy(nbytes, nreads, repeat)
         want = _pattern_sum(nbytes // 4)
         if any(s != want for s in d["sums"]):
-            raise gpumem.CudaError(f"{fn}: the kernel's sums {d['sums']} differ from {want}")
+            raise runtime.CudaError(f"{fn}: the kernel's sums {d['sums']} differ from {want}")
         m, c, dv = (statistics.median(d[k]) for k in ("mapped", "copy", "device"))
         rows.append({"bytes": nbytes, "reads": nreads, "mapped ms": m, "copy ms": c,
                      "device ms": dv, "mapped GB/s": nbytes * nreads / m / 1e6,
@@ -284,7 +286,7 @@ def managed_compare(sizes: Sequence[int] = (1 << 20, 16 << 20, 256 << 20), *, re
         d = _core._transfer_managed(nbytes, repeat)
         want = _pattern_sum(nbytes // 4)
         if any(s != want for s in d["sums"]):
-            raise gpumem.CudaError(f"{fn}: the kernel's sums {d['sums']} differ from {want}")
+            raise runtime.CudaError(f"{fn}: the kernel's sums {d['sums']} differ from {want}")
         pre, after = statistics.median(d["prefetch"]), statistics.median(d["after_prefetch"])
         both = statistics.median([p + a for p, a in zip(d["prefetch"], d["after_prefetch"])])
         for how, ms in (("fault", statistics.median(d["fault"])), ("prefetch", pre),
@@ -299,9 +301,9 @@ def _calibrate_work(nbytes: int) -> int:
     """FMAs per element that make :func:`scale` over ``nbytes`` take about as long as a
     pinned host-to-device copy of them (so overlap has something to hide)."""
     copy_ms = statistics.median(_core._transfer_copy("pinned", "h2d", nbytes, 3, 1))
-    x = gpumem.empty(max(nbytes // 4, 1), np.float32)
+    x = runtime.empty(max(nbytes // 4, 1), np.float32)
     probe = 256
-    ms = gpumem.bench(scale, x, work=probe, repeat=3, warmup=1).median_ms
+    ms = runtime.bench(scale, x, work=probe, repeat=3, warmup=1).median_ms
     return int(min(1_000_000, max(1, round(probe * copy_ms / max(ms, 1e-6)))))
 
 
@@ -335,7 +337,7 @@ def overlap_timeline(nbytes: int = 64 << 20, *, chunks: int = 8, work: int | Non
         work = _calibrate_work(nbytes)
     d = _core._transfer_overlap(nbytes, chunks, work)
     if not d["equal"]:
-        raise gpumem.CudaError(f"{fn}: the overlapped output differs from the serial one")
+        raise runtime.CudaError(f"{fn}: the overlapped output differs from the serial one")
     rows, total = [], {}
     for mode in ("serial", "overlapped"):
         for stream, op, chunk, t0, t1 in d[mode]:
@@ -377,3 +379,89 @@ def plot_timeline(table: Table, ax=None):
               fontsize="small")
     ax.invert_yaxis()
     return ax
+
+
+# ---- gpumem report: the headline -------------------------------------------------------------
+def _headline(measure: bool, quick: bool) -> list[dict]:
+    nbytes = (16 if quick else 64) << 20
+    kinds = ("pageable", "pinned")
+    what = f"host -> device copy of {nbytes >> 20} MiB: pageable against pinned memory"
+    take = "pinned (page-locked) memory lets the copy engine read the host directly"
+    if not measure:
+        return [hl._unmeasured("transfer", what, "GB/s of both (CUDA events around "
+                               "cudaMemcpy)", model_text="not modelled: the link decides",
+                               takeaway=take)]
+    ms = {k: statistics.median(_core._transfer_copy(k, "h2d", nbytes, 3 if quick else 10, 1))
+          for k in kinds}
+    gbps = {k: nbytes / v / 1e6 for k, v in ms.items()}
+    meas = {f"{k}_GB/s": g for k, g in gbps.items()}
+    meas.update({f"{k}_ms": v for k, v in ms.items()})
+    text = ", ".join(f"{k} {hl._gbps(g)}" for k, g in gbps.items())
+    return [hl._row("transfer", what, measured=meas, measured_text=text,
+                    model_text="not modelled: the link decides",
+                    takeaway=f"{take}: {gbps['pinned'] / gbps['pageable']:.1f}x the pageable "
+                             "copy here (notebook 07)")]
+
+
+def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
+    if not measure:
+        rows = [{"kind": k, "what": v} for k, v in KINDS.items()]
+        return [Table(rows, title="host<->device copy kinds (no GPU: transfer_sweep would "
+                                  "measure each by size and direction)")]
+    sizes = SIZES[::3] if quick else SIZES
+    return [transfer_sweep(sizes, progress=progress), overlap_timeline(
+        (16 if quick else 64) << 20)]
+
+
+# ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
+_SANITIZE_RNG = np.random.default_rng(0)
+
+
+def _f32(*shape):
+    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
+
+
+def _sanitize_read_sum():
+    for n in (0, 1, 3, 1001, 4099):
+        for block in (32, 256, 1024):
+            read_sum(_f32(n), block=block)
+    # the experiments point it at mapped pinned host memory and managed memory
+    _core._transfer_zero_copy(4100, 2, 1)
+    _core._transfer_managed(4100, 1)
+    # and the copies behind to_device/get: staged (>= 2 MiB pageable) and pinned
+    big = _f32(3 * 2**18 + 5)
+    assert np.array_equal(runtime.to_device(big).get(), big)
+    h = runtime.pinned_empty(1003, np.float32)
+    h[:] = 1.5
+    d = runtime.to_device(h)
+    d.get(out=h)
+    for kind in ("pageable", "pinned", "write_combined", "staged"):
+        _core._transfer_copy(kind, "h2d", 3 * 2**20 + 4, 1, 0)
+        _core._transfer_copy(kind, "d2h", 3 * 2**20 + 4, 1, 0)
+
+
+def _sanitize_scale():
+    for n, work in ((1, 0), (1001, 3), (70000, 1)):
+        scale(_f32(n), work=work, block=128)
+    _core._transfer_overlap(4 * 1001, 3, 2)
+
+
+def _sanitize() -> None:
+    """Every variant of every family of this lesson, once (tools/sanitize_calls.py)."""
+    _sanitize_read_sum()
+    _sanitize_scale()
+
+
+LESSON = Lesson(
+    name='transfer',
+    idea='host and device: pageable, pinned, write-combined, mapped and managed memory, and copies overlapped with kernels',
+    families=('read_sum', 'scale'),
+    exports=('read_sum', 'scale', 'pinned_like'),
+    sweeps=('transfer_sweep', 'zero_copy_compare', 'managed_compare', 'overlap_timeline'),
+    notebooks=('07_transfer',),
+    benchmark='transfer',
+    headline=_headline,
+    report_sweeps=_report_sweeps,
+    sanitize=_sanitize,
+    model=(),
+)

@@ -17,11 +17,13 @@ from typing import Iterable, Literal, Sequence, Union
 
 import numpy as np
 
-from . import _core
-from ._core import DeviceArray
-from ._names import _given, _indices
-from ._sweep import MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run
-from ._table import Table
+from .. import _core, runtime
+from .._core import DeviceArray
+from ..runtime.args import _given, _indices
+from ..tools.sweep import MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run
+from ..runtime.table import Table
+from ..tools.lesson import Lesson
+from ..tools import headline as hl
 
 __all__ = ["strided_read", "struct_update", "distance", "stride_sweep", "aos_vs_soa"]
 
@@ -187,3 +189,94 @@ def aos_vs_soa(n: int = 2**22, block: int = 512, kernels: Sequence[str] = ("stru
                                  {"n": n, "block": block}, launch))
     return _run(points, buffers, metrics, repeat, progress,
                 f"AoS vs SoA: n={n}, block={block}", ["kernel", "layout"])
+
+
+# ---- gpumem report: the headline and the full sweeps ------------------------------------
+_LAYOUT_NAMES = {"aos": "AoS", "soa": "SoA"}
+
+
+def _headline(measure: bool, quick: bool) -> list[dict]:
+    n, block, layouts = (2**22 if quick else 2**24), 512, ("aos", "soa")
+    preds = {lay: hl._predict("struct_update", lay, n=n, block=block) for lay in layouts}
+    mod = {f"{lay}_gld_efficiency": preds[lay]["gld_efficiency"] for lay in layouts}
+    mtext = (f"gld efficiency AoS {hl._pct(preds['aos']['gld_efficiency'])}, SoA "
+             f"{hl._pct(preds['soa']['gld_efficiency'])}")
+    what = f"struct_update, array of structs vs struct of arrays (n = {hl._pow2(n)})"
+    take = "each AoS load uses half of every sector it pulls in"
+    if not measure:
+        return [hl._unmeasured("layout", what, "GB/s of both layouts and the gld_efficiency "
+                            "counter", model=mod, model_text=mtext, takeaway=take)]
+    rng = hl._rng()
+    data = {"aos": runtime.to_device(rng.standard_normal((n, 2), dtype=np.float32)),
+            "soa": runtime.to_device(rng.standard_normal((2, n), dtype=np.float32))}
+    outs = {lay: runtime.empty(data[lay].shape) for lay in layouts}
+    res, got = hl._timed({lay: (struct_update, (data[lay],),
+                             {"layout": lay, "block": block, "out": outs[lay]})
+                       for lay in layouts}, "gld_efficiency", quick)
+    meas = {f"{lay}_GB/s": r.gbps for lay, r in res.items()}
+    text = f"AoS {hl._gbps(res['aos'].gbps)}, SoA {hl._gbps(res['soa'].gbps)}"
+    if got is not None:
+        meas.update({f"{lay}_gld_efficiency": g for lay, g in got.items()})
+        text += ("; gld efficiency " + ", ".join(
+            f"{_LAYOUT_NAMES[lay]} {hl._pct(meas[f'{lay}_gld_efficiency'])} "
+            f"measured / {hl._pct(preds[lay]['gld_efficiency'])} model" for lay in layouts))
+    ratio = res["soa"].gbps / res["aos"].gbps
+    return [hl._row("layout", what, measured=meas, model=mod, measured_text=text, model_text=mtext,
+                 takeaway=f"{take}; SoA runs at {ratio:.2f}x the AoS bandwidth here (L1 "
+                          "serves much of what AoS skipped)")]
+
+def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
+    n, repeat = (2**22, 5) if quick else (2**24, 20)
+    return [stride_sweep(n=n, repeat=repeat, progress=progress),
+            aos_vs_soa(n=n, repeat=repeat, progress=progress)]
+
+
+# ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
+_SANITIZE_RNG = np.random.default_rng(0)
+
+
+def _f32(*shape):
+    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
+
+
+def _sanitize_strided_read():
+    for stride in (1, 2, 7, 32, 64):
+        for block in (1, 100, 512):
+            strided_read(_f32(1001), stride=stride, block=block)
+
+
+def _sanitize_layouts(fn, fields):
+    for v in runtime.variants(fn.__name__):
+        shape = (1001, fields) if v.name == "aos" else (fields, 1001)
+        for block in (1, 100, 1024):
+            fn(_f32(*shape), layout=v.name, block=block)
+
+
+def _sanitize_struct_update():
+    _sanitize_layouts(struct_update, 2)
+
+
+def _sanitize_distance():
+    _sanitize_layouts(distance, 3)
+
+
+def _sanitize() -> None:
+    """Every variant of every family of this lesson, once (tools/sanitize_calls.py)."""
+    _sanitize_strided_read()
+    _sanitize_struct_update()
+    _sanitize_distance()
+
+
+LESSON = Lesson(
+    name='layout',
+    idea='data layout: strides, and arrays of structs against structs of arrays',
+    families=('strided_read', 'struct_update', 'distance'),
+    exports=('distance', 'strided_read', 'struct_update'),
+    sweeps=('stride_sweep', 'aos_vs_soa'),
+    notebooks=('03_layout',),
+    benchmark=None,
+    headline=_headline,
+    report_sweeps=_report_sweeps,
+    sanitize=_sanitize,
+    model=('strided_read', 'struct_update', 'distance'),
+)

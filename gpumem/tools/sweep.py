@@ -21,10 +21,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-import gpumem
+from .. import runtime
 
-from ._names import MAX_REPEAT, _flag, _index
-from ._table import Table
+from ..runtime.args import MAX_REPEAT, _flag, _index
+from ..runtime.table import Table
 
 #: The counters every access sweep reports (nvprof names; gpumem.profile maps them).
 METRICS = ("gld_efficiency", "gld_transactions", "gld_requests",
@@ -103,7 +103,7 @@ def _metrics(fn: str, metrics: Any) -> tuple[str, ...]:
     (:func:`gpumem.metrics`, or raw Nsight Compute names), checked up front."""
     if metrics is None:
         return METRICS
-    from .profile import _check_names
+    from ..runtime.counters import _check_names
 
     return tuple(_check_names(metrics, fn))
 
@@ -121,7 +121,7 @@ def _repeat(fn: str, repeat: Any) -> int:
 def _need_gpu() -> None:
     """Raise CudaUnavailableError (saying why) without a usable GPU: a sweep that can
     only measure says so before it makes its data."""
-    gpumem.device()
+    runtime.device()
 
 
 # ---- where the numbers come from -------------------------------------------------------
@@ -137,7 +137,7 @@ def _model_predict() -> Callable[..., dict] | None:
 
 
 def _counters_available() -> bool:
-    return bool(getattr(gpumem, "profiler_available", lambda: False)())
+    return runtime.profiler_available()
 
 
 def _progress(it: Iterable, total: int, desc: str, enabled: bool) -> Iterable:
@@ -164,7 +164,7 @@ class _Point:
 
 def _run(points: list[_Point], buffers: Callable[[], dict], metrics: tuple, repeat: int,
          progress: bool, title: str, lead: Sequence[str]) -> Table:
-    gpu = gpumem.is_available()
+    gpu = runtime.is_available()
     measured = gpu and _counters_available()
     predict = _model_predict()
     bufs = buffers() if gpu else {}
@@ -177,7 +177,7 @@ def _run(points: list[_Point], buffers: Callable[[], dict], metrics: tuple, repe
             pred = predict(p.family, p.variant, **p.params)
         if gpu:
             fn, args, kw = p.launch(bufs)
-            res = gpumem.bench(fn, *args, repeat=repeat, warmup=min(3, repeat), **kw)
+            res = runtime.bench(fn, *args, repeat=repeat, warmup=min(3, repeat), **kw)
             row["ms"], row["GB/s"] = res.median_ms, res.gbps
         rows.append(row)
         preds.append(pred)
@@ -185,7 +185,7 @@ def _run(points: list[_Point], buffers: Callable[[], dict], metrics: tuple, repe
     if measured:
         # One profile block for the whole sweep (one CUPTI set-up, and one-pass
         # metric sets read in batches); bench's launches stay outside it.
-        with gpumem.profile(metrics=list(metrics)) as prof:
+        with runtime.profile(metrics=list(metrics)) as prof:
             for p in points:
                 fn, args, kw = p.launch(bufs)
                 fn(*args, **kw)                  # one launch per point
@@ -225,16 +225,16 @@ def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
 
 def _random_device(rng: np.random.Generator, *shape: int):
     """Standard-normal float32 data of ``shape`` on the device."""
-    return gpumem.to_device(_f32(rng, *shape))
+    return runtime.to_device(_f32(rng, *shape))
 
 
 def _empty(shape: tuple[int, ...]):
     """An uninitialised float32 device array (a sweep's ``out``)."""
-    return gpumem.empty(shape)
+    return runtime.empty(shape)
 
 
 def _bench(fn: Callable, *args, repeat: int, warmup: int, **kw):
     """:func:`gpumem.bench` of one call, and the LaunchRecord of its last launch."""
-    with gpumem.record() as recs:
-        r = gpumem.bench(fn, *args, repeat=repeat, warmup=warmup, **kw)
+    with runtime.record() as recs:
+        r = runtime.bench(fn, *args, repeat=repeat, warmup=warmup, **kw)
     return r, recs[-1]

@@ -23,21 +23,13 @@ each kernel launch under that roof:
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
-import gpumem
-
-from ._table import Table
+from .. import runtime
+from ..runtime.hardware import FP32_LANES
+from ..runtime.table import Table
 
 __all__ = ["roofline", "plot_roofline", "FP32_LANES", "H100_SXM"]
-
-#: FP32 units per SM by compute capability (the CUDA programming guide's
-#: arithmetic-instruction throughput table: FP32 FMAs per clock per SM).
-FP32_LANES: dict[tuple[int, int], int] = {
-    (5, 0): 128, (5, 2): 128, (5, 3): 128, (6, 0): 64, (6, 1): 128, (6, 2): 128,
-    (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
-    (9, 0): 128, (10, 0): 128, (10, 3): 128, (11, 0): 128, (12, 0): 128, (12, 1): 128,
-}
 
 #: The roof used where no device is given and no GPU is present: an H100 SXM
 #: (132 SMs x 128 FP32 lanes x 2 x 1,980 MHz; HBM3 at 3,352 GB/s theoretical).
@@ -56,8 +48,8 @@ def _roof(device: Any, peak_gflops: Any, bandwidth_gbps: Any) -> tuple[str, floa
                             f"None, not {type(device).__name__}")
         name, peak, bw = (device.name, getattr(device, "peak_fp32_gflops", None),
                           device.theoretical_bandwidth_gbps)
-    elif gpumem.is_available():
-        d = gpumem.device()
+    elif runtime.is_available():
+        d = runtime.device()
         name, peak, bw = d.name, d.peak_fp32_gflops, d.theoretical_bandwidth_gbps
     else:
         name, peak, bw = H100_SXM["name"], H100_SXM["peak_gflops"], H100_SXM["bandwidth_gbps"]
@@ -111,7 +103,7 @@ def _points(fn: str, source: Any) -> list[dict]:
                         f"BenchResults or a Table, not {type(source).__name__}")
     out = []
     for i, p in enumerate(source):
-        if isinstance(p, gpumem.BenchResult):
+        if isinstance(p, runtime.BenchResult):
             s = p.median_ms * 1e-3
             out.append({"label": _label(p.kernel, p.variant, p.params),
                         "flops": p.gflops * 1e9 * s, "bytes": p.gbps * 1e9 * s,

@@ -10,8 +10,7 @@
   the built extension, with no GPU at all.
 
 Kernel families are named as the Python functions (``gpumem.variants()``
-lists them); the old names of :data:`gpumem._names.FAMILY_ALIASES` still work
-for one release and warn.
+lists them).  Tools layer: imports the runtime, ``_core`` and the model.
 """
 from __future__ import annotations
 
@@ -26,10 +25,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import _core
-from ._names import MAX_REPEAT, _family, _flag, _index, _validate
-from ._sweep import _bench, _int, _ints, _repeat
-from ._table import Table
+from .. import _core
+from ..runtime.args import MAX_REPEAT, _flag, _index, _validate
+from ..runtime.hardware import device
+from .sweep import _bench, _int, _ints, _repeat
+from ..runtime.table import Table
 
 __all__ = ["KernelAttributes", "Occupancy", "kernel_attributes", "kernel_occupancy",
            "block_size_sweep", "compiler_report"]
@@ -94,7 +94,7 @@ def kernel_attributes(family: str, variant: str, **params: Any) -> KernelAttribu
     ----------
     family, variant : str
         As listed by :func:`gpumem.variants` (e.g. ``"register_pressure"``,
-        ``"cap32"``); an old family name warns and maps.
+        ``"cap32"``).
     **params
         Pick among the kernels one variant builds: ``tile`` for matmul,
         ``items`` and ``antisymmetric`` for stencil_1d; nothing else.
@@ -106,7 +106,7 @@ def kernel_attributes(family: str, variant: str, **params: Any) -> KernelAttribu
     Needs a GPU (the runtime loads the kernel); :func:`compiler_report` answers
     without one.
     """
-    return _attributes(_family("kernel_attributes", family), variant, params, True)
+    return _attributes(family, variant, params, True)
 
 
 _MODEL_KEYS = ("blocks_per_sm", "active_warps", "active_threads", "occupancy", "limiter")
@@ -133,7 +133,7 @@ def _model_occupancy(cc: str, threads_per_block: int, regs_per_thread: int,
         When this build of gpumem has no ``gpumem.model.occupancy``.
     """
     try:
-        from . import model
+        from .. import model
         fn = model.occupancy
     except (ImportError, AttributeError) as e:
         raise ImportError(
@@ -144,8 +144,6 @@ def _model_occupancy(cc: str, threads_per_block: int, regs_per_thread: int,
 
 
 def _occupancy(family, variant, block, smem, params, strict) -> Occupancy:
-    from . import device
-
     d = _core.kernel_occupancy(family, variant, block, smem, dict(params or {}), strict)
     attrs = _attributes(family, variant, params, strict)
     dev = device()
@@ -173,7 +171,7 @@ def kernel_occupancy(family: str, variant: str, block: int, smem: int = 0,
     Parameters
     ----------
     family, variant : str
-        As listed by :func:`gpumem.variants`; an old family name warns and maps.
+        As listed by :func:`gpumem.variants`.
     block : int
         Threads per block, 1..1024 (and within the kernel's launch bounds).
     smem : int
@@ -191,7 +189,7 @@ def kernel_occupancy(family: str, variant: str, block: int, smem: int = 0,
     for name, v in (("family", family), ("variant", variant)):
         if not isinstance(v, str):
             raise TypeError(f"{fn}: {name} must be a str, not {type(v).__name__}")
-    return _occupancy(_family(fn, family), variant, block, smem, params, True)
+    return _occupancy(family, variant, block, smem, params, True)
 
 
 
@@ -403,7 +401,7 @@ def compiler_report(family: str | None = None, *, sass: bool = True) -> Table:
     Parameters
     ----------
     family : str, optional
-        Only this family's kernels (an old family name warns and maps).
+        Only this family's kernels.
     sass : bool
         Also count LDL/STL in the SASS (needs ``nvdisasm``).
 
@@ -419,7 +417,6 @@ def compiler_report(family: str | None = None, *, sass: bool = True) -> Table:
         ``pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm``).
     """
     if family is not None:
-        family = _family("compiler_report", family)
         if not isinstance(family, str):
             raise TypeError(f"compiler_report: family must be a str or None, not "
                             f"{type(family).__name__}")

@@ -1,0 +1,27 @@
+"""The lessons, one module each, in lesson order.
+
+Each module is one lesson's Python stem (``gpumem/lessons/<stem>.py``, beside
+``cuda/<stem>.cu``, ``csrc/lessons/<stem>.c``, ``tests/test_<stem>.py`` and its
+notebooks) and ends with ``LESSON = Lesson(...)``
+(:class:`gpumem.tools.lesson.Lesson`): its kernel families, the names the
+package re-exports, its sweeps, notebooks, benchmark, ``gpumem report``
+headline and sweeps, sanitizer calls and modelled families.  Everything that
+lists lessons reads :func:`declarations`.  Adding a lesson: its own files, and
+its stem in :data:`LESSONS`.
+
+Lessons layer: a lesson imports the tools, the runtime, ``_core`` and the
+model -- never another lesson or the package's face.
+"""
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["LESSONS", "declarations"]
+
+#: The lessons, in lesson order (the notebooks' numbering follows it).
+LESSONS = ("matmul", "access", "layout", "stencil", "spaces", "transfer", "ladder", "transpose")
+
+
+def declarations() -> list:
+    """Every lesson's :class:`~gpumem.tools.lesson.Lesson`, in :data:`LESSONS` order."""
+    return [importlib.import_module(f"{__name__}.{stem}").LESSON for stem in LESSONS]

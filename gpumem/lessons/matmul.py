@@ -1,0 +1,303 @@
+"""Matrix multiply, the staircase from a naive kernel toward cuBLAS:
+
+* ``naive``: every thread reads a row of A and a column of B from global memory;
+* ``tiled``: blocks stage ``tile x tile`` tiles of A and B in shared memory, so
+  each loaded float is used ``tile`` times;
+* ``prefetch``: tiled with double buffering -- the next tiles are loaded into
+  registers while this tile's inner product runs, one barrier per tile;
+* ``coarsened``: thread coarsening -- 32 x 8 threads compute a 32 x 32 tile, four
+  outputs of a column each, so a B value read from shared memory serves four FMAs;
+* ``register_tiled``: 2-D register blocking -- 16 x 16 threads compute a 64 x 64
+  tile, a 4 x 4 block of C each, an outer product of 4 A and 4 B values per k
+  (float4 loads from shared memory, A stored transposed; float4 global loads and
+  stores where rows are 16-byte aligned);
+* ``warptiled``: block, warp and thread tiles -- 8 warps compute a 128 x 128 tile,
+  each warp 64 x 32 of it, each lane 8 x 8 (``tile=64``: 4 warps, 64 x 64); shared
+  memory is double buffered, the next tile of B copied by ``cp.async`` (global to
+  shared memory without registers, sm_80 and newer) and the next tile of A held in
+  registers while the block multiplies the current one.
+
+Takes float32 NumPy arrays (and returns NumPy arrays) or
+:class:`gpumem.DeviceArray` (and returns DeviceArray, with no host copies).
+"""
+from __future__ import annotations
+
+import statistics
+
+from typing import Literal, Union
+
+import numpy as np
+
+from .. import _core, runtime, model
+from .._core import DeviceArray
+from ..runtime.args import _given, _host, _index, _indices
+from ..runtime.table import Table
+from ..tools.lesson import Lesson
+from ..tools import headline as hl
+
+__all__ = ["matmul", "matmul_reference", "matmul_model_points"]
+
+Array = Union[np.ndarray, DeviceArray]
+
+
+def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = None,
+           variant: Literal["tiled", "naive", "prefetch", "coarsened",
+                            "register_tiled", "warptiled"] = "tiled",
+           out: DeviceArray | None = None):
+    """``a @ b`` for float32 matrices of any shape M x K @ K x N.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray or DeviceArray, float32, 2-D
+        Other dtypes raise TypeError (convert with ``.astype(np.float32)``);
+        non-contiguous ndarrays are copied to a contiguous buffer first.
+    tile : {8, 16, 32, 64, 128}, optional
+        The edge of the block of C a thread block computes (default: 16, or the
+        variant's own tile for coarsened, register_tiled and warptiled): blocks
+        of ``tile x tile`` threads; for ``"tiled"`` and ``"prefetch"`` (16 or 32)
+        also the shared-memory tile.  ``"coarsened"`` takes 32 only (its blocks
+        are 32 x 8 threads), ``"register_tiled"`` 64 only (16 x 16 threads),
+        ``"warptiled"`` 128 (256 threads, the default) or 64 (128 threads); a tile a
+        variant does not take is a ValueError.
+    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled"}
+        ``gpumem.variants("matmul")`` lists what each shows.
+    out : DeviceArray, optional
+        Where to write the M x N result; must not be an input.
+
+    Returns
+    -------
+    numpy.ndarray when every input is an ndarray, else DeviceArray (``out`` if given).
+    Empty operands give NumPy's result shape (K == 0 gives zeros).
+    """
+    _given("matmul", a=a, b=b)
+    tiles = {} if tile is None else _indices("matmul", tile=tile)
+    return _core.matmul(a, b, **tiles, variant=variant, out=out)
+
+
+def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """NumPy reference of :func:`matmul`: ``a @ b`` in float64.
+
+    Parameters
+    ----------
+    a, b : array_like, 2-D, M x K and K x N
+
+    Returns
+    -------
+    numpy.ndarray, float64, M x N.  The kernels sum in float32, so compare with a
+    relative tolerance that grows with ``sqrt(K)``.
+    """
+    fn = "matmul_reference"
+    a, b = (_host(fn, name, v, np.float64, ndim=2) for name, v in (("a", a), ("b", b)))
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"{fn}: a is {a.shape[0]} x {a.shape[1]} and b is {b.shape[0]} x "
+                         f"{b.shape[1]}: a's columns must equal b's rows")
+    return a @ b
+
+
+def matmul_model_points(m: int, n: int, k: int,
+                        variants: tuple = (("naive", 16), ("tiled", 8), ("tiled", 16),
+                                           ("tiled", 32), ("prefetch", 32), ("coarsened", 32),
+                                           ("register_tiled", 64), ("warptiled", 128))):
+    """The model's roofline points of the matmul variants (no GPU needed): a Table of
+    label, flops (``2mnk``), bytes and source ``"model"`` for :func:`gpumem.roofline`.
+
+    The bytes are the global loads and stores the kernels *request*
+    (:func:`gpumem.model.matmul_traffic`), so the intensity is the lesson's
+    compute-to-global-memory-access ratio in FLOP per byte: 0.25 for naive (two 4-byte
+    loads per FMA: 2 FLOPs per 8 bytes), about ``tile / 4`` for tiled.  Measured DRAM bytes are fewer (L1 and L2
+    serve the reuse): profile ``dram_read_bytes`` and ``dram_write_bytes`` for those.
+    """
+
+    fn = "matmul_model_points"
+    sizes = {name: _index(fn, name, v) for name, v in (("m", m), ("n", n), ("k", k))}
+    if isinstance(variants, (str, bytes)) or not hasattr(variants, "__iter__"):
+        raise TypeError(f"{fn}: variants must be a sequence of (variant, tile) pairs, not "
+                        f"{type(variants).__name__}")
+    pairs = []
+    for pair in variants:
+        if (not isinstance(pair, (tuple, list)) or len(pair) != 2
+                or not isinstance(pair[0], str)):
+            raise TypeError(f"{fn}: variants must hold (variant, tile) pairs such as "
+                            f"('tiled', 16), not {pair!r}")
+        pairs.append((pair[0], _index(fn, "tile", pair[1])))
+    rows = []
+    for variant, tile in pairs:
+        try:
+            t = model.matmul_traffic(sizes["m"], sizes["n"], sizes["k"], variant, tile)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{fn}: {e}") from None
+        rows.append({"label": f"matmul/{variant} (tile={tile})", "flops": t["flops"],
+                     "bytes": t["load_bytes"] + t["store_bytes"], "source": "model"})
+    return Table(rows, ["label", "flops", "bytes", "source"],
+                 title=f"matmul {sizes['m']} x {sizes['k']} @ {sizes['k']} x {sizes['n']}: "
+                       "global bytes requested (model)")
+
+
+# ---- gpumem report: the headline and the full sweeps ------------------------------------
+def _cublas(a: np.ndarray, b: np.ndarray, ours: np.ndarray, quick: bool) -> dict:
+    """cuBLAS (``cupy.matmul``, float32) on the same operands: checked against gpumem's
+    result first (relative error < 1e-4), timed with CUDA events only when it agrees."""
+    try:
+        import cupy as cp
+    except ImportError:
+        return {"error": "CuPy not importable: no cuBLAS to compare with"}
+    except Exception as e:      # a CuPy that cannot load its CUDA libraries
+        return {"error": f"CuPy failed to load ({type(e).__name__}: {e})"}
+    try:
+        A, B = cp.asarray(a), cp.asarray(b)
+        C = cp.matmul(A, B)
+        err = float(np.linalg.norm(cp.asnumpy(C) - ours) / np.linalg.norm(ours))
+        if not err < 1e-4:
+            return {"error": f"cuBLAS differs from gpumem: relative error {err:.2e}",
+                    "rel_err": err}
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        times = []
+        for i in range(2 + (5 if quick else 20)):
+            start.record()
+            cp.matmul(A, B, out=C)
+            end.record()
+            end.synchronize()
+            if i >= 2:                                  # two warm-up calls
+                times.append(cp.cuda.get_elapsed_time(start, end))
+        ms = statistics.median(times)
+        del A, B, C
+        cp.get_default_memory_pool().free_all_blocks()
+    except Exception as e:      # a CuPy without a working cuBLAS: say so, keep the report
+        return {"error": f"cuBLAS failed ({type(e).__name__}: {e})"}
+    return {"ms": ms, "rel_err": err}
+
+
+def _headline(measure: bool, quick: bool) -> list[dict]:
+    size = 1024 if quick else 2048
+    tile = 32
+    tiles = {"naive": 16, "tiled": tile}      # the naive kernel in its usual 16x16 blocks
+    traffic = {v: model.matmul_traffic(size, size, size, v, t) for v, t in tiles.items()}
+    preds = {v: model.predict("matmul", v, m=size, n=size, k=size, tile=t)
+             for v, t in tiles.items()}
+    mod = {"naive_flops_per_float": traffic["naive"]["cgma"],
+           "tiled_flops_per_float": traffic["tiled"]["cgma"],
+           "naive_gld_transactions": preds["naive"]["gld_transactions"],
+           "tiled_gld_transactions": preds["tiled"]["gld_transactions"]}
+    mtext = (f"FLOPs per loaded float: naive {traffic['naive']['cgma']:.0f}, tiled "
+             f"{traffic['tiled']['cgma']:.0f} ({traffic['naive']['load_bytes'] / 1e9:,.1f} vs "
+             f"{traffic['tiled']['load_bytes'] / 1e9:,.2f} GB of global loads)")
+    what = f"matmul {size}^3 float32: naive (16x16 blocks) vs tiled, tile {tile}"
+    cub_what = f"cuBLAS (cupy.matmul, float32) at {size}^3 against gpumem's kernels"
+    if not measure:
+        return [hl._unmeasured("matmul", what, "GFLOP/s of both kernels (gpumem.bench)",
+                            model=mod, model_text=mtext,
+                            takeaway=f"shared-memory tiles cut global loads {tile}x"),
+                hl._unmeasured("matmul", cub_what, "cuBLAS's GFLOP/s (needs CuPy), after "
+                            "checking its result against gpumem's",
+                            takeaway="how far the teaching kernels are from the vendor "
+                                     "library, warptiled among them")]
+    rng = hl._rng()
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    b = rng.standard_normal((size, size), dtype=np.float32)
+    A, B = runtime.to_device(a), runtime.to_device(b)
+    out = runtime.empty((size, size))
+    res, got = hl._timed({v: (matmul, (A, B), {"tile": t, "variant": v, "out": out})
+                       for v, t in tiles.items()}, "gld_transactions", quick,
+                      repeat=3 if quick else 5)
+    ours = matmul(A, B, tile=tile, variant="tiled").get()
+    meas = {f"{v}_GFLOP/s": r.gflops for v, r in res.items()}
+    meas.update({f"{v}_ms": r.median_ms for v, r in res.items()})
+    speedup = res["naive"].median_ms / res["tiled"].median_ms
+    text = (f"naive {res['naive'].gflops:,.0f} GFLOP/s, tiled {res['tiled'].gflops:,.0f} "
+            f"GFLOP/s ({speedup:.1f}x)")
+    if got is not None:
+        meas.update({f"{v}_gld_transactions": g for v, g in got.items()})
+        text += ("; global load sectors " + ", ".join(
+            f"{v} {meas[f'{v}_gld_transactions'] / 1e6:,.0f}M measured / "
+            f"{preds[v]['gld_transactions'] / 1e6:,.0f}M model" for v in ("naive", "tiled")
+            if meas[f"{v}_gld_transactions"] is not None))
+    rows = [hl._row("matmul", what, measured=meas, model=mod, measured_text=text, model_text=mtext,
+                 takeaway=f"tiling in shared memory: {speedup:.1f}x faster for "
+                          f"{tile}x fewer global loads")]
+    cub = _cublas(a, b, ours, quick)
+    if "error" in cub:
+        cmeas = {"rel_err": cub["rel_err"]} if "rel_err" in cub else {}
+        rows.append(hl._row("matmul", cub_what, measured=cmeas, measured_text=cub["error"],
+                         takeaway="no cuBLAS comparison in this run"))
+    else:
+        flops = 2.0 * size**3
+        gf = flops / (cub["ms"] * 1e-3) / 1e9
+        # the last step of the staircase (notebook 06), beside the vendor library
+        wt = runtime.bench(matmul, A, B, variant="warptiled", out=out,
+                      repeat=3 if quick else 5, warmup=1).gflops
+        best = max([wt] + [r.gflops for r in res.values()])
+        rows.append(hl._row("matmul", cub_what,
+                         measured={"cublas_GFLOP/s": gf, "cublas_ms": cub["ms"],
+                                   "rel_err": cub["rel_err"], "warptiled_GFLOP/s": wt,
+                                   "fastest_gpumem_over_cublas": best / gf},
+                         measured_text=(f"cuBLAS {gf:,.0f} GFLOP/s (agrees: relative error "
+                                        f"{cub['rel_err']:.1e}); gpumem's warptiled "
+                                        f"{wt:,.0f} GFLOP/s, fastest gpumem / cuBLAS = "
+                                        f"{best / gf:.2f}"),
+                         takeaway="register and warp tiles, float4 loads and cp.async double "
+                                  "buffering on top of shared-memory tiles close most of the "
+                                  "gap (notebook 06)"))
+    return rows
+
+def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
+    size = 1024 if quick else 2048
+    rows = []
+    for v, t in [("naive", 16), ("naive", 32), ("tiled", 8), ("tiled", 16), ("tiled", 32)]:
+        tr = model.matmul_traffic(size, size, size, v, t)
+        rows.append({"variant": v, "tile": t, "FLOPs per loaded float": tr["cgma"],
+                     "global load GB": tr["load_bytes"] / 1e9})
+    sources = {"FLOPs per loaded float": "model", "global load GB": "model"}
+    title = f"matmul {size}^3 float32: tile sweep"
+    if measure:
+        rng = hl._rng()
+        A = runtime.to_device(rng.standard_normal((size, size), dtype=np.float32))
+        B = runtime.to_device(rng.standard_normal((size, size), dtype=np.float32))
+        out = runtime.empty((size, size))
+        for row in hl._steps(rows, "matmul tiles", progress):
+            r = runtime.bench(matmul, A, B, tile=row["tile"], variant=row["variant"], out=out,
+                         repeat=3 if quick else 5, warmup=1)
+            row["ms"], row["GFLOP/s"] = r.median_ms, r.gflops
+        sources.update({"ms": "measured", "GFLOP/s": "measured"})
+    else:
+        title += " (no GPU: model only, times not measured)"
+    return [Table(rows, sources=sources, title=title)]
+
+
+# ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
+_SANITIZE_RNG = np.random.default_rng(0)
+
+
+def _f32(*shape):
+    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
+
+
+def _sanitize_matmul():
+    tiles = {"naive": (8, 16, 32), "tiled": (8, 16, 32), "prefetch": (16, 32), "coarsened": (32,),
+             "register_tiled": (64,), "warptiled": (64, 128)}
+    for v in runtime.variants("matmul"):
+        for tile in tiles[v.name]:
+            matmul(_f32(37, 41), _f32(41, 29), tile=tile, variant=v.name)
+            matmul(_f32(1, 1), _f32(1, 1), tile=tile, variant=v.name)
+            matmul(_f32(70, 0), _f32(0, 33), tile=tile, variant=v.name)
+            matmul(_f32(65, 100), _f32(100, 64), tile=tile, variant=v.name)
+            matmul(_f32(67, 9), _f32(9, 130), tile=tile, variant=v.name)   # scalar paths
+
+
+def _sanitize() -> None:
+    """Every variant of every family of this lesson, once (tools/sanitize_calls.py)."""
+    _sanitize_matmul()
+
+
+LESSON = Lesson(
+    name='matmul',
+    idea="tiling in shared memory, then registers and warps: global loads per FLOP, from naive to the staircase's last step",
+    families=('matmul',),
+    exports=('matmul', 'matmul_reference', 'matmul_model_points'),
+    sweeps=(),
+    notebooks=('01_matmul', '06_matmul_staircase'),
+    benchmark='matmul',
+    headline=_headline,
+    report_sweeps=_report_sweeps,
+    sanitize=_sanitize,
+    model=('matmul',),
+)

@@ -1,0 +1,488 @@
+"""The matmul lesson's kernels (``cuda/matmul.cu``): every variant's global
+loads and stores warp by warp, its shared-memory instructions and wavefronts,
+and :func:`matmul_traffic`, the bytes the lesson's CGMA counts.
+
+Block columns move B and C by ``4t`` bytes, block rows A by ``4tk`` and C by
+``4tn``, tile steps A by ``4t`` and B by ``4tn``: each axis is walked through
+its representatives (gpumem.model._tally), cut at the last, partial, column,
+row and step.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+import numpy as np
+
+from ._launch import BYTES_MAX, DIM_MAX, GRID_Y_MAX, REQUIRED, resolve
+from ._tally import (DECIMALS, LINE, WARP, Axis, Tally, cdiv, dot, period, shared_warps,
+                     wmul)
+from .coalescing import coalesce_warps, runs_units
+
+__all__ = ["matmul_traffic"]
+
+
+def _matmul_shape(p):
+    m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
+    rpw = WARP // t                     # rows of the block per warp: 4, 2, 1
+    wpb = t * t // WARP                 # warps per block: 2, 8, 32
+    gx, gy = cdiv(n, t), cdiv(m, t)
+    return m, n, k, t, rpw, wpb, gx, gy
+
+
+def _rows_per_warp(first_row, limit, rpw):
+    """How many of the warp's rows ``first_row .. first_row + rpw - 1`` are < limit."""
+    return np.clip(limit - first_row, 0, rpw)
+
+
+class _Blocks:
+    """The block columns and the warps of a block column of one matmul launch,
+    as representatives with weights.
+
+    ``col0``/``ncol``/``wcol``: first column, active columns and weight of each
+    block column (``4t`` bytes apart in B and C; the last may be partial);
+    ``row0``/``nrow``/``wrow``: first row, active rows and weight of each warp
+    of a block column (block row by: ``4tn`` bytes apart in C, ``4tk`` in A;
+    the last block row may be partial).
+    """
+
+    def __init__(self, axis: Axis, p: dict):
+        m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
+        bx, self.wcol = axis(gx, period(4 * t), (gx - 1,))
+        self.col0 = bx * t
+        self.ncol = np.minimum(t, n - self.col0)
+        by, wby = axis(gy, period(4 * t * n, 4 * t * k), (gy - 1,))
+        self.row0 = np.repeat(by * t, wpb) + np.tile(rpw * np.arange(wpb, dtype=np.int64),
+                                                     by.size)
+        self.wrow = np.repeat(wby, wpb)
+        self.nrow = _rows_per_warp(self.row0, m, rpw)
+
+
+def _gen_matmul(tally, axis, variant, p):
+    _matmul_shared(tally, variant, p)
+    if variant == "register_tiled":
+        _gen_matmul_register_tiled(tally, axis, p)
+        return
+    if variant == "warptiled":
+        _gen_matmul_warptiled(tally, axis, p)
+        return
+    m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
+    if m == 0 or n == 0:
+        return                                           # gpumem launches nothing
+    bl = _Blocks(axis, p)
+    j = np.arange(rpw, dtype=np.int64)[None, :]          # row of the warp
+
+    # ---- store C[row][col] (both variants: threads outside C exit / skip) ----
+    # every (bx, by, w): runs = the warp's active rows, each over its active columns
+    r = (bl.row0[:, None] + j)[None, :, :]               # (1, P, rpw)
+    first = 4 * (r * n + bl.col0[:, None, None])         # (gx, P, rpw)
+    last = first + 4 * bl.ncol[:, None, None] - 1
+    nr = np.broadcast_to(bl.nrow[None, :], first.shape[:2])
+    tally.runs("st", first.reshape(-1, rpw), last.reshape(-1, rpw), nr.ravel(),
+               (nr * bl.ncol[:, None]).ravel(), wmul(bl.wcol[:, None], bl.wrow[None, :]).ravel())
+    if k == 0:
+        return
+
+    if variant == "naive":
+        _naive_loads(tally, axis, p, bl)
+    else:
+        _tiled_loads(tally, axis, p, bl)
+
+
+# ---- matmul: shared memory ------------------------------------------------------------
+def _words(row, col, pitch):
+    """Byte offsets of float [row][col] in a shared array of ``pitch`` floats per row."""
+    return 4 * (np.asarray(row, np.int64) * pitch + col)
+
+
+def _matmul_shared_step(variant: str, t: int):
+    """One tile step of one block of a matmul variant (cuda/matmul.cu): its shared
+    stores and loads as (op, byte offsets (warps, 32), width, instructions of that kind
+    per warp and step), and the block's k per step.  Every block and every step
+    repeats the same offsets: the double buffers are 128-byte multiples apart, so
+    the banks do not change with the buffer."""
+    lane = np.arange(WARP, dtype=np.int64)[None, :]
+    acc = []
+    if variant in ("tiled", "prefetch"):                 # blockDim (t, t), tiles t x t
+        lin = np.arange(t * t // WARP, dtype=np.int64)[:, None] * WARP + lane
+        ty, tx = lin // t, lin % t
+        acc += [("st", _words(ty, tx, t), 4, 2)]         # As[ty][tx], Bs[ty][tx]
+        # the compiler reads As[ty][k .. k + 3] as one float4, Bs[k][tx] word by word
+        acc += [("ld", _words(ty, 4 * q, t), 16, 1) for q in range(t // 4)]
+        acc += [("ld", _words(kk + 0 * ty, tx, t), 4, 1) for kk in range(t)]
+        return acc, t
+    if variant == "coarsened":                           # blockDim (32, 8): a warp is a row
+        ty, tx = np.arange(8, dtype=np.int64)[:, None] + 0 * lane, 0 * lane + lane
+        for i in range(4):
+            acc += [("st", _words(ty + 8 * i, tx, 32), 4, 2)]
+            acc += [("ld", _words(ty + 8 * i, 4 * q, 32), 16, 1) for q in range(8)]
+        acc += [("ld", _words(kk + 0 * ty, tx, 32), 4, 1) for kk in range(32)]
+        return acc, 32
+    if variant == "register_tiled":                      # 16 x 16 threads, 64 x 64 tiles
+        tid = np.arange(8, dtype=np.int64)[:, None] * WARP + lane
+        ar, ac, br, bc = tid // 4, (tid % 4) * 4, tid // 16, (tid % 16) * 4
+        acc += [("st", _words(ac + j, ar, _RT + 4), 4, 1) for j in range(4)]   # A transposed
+        acc += [("st", _words(br, bc, _RT), 16, 1)]
+        ty, tx = tid // 16, tid % 16
+        for kk in range(_RT_K):
+            acc += [("ld", _words(kk + 0 * ty, 4 * ty, _RT + 4), 16, 1),
+                    ("ld", _words(kk + 0 * tx, 4 * tx, _RT), 16, 1)]
+        return acc, _RT_K
+    if variant == "warptiled":
+        thr, wm_, wn_ = _WT[t]
+        tid = np.arange(thr // WARP, dtype=np.int64)[:, None] * WARP + lane
+        warp = tid // WARP
+        for i in range(t * _WT_K // 4 // thr):           # store_a: A transposed, A_LOADS
+            f = tid + i * thr
+            acc += [("st", _words((f % 4) * 4 + j, f // 4, t + 4), 4, 1) for j in range(4)]
+        wm, wn = (warp // (t // wn_)) * wm_, (warp % (t // wn_)) * wn_
+        lm, ln = (lane % 8) * 4, (lane // 8) * 4
+        for kk in range(_WT_K):
+            acc += [("ld", _words(kk + 0 * wm, wm + s_ * 32 + lm, t + 4), 16, 1)
+                    for s_ in range(wm_ // 32)]
+            acc += [("ld", _words(kk + 0 * wn, wn + s_ * 16 + ln, t), 16, 1)
+                    for s_ in range(wn_ // 16)]
+        # before each step's cp.async copies of B the compiler (CUDA 13, sm_90) puts
+        # three never-executed shared loads (@!PT LDS RZ, [RZ]): no wavefront, but
+        # smsp__inst_executed_op_shared_ld counts them
+        acc += [("ld", None, 0, 3)]
+        return acc, _WT_K
+    raise AssertionError(variant)
+
+
+def _matmul_shared(tally, variant: str, p: dict) -> None:
+    """Shared-memory warp instructions and wavefronts of a matmul launch: every
+    block runs every tile step (zeros outside the matrices are stored too)."""
+    tally.shared = True                                  # naive: zeros
+    m, n, k = p["m"], p["n"], p["k"]
+    if variant == "naive" or m == 0 or n == 0 or k == 0:
+        return
+    t = {"coarsened": 32, "register_tiled": _RT}.get(variant, p["tile"])
+    per_step, bk = _matmul_shared_per_step(variant, t)
+    blocks = cdiv(m, t) * cdiv(n, t)
+    steps = cdiv(k, bk) * blocks                        # block steps
+    for op, (inst, waves) in per_step.items():
+        tally.shared_access(op, inst * steps, waves * steps)
+    if variant == "prefetch":
+        # its stores: the first tiles before the loop, then the next ones in every step,
+        # the last step's too (zeros into a buffer no one reads): one step's more
+        tally.shared_access("st", per_step["st"][0] * blocks, per_step["st"][1] * blocks)
+
+
+@lru_cache(maxsize=None)
+def _matmul_shared_per_step(variant: str, t: int):
+    """{op: (warp instructions, wavefronts)} of one block's tile step, and its k."""
+    step_acc, bk = _matmul_shared_step(variant, t)
+    one = Tally(32)
+    for op, addr, width, per in step_acc:
+        if addr is None:                                 # counted, never executed
+            one.shared_access(op, per * (_WT[t][0] // WARP), 0)
+        else:
+            shared_warps(one, op, addr, None, width, per)
+    return {op: (one.sh_inst[op], one.sh_wave[op]) for op in ("ld", "st")}, bk
+
+
+# ---- matmul register_tiled: 64 x 64 tiles, 16 x 16 threads, float4 where it can --------
+_RT, _RT_K = 64, 16                      # C tile edge, k per step
+
+
+def _rows_stream(tally, op: str, row, col, row_base, row_bytes: int, act, width: int,
+                 weight) -> None:
+    """Warp instructions whose lane l touches ``row[.., l] * row_bytes + 4 * col[.., l]``
+    (``width`` bytes), ``act`` lanes only; ``weight`` (the leading axes, without the
+    warp axis) says how many instructions each stands for.
+    Addresses are taken relative to the warp's ``row_base`` row (at its offset
+    modulo the 128-byte line), so sizes past 2^62 bytes count exactly."""
+    row, col, act = np.broadcast_arrays(row, col, act)
+    row_base = np.broadcast_to(row_base, row.shape)
+    # (row_base * row_bytes) mod 128, without forming the product
+    off = (row_base % LINE) * (row_bytes % LINE) % LINE
+    addr = off + (row - row_base) * row_bytes + 4 * col
+    addr = np.where(act, addr, 0).reshape(-1, WARP)
+    res = coalesce_warps(addr, width, tally.g[op], act.reshape(-1, WARP))
+    wt = np.broadcast_to(np.asarray(weight)[..., None], row.shape[:-1]).reshape(-1)
+    tally.add(op, dot(res.requests, wt), dot(res.transactions, wt),
+              dot(res.bytes_requested, wt))
+
+
+def _vec_or_scalar(tally, op, row, col, row_base, row_bytes, ok_vec, ok_lane, weight):
+    """A float4 access where ``ok_vec`` holds, else four predicated scalar ones
+    (``ok_lane(j)``: lane's element j in bounds), as the kernel branches."""
+    _rows_stream(tally, op, row, col, row_base, row_bytes, ok_vec, 16, weight)
+    for j in range(4):
+        _rows_stream(tally, op, row, col + j, row_base, row_bytes, ~ok_vec & ok_lane(j), 4,
+                     weight)
+
+
+def _gen_matmul_register_tiled(tally, axis, p):
+    m, n, k = p["m"], p["n"], p["k"]
+    if m == 0 or n == 0:
+        return                                           # gpumem launches nothing
+    gx, gy, steps = cdiv(n, _RT), cdiv(m, _RT), cdiv(k, _RT_K)
+    tid = np.arange(256, dtype=np.int64).reshape(8, WARP)         # 8 warps of 32 lanes
+    w = np.arange(8, dtype=np.int64)[:, None]
+    bx, wbx = axis(gx, period(4 * _RT), (gx - 1,))
+    by, wby = axis(gy, period(4 * _RT * k, 4 * _RT * n), (gy - 1,))
+    # ---- C: 4 rows per thread (ty * 4 + i), 4 columns (tx * 4); float4 where N % 4 == 0
+    ty, tx = tid // 16, tid % 16
+    B4 = by[:, None, None, None] * _RT                   # (nby, 1, 1, 1)
+    X4 = bx[None, :, None, None] * _RT                   # (1, nbx, 1, 1)
+    wc = wmul(wby[:, None], wbx[None, :])               # (nby, nbx)
+    for i in range(4):
+        r, c = B4 + ty * 4 + i, X4 + tx * 4
+        ok = r < m
+        vec = ok & (c + 3 < n) if n % 4 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
+        _vec_or_scalar(tally, "st", r, c, B4 + 8 * w + i, 4 * n, vec,
+                       lambda j: ok & (c + j < n), wc)
+    if k == 0:
+        return
+    s, ws = axis(steps, period(4 * _RT_K, 4 * _RT_K * n), (steps - 1,))
+    K0 = s[None, :, None, None] * _RT_K                  # (1, ns, 1, 1)
+    # ---- A: row ar = tid / 4, columns k0 + ac .. + 3 (ac = 4 (tid % 4)), every block column
+    ar, ac = tid // 4, (tid % 4) * 4
+    r, kk = B4 + ar, K0 + ac
+    ok = r < m
+    vec = ok & (kk + 3 < k) if k % 4 == 0 else np.zeros(np.broadcast(r, kk).shape, bool)
+    _vec_or_scalar(tally, "ld", r, kk, B4 + 8 * w, 4 * k, vec, lambda j: ok & (kk + j < k),
+                   wmul(wby[:, None], ws[None, :], gx))
+    # ---- B: row k0 + br (br = tid / 16), columns bn + bc .. + 3, every block row
+    br, bc = tid // 16, (tid % 16) * 4
+    K0b = s[:, None, None, None] * _RT_K                 # (ns, 1, 1, 1)
+    kr, c = K0b + br, X4 + bc
+    ok = kr < k
+    vec = ok & (c + 3 < n) if n % 4 == 0 else np.zeros(np.broadcast(kr, c).shape, bool)
+    _vec_or_scalar(tally, "ld", kr, c, K0b + 2 * w, 4 * n, vec, lambda j: ok & (c + j < n),
+                   wmul(ws[:, None], wbx[None, :], gy))
+
+
+# ---- matmul warptiled: block, warp and lane tiles; B by cp.async --------------------------
+_WT_K = 16                               # k per step (BK)
+#: warptiled's configurations by tile (BM = BN): threads, warp tile rows WM, columns WN
+_WT = {128: (256, 64, 32), 64: (128, 32, 32)}
+
+
+def _gen_matmul_warptiled(tally, axis, p):
+    """cuda/matmul.cu ``warptiled``: per k step, A (``tile`` rows x 16) by float4 or
+    four predicated scalar loads into registers, B (16 x ``tile``) by cp.async into
+    shared memory -- one 16-byte copy per lane where N % 4 == 0, else 4-byte ones, a
+    warp's 32 on consecutive columns; lanes outside B copy nothing (src-size 0:
+    zero-fill) and count nothing --
+    and at the end C by float4 or scalar stores, every (i, s) pair of a lane's
+    sub-tiles its own warp instruction.  Every step's tiles are loaded once per
+    block (the prologue loads step 0, iteration t loads t + 1)."""
+    m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
+    thr, wm_, wn_ = _WT[t]
+    tally.ldgsts = True                  # the variant's keys, zeros included
+    if m == 0 or n == 0:
+        return                                           # gpumem launches nothing
+    nw = thr // WARP
+    gx, gy, steps = cdiv(n, t), cdiv(m, t), cdiv(k, _WT_K)
+    tid = np.arange(thr, dtype=np.int64).reshape(nw, WARP)        # warps of 32 lanes
+    w = np.arange(nw, dtype=np.int64)[:, None]
+    bx, wbx = axis(gx, period(4 * t), (gx - 1,))
+    by, wby = axis(gy, period(4 * t * k, 4 * t * n), (gy - 1,))
+    BM = by[:, None, None, None] * t                     # (nby, 1, 1, 1)
+    BN = bx[None, :, None, None] * t                     # (1, nbx, 1, 1)
+    # ---- C: warp w's tile at (wm, wn); lane (lm, ln) = (4 (lane % 8), 4 (lane / 8));
+    # row wm + 32 (i / 4) + lm + i % 4, columns wn + 16 s + ln .. + 3
+    wm, wn = (w // (t // wn_)) * wm_, (w % (t // wn_)) * wn_
+    lm, ln = (tid % WARP % 8) * 4, (tid % WARP // 8) * 4
+    wc = wmul(wby[:, None], wbx[None, :])               # (nby, nbx)
+    for i in range(4 * (wm_ // WARP)):
+        r0 = BM + wm + (i // 4) * 32 + i % 4             # the warp's first row
+        r = r0 + lm
+        ok = r < m
+        for s in range(wn_ // 16):
+            c = BN + wn + s * 16 + ln
+            vec = ok & (c + 3 < n) if n % 4 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
+            _vec_or_scalar(tally, "st", r, c, r0, 4 * n, vec, lambda j: ok & (c + j < n), wc)
+    if k == 0:
+        return
+    st, wst = axis(steps, period(4 * _WT_K, 4 * _WT_K * n), (steps - 1,))
+    # ---- A: f = tid + i * threads; row bm + f / 4, columns k0 + 4 (f % 4) .. + 3, every
+    # block column
+    K0 = st[None, :, None, None] * _WT_K                 # (1, ns, 1, 1)
+    wa = wmul(wby[:, None], wst[None, :], gx)
+    for i in range(t * _WT_K // 4 // thr):
+        f = tid + i * thr
+        r, kk = BM + f // 4, K0 + (f % 4) * 4
+        ok = r < m
+        vec = ok & (kk + 3 < k) if k % 4 == 0 else np.zeros(np.broadcast(r, kk).shape, bool)
+        _vec_or_scalar(tally, "ld", r, kk, BM + (WARP * w + i * thr) // 4, 4 * k, vec,
+                       lambda j: ok & (kk + j < k), wa)
+    # ---- B (cp.async), every block row: copy e = tid + i * threads of the tile is row
+    # k0 + e / per_row, columns bn + (e % per_row) * floats: float4s where N % 4 == 0 (all
+    # four or none), else single floats, a warp's 32 on consecutive columns
+    width = 16 if n % 4 == 0 else 4
+    floats = width // 4
+    per_row = t // floats                                # copies per row of the B tile
+    K0b = st[:, None, None, None] * _WT_K                # (ns, 1, 1, 1)
+    wb = wmul(wst[:, None], wbx[None, :], gy)
+    for i in range(_WT_K * per_row // thr):
+        e = tid + i * thr
+        kr, c = K0b + e // per_row, BN + (e % per_row) * floats
+        _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * n,
+                     (kr < k) & (c < n), width, wb)
+
+
+def _naive_loads(tally, axis, p, bl):
+    """acc += a[row*K + kk] * b[kk*N + col] for kk < K, threads with row < M, col < N."""
+    m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
+    g = tally.g["ld"]
+    live = bl.nrow > 0
+    nwarps = dot(live, bl.wrow)             # warps with an active row, in one block column
+    nrows = dot(bl.nrow, bl.wrow)           # active rows of a block column: m
+    # A: each active row of the warp reads one word (a broadcast across its
+    # columns); rows are 4K bytes apart, so from 4K >= granule on they never
+    # share a sector (line).  Smaller K: count row by row.
+    if 4 * k >= g:
+        tx_a = nrows * k * gx
+    else:
+        kk = np.arange(k, dtype=np.int64)
+        rows = bl.row0[live][:, None, None] + np.arange(rpw)[None, None, :]   # (P, 1, rpw)
+        unit = 4 * (rows * k + kk[None, :, None]) // g                        # (P, K, rpw)
+        nr = np.broadcast_to(bl.nrow[live][:, None], unit.shape[:2])
+        wt = np.broadcast_to(bl.wrow[live][:, None], unit.shape[:2])
+        tx_a = dot(runs_units(unit.reshape(-1, rpw), unit.reshape(-1, rpw), nr.ravel()),
+                   wt.ravel()) * gx
+    # requested bytes are distinct per instruction: one word per active row
+    tally.add("ld", nwarps * k * gx, tx_a, 4 * k * nrows * gx)
+    # B: every active row of the warp reads the same columns of row kk (a
+    # broadcast); rows kk of B are 4N bytes apart
+    kk, wk = axis(k, period(4 * n))
+    fb = 4 * (kk[:, None] * n + bl.col0[None, :])
+    lb = fb + 4 * bl.ncol[None, :] - 1
+    tx_b = dot(lb // g - fb // g + 1, wmul(wk[:, None], bl.wcol[None, :]))
+    tally.add("ld", nwarps * k * gx, nwarps * tx_b, 4 * k * nwarps * dot(bl.ncol, bl.wcol))
+
+
+def _tiled_loads(tally, axis, p, bl):
+    """Per tile step k0: As <- A[row][k0 + tx] if row < M and k0 + tx < K;
+    Bs <- B[k0 + ty][col] if k0 + ty < K and col < N (predicated loads)."""
+    m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
+    steps = cdiv(k, t)
+    # tile steps: 4t bytes along A's rows, 4tn down B; the last may be partial
+    s, ws = axis(steps, period(4 * t, 4 * t * n), (steps - 1,))
+    k0 = t * s
+    ka = np.minimum(t, k - k0)                           # active tx per step (k0 + tx < K)
+    j = np.arange(rpw, dtype=np.int64)
+    # A: identical for every block column bx (A's guard ignores col)
+    rows = bl.row0[:, None, None] + j[None, None, :]     # (P, 1, rpw)
+    first = 4 * (rows * k + k0[None, :, None])           # (P, S, rpw)
+    last = first + 4 * ka[None, :, None] - 1
+    nr = np.broadcast_to(bl.nrow[:, None], first.shape[:2])
+    tally.runs("ld", first.reshape(-1, rpw), last.reshape(-1, rpw), nr.ravel(),
+               (nr * ka[None, :]).ravel(), wmul(bl.wrow[:, None], ws[None, :], gx).ravel())
+    # B: identical for every block row by (B's guard ignores row)
+    w = np.arange(wpb, dtype=np.int64)
+    brow = k0[None, :, None] + (w * rpw)[:, None, None] + j[None, None, :]     # (W, S, rpw)
+    nb = np.clip(k - (k0[None, :] + (w * rpw)[:, None]), 0, rpw)               # (W, S)
+    first = 4 * (brow[None] * n + bl.col0[:, None, None, None])                # (gx, W, S, rpw)
+    last = first + 4 * bl.ncol[:, None, None, None] - 1
+    nbb = np.broadcast_to(nb[None], first.shape[:3])
+    wt = wmul(bl.wcol[:, None, None], np.ones((1, wpb, 1), np.int64), ws[None, None, :], gy)
+    tally.runs("ld", first.reshape(-1, rpw), last.reshape(-1, rpw), nbb.ravel(),
+               (nbb * bl.ncol[:, None, None]).ravel(), wt.ravel())
+
+
+#: matmul's tile (the edge of the C tile of a block) per variant: default, allowed.
+#: prefetch loads exactly what tiled loads (the next tile early, into registers);
+#: coarsened's 32 x 8 threads load and store a 32 x 32 tile four rows per thread, the
+#: same requests and sectors as tiled with tile 32 (each of its warps' four
+#: instructions covers one row, as one warp of tiled's 32 x 32 block does);
+#: register_tiled takes 64 only, warptiled 128 (256 threads) or 64 (128 threads).
+_MATMUL_TILES = {"naive": (16, (8, 16, 32)), "tiled": (16, (8, 16, 32)),
+                 "prefetch": (16, (16, 32)), "coarsened": (32, (32,)),
+                 "register_tiled": (64, (64,)), "warptiled": (128, (64, 128))}
+
+
+def _check(where: str, variant: str, p: dict) -> None:
+    """What the C entry point refuses: 65535 block rows or 2^31 - 1 in any
+    dimension, a matrix past 2^63 - 1 bytes."""
+    m, t = p["m"], p["tile"]
+    for name in ("m", "n", "k"):
+        if p[name] > DIM_MAX:
+            raise ValueError(f"{where}: {name}={p[name]} is too large; matmul's sizes must "
+                             f"be <= 2**31 - 1")
+    if cdiv(m, t) > GRID_Y_MAX:
+        raise ValueError(f"{where}: m={m} needs {cdiv(m, t)} block rows with tile={t}, "
+                         f"more than the {GRID_Y_MAX} a launch can have "
+                         f"(m <= {GRID_Y_MAX * t})")
+    for a, b, what in (("m", "k", "a (m x k)"), ("k", "n", "b (k x n)"),
+                       ("m", "n", "the result (m x n)")):
+        if 4 * p[a] * p[b] > BYTES_MAX:
+            raise ValueError(f"{where}: {a}={p[a]} and {b}={p[b]}: {what} would hold "
+                             f"{4 * p[a] * p[b]} bytes, more than the 2**63 - 1 an array "
+                             "can hold")
+
+
+def _launch(variant: str, p: dict) -> dict[str, tuple[int, int, int]]:
+    t = p["tile"]
+    block = ((t, 8, 1) if variant == "coarsened" else (16, 16, 1)
+             if variant == "register_tiled" else (_WT[t][0], 1, 1)
+             if variant == "warptiled" else (t, t, 1))
+    return {"grid": (cdiv(p["n"], t), cdiv(p["m"], t), 1), "block": block}
+
+
+#: The family this module models (see gpumem.model._launch for the keys).
+FAMILIES = {
+    "matmul": {"variants": ("naive", "tiled", "prefetch", "coarsened", "register_tiled",
+                            "warptiled"),
+               "params": {"m": REQUIRED, "n": REQUIRED, "k": REQUIRED, "tile": 16},
+               "gen": _gen_matmul, "launch": _launch, "check": _check, "tiles": _MATMUL_TILES},
+}
+
+
+def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
+                   tile: int | None = None) -> dict[str, int | float]:
+    """Global traffic of one gpumem matmul launch ``C[m,n] = A[m,k] @ B[k,n]`` (no GPU needed).
+
+    The bytes are what the kernel's loads and stores *request* (4 per active
+    thread and access), not the DRAM-side minimum: the naive kernel asks for
+    every A and B element once per use, the tiled one once per tile.
+
+    Parameters
+    ----------
+    m, n, k : int
+        Matrix sizes.
+    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled"}
+        prefetch and coarsened load what tiled does with the same tile; so do
+        register_tiled and warptiled with theirs (every block column reads A
+        once, every block row B once).  warptiled's B comes by cp.async:
+        :func:`predict` counts it in ``gld_bytes_requested`` (as the H100's load
+        counters do) and again, alone, in ``gldgsts_bytes_requested``.
+    tile : {8, 16, 32, 64, 128}, default 16 (prefetch: 16 or 32; coarsened: 32 only;
+        register_tiled: 64 only; warptiled: 128, the default, or 64)
+
+    Returns
+    -------
+    dict
+        ``load_bytes``, ``store_bytes``, ``flops`` (2*m*n*k) and ``min_bytes``
+        (each of A, B, C moved once: 4*(mk + kn + mn)), exact ints; ``cgma``
+        (the compute-to-global-memory-access ratio: FLOPs per 4-byte global
+        load; 1.0 for naive, ``tile`` for tiled when the sizes are multiples
+        of the tile) and ``flops_per_byte`` (FLOPs per loaded byte), floats
+        rounded to :data:`DECIMALS` places.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`predict`, naming ``model.matmul_traffic``.
+    """
+    p = resolve("model.matmul_traffic", "matmul", FAMILIES["matmul"], variant,
+                {"m": m, "n": n, "k": k} | ({} if tile is None else {"tile": tile}))
+    m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
+    gx, gy = cdiv(n, t), cdiv(m, t)
+    if m == 0 or n == 0:
+        loads = 0
+    elif variant == "naive":
+        loads = 2 * m * n * k                   # every thread: K of A and K of B
+    else:
+        loads = k * (gx * m + gy * n)           # every block column reads A once, every block row B
+    flops = 2 * m * n * k
+    return {
+        "load_bytes": 4 * loads,
+        "store_bytes": 4 * m * n,
+        "flops": flops,
+        "cgma": round(flops / loads, DECIMALS) if loads else 0.0,
+        "flops_per_byte": round(flops / (4 * loads), DECIMALS) if loads else 0.0,
+        "min_bytes": 4 * (m * k + k * n + m * n),
+    }

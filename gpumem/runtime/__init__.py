@@ -1,0 +1,26 @@
+"""The runtime layer: what every tool and lesson builds on, above the C extension.
+
+* :mod:`.args` -- argument conversions shared by every layer above;
+* :mod:`.table` -- :class:`Table` and :class:`Listing`, the result types of sweeps;
+* :mod:`.hardware` -- :func:`device` and :class:`DeviceInfo`;
+* :mod:`.counters` -- hardware counters (:func:`profile`, :func:`metrics`);
+* :mod:`.launches` -- :func:`variants`, :func:`record`, :func:`last_record`,
+  :func:`bench` and :class:`BenchResult`.
+
+It imports ``gpumem._core`` and nothing above it: no tool, lesson or the
+package's face (``gpumem/__init__.py``).
+"""
+from .._core import (CudaError, CudaUnavailableError, DeviceArray, DeviceMemoryError,
+                     LaunchRecord, empty, from_dlpack, is_available, memory_info, pinned_empty,
+                     to_device)
+from .hardware import FP32_LANES, DeviceInfo, device
+from .launches import (BENCH_COUNTERS, BenchResult, Variant, bench, last_record, record,
+                       variants)
+from .counters import ProfilerError, metrics, profile, profiler_available
+from .table import Listing, Table
+
+__all__ = ["CudaError", "CudaUnavailableError", "DeviceArray", "DeviceMemoryError",
+           "LaunchRecord", "empty", "from_dlpack", "is_available", "memory_info", "pinned_empty",
+           "to_device", "FP32_LANES", "DeviceInfo", "device", "BENCH_COUNTERS", "BenchResult",
+           "Variant", "bench", "last_record", "record", "variants", "ProfilerError", "metrics",
+           "profile", "profiler_available", "Listing", "Table"]

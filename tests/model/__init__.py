@@ -1,0 +1,1 @@
+"""gpumem.model's tests (a package: its files may share names with tests/)."""

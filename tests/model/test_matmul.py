@@ -1,0 +1,157 @@
+"""gpumem.model.matmul: every variant against the thread-by-thread reference,
+the cp.async copies of warptiled, the shared-memory counters the H100 measured,
+the per-warp walk, and matmul_traffic."""
+import itertools
+
+import pytest
+
+from gpumem import model
+from gpumem.model import predict
+from gpumem.model.registry import LDGSTS_METRICS, SHARED_METRICS
+
+from ._reference import assert_fast_equals_reference, assert_same
+
+
+@pytest.mark.parametrize("variant, tile", [(v, t) for v in ("naive", "tiled") for t in (8, 16, 32)]
+                         + [("prefetch", 16), ("prefetch", 32), ("coarsened", 32),
+                            ("register_tiled", 64), ("warptiled", 64), ("warptiled", 128)])
+def test_matmul_equals_the_thread_by_thread_reference(variant, tile):
+    # (130, 129, 33): just over a 128 tile and two 64 tiles, N and K not multiples of 4
+    # (scalar loads, 4-byte copies, scalar stores); (129, 132, 36): the same with the
+    # float4 paths and the partial last tiles
+    for m, n, k in ((1, 1, 1), (33, 17, 5), (17, 70, 40), (64, 64, 64), (40, 9, 3), (5, 33, 9),
+                    (130, 129, 33), (129, 132, 36)):
+        assert_same("matmul", variant, m=m, n=n, k=k, tile=tile)
+    assert_same("matmul", variant, granularity=128, m=20, n=50, k=11, tile=tile)
+    assert_same("matmul", variant, m=0, n=5, k=3, tile=tile)
+    assert_same("matmul", variant, m=7, n=9, k=0, tile=tile)
+
+
+def test_warptiled_copies_b_by_cp_async_not_by_loads():
+    """B reaches shared memory by cp.async (LDGSTS): the gldgsts keys count the copies
+    alone, the gld requests and sectors A's loads and the copies (as the H100's l1tex
+    op_ld counters do); the cp.async keys come with the variant (zeros where nothing is
+    launched) and with no other kernel."""
+    for t in (64, 128):
+        r = predict("matmul", "warptiled", m=t, n=t, k=16, tile=t)
+        # one block, one step: A and B tiles of t x 16 and 16 x t floats, in float4s
+        assert r["gld_bytes_requested"] == 2 * r["gldgsts_bytes_requested"] == 2 * 4 * 16 * t
+        # t / 16 warps (256 or 128 threads), 2 instructions each, for A and for B
+        assert r["gld_requests"] == 2 * r["gldgsts_requests"] == 2 * 2 * (t // 16)
+        assert r["gld_transactions_per_request"] == 16.0 and r["gld_efficiency"] == 100.0
+        assert 2 * r["gldgsts_transactions"] == r["gld_transactions"]
+        assert set(r) == (set(model.METRICS) | set(LDGSTS_METRICS)
+                          | set(SHARED_METRICS))
+        empty = predict("matmul", "warptiled", m=0, n=4, k=4, tile=t)
+        assert {key: empty[key] for key in LDGSTS_METRICS} == \
+            dict.fromkeys(LDGSTS_METRICS, 0)
+    for v in model.families()["matmul"]:
+        if v != "warptiled":
+            assert not set(LDGSTS_METRICS) & set(predict("matmul", v, m=9, n=9, k=9))
+
+
+#: Shared-memory counters of one launch per variant at 64 x 64 x 64 on the H100 (Nsight
+#: Compute, 2026-11-23, two runs equal): load instructions, load wavefronts, store
+#: instructions, store wavefronts.  Every float4 read the tiled kernels make is a
+#: broadcast (2 wavefronts); register_tiled's B rows and warptiled's A rows are 8
+#: different float4s a quarter warp (4); warptiled's B a float4 per quarter (2); the
+#: transposing stores of A are 2-way conflicts; warptiled's load instructions include
+#: three never-executed loads the compiler puts before each step's cp.async copies;
+#: prefetch stores its first tiles before its loop and the next ones in every step.
+MATMUL_SHARED_64 = {("tiled", 8): (10240, 12288, 2048, 2048),
+                    ("tiled", 16): (10240, 12288, 1024, 1024),
+                    ("tiled", 32): (10240, 12288, 512, 512),
+                    ("prefetch", 32): (10240, 12288, 768, 768),
+                    ("coarsened", 32): (4096, 6144, 512, 512),
+                    ("register_tiled", 64): (1024, 3072, 160, 384),
+                    ("warptiled", 64): (816, 2048, 128, 256),
+                    ("warptiled", 128): (2144, 6144, 256, 512)}
+
+
+@pytest.mark.parametrize("variant,tile", sorted(MATMUL_SHARED_64))
+def test_matmul_shared_memory_as_measured(variant, tile):
+    r = predict("matmul", variant, m=64, n=64, k=64, tile=tile)
+    assert (r["shared_load_requests"], r["shared_load_transactions"], r["shared_store_requests"],
+            r["shared_store_transactions"]) == MATMUL_SHARED_64[variant, tile]
+    assert r["shared_load_bank_conflict"] == r["shared_load_transactions"] - \
+        r["shared_load_requests"]
+    # the instructions scale with blocks x tile steps; none where nothing runs
+    big = predict("matmul", variant, m=130, n=131, k=33, tile=tile)
+    t = {"coarsened": 32, "register_tiled": 64}.get(variant, tile)
+    bk = {"register_tiled": 16, "warptiled": 16}.get(variant, t)
+    def block_steps(m, n, k):
+        # prefetch stores one step's tiles more (before its loop)
+        return -(-m // t) * -(-n // t) * (-(-k // bk) + (variant == "prefetch"))
+    assert big["shared_store_requests"] * block_steps(64, 64, 64) == \
+        MATMUL_SHARED_64[variant, tile][2] * block_steps(130, 131, 33)
+    for m, n, k in ((0, 5, 3), (7, 9, 0)):
+        z = predict("matmul", variant, m=m, n=n, k=k, tile=tile)
+        assert all(z[key] == 0 for key in SHARED_METRICS)
+
+
+def test_naive_matmul_uses_no_shared_memory():
+    r = predict("matmul", "naive", m=100, n=37, k=53, tile=16)
+    assert all(r[key] == 0 for key in SHARED_METRICS)
+
+
+@pytest.mark.parametrize("variant, tile", [(v, t) for v in ("naive", "tiled") for t in (8, 16, 32)]
+                         + [("prefetch", 32), ("coarsened", 32), ("register_tiled", 64),
+                            ("warptiled", 64), ("warptiled", 128)])
+def test_fast_path_equals_the_per_warp_reference_matmul(variant, tile, rng):
+    """Block columns, block rows and tile steps past their periods, M, N, K not
+    multiples of the tile, K below 8 (row by row A sectors) and up to 300 (the
+    naive kernel's B rows repeat every up to 32)."""
+    t = tile
+    shapes = [(1, 1, 1), (7 * t, 9 * t, 6 * t), (7 * t + 1, 9 * t - 1, 6 * t + 3),
+              (6 * t + 5, 1, 3), (1, 11 * t + 2, 7), (3 * t, 2, 0), (40, 13 * t + 7, 257)]
+    for _ in range(6):
+        shapes.append(tuple(int(x) for x in (rng.integers(1, 12 * t), rng.integers(1, 12 * t),
+                                             rng.integers(0, 300))))
+    for m, n, k in shapes:
+        assert_fast_equals_reference("matmul", variant, m=m, n=n, k=k, tile=t)
+
+
+def test_matmul_traffic_and_cgma():
+    naive = model.matmul_traffic(1024, 1024, 1024, "naive", 16)
+    assert naive["cgma"] == 1.0
+    assert naive["load_bytes"] == 8 * 1024 ** 3
+    for t in (8, 16, 32):
+        tiled = model.matmul_traffic(1024, 1024, 1024, "tiled", t)
+        assert tiled["cgma"] == t
+        assert tiled["load_bytes"] == naive["load_bytes"] / t
+    for variant, (m, n, k, t) in itertools.product(("naive", "tiled"),
+                                                   ((33, 17, 5, 8), (100, 37, 53, 16))):
+        tr = model.matmul_traffic(m, n, k, variant, t)
+        pr = predict("matmul", variant, m=m, n=n, k=k, tile=t)
+        # matmul_traffic counts every thread's loads (the lesson's CGMA); the
+        # counters count a broadcast word once per warp instruction
+        if variant == "tiled":
+            assert tr["load_bytes"] == pr["gld_bytes_requested"]
+        else:
+            assert tr["load_bytes"] > pr["gld_bytes_requested"]
+        assert tr["store_bytes"] == pr["gst_bytes_requested"] == 4 * m * n
+    # every tiled kernel requests what tiled does with its tile, partial tiles included;
+    # warptiled's B by cp.async, counted in gld (and alone in gldgsts)
+    for variant, tiles in (("prefetch", (16, 32)), ("coarsened", (32,)),
+                           ("register_tiled", (64,)), ("warptiled", (64, 128))):
+        for t, (m, n, k) in itertools.product(tiles, ((33, 17, 5), (130, 129, 33),
+                                                      (129, 132, 36), (300, 257, 190))):
+            tr = model.matmul_traffic(m, n, k, variant, t)
+            pr = predict("matmul", variant, m=m, n=n, k=k, tile=t)
+            assert tr["load_bytes"] == pr["gld_bytes_requested"], (variant, t)
+            assert tr["store_bytes"] == pr["gst_bytes_requested"]
+    assert model.matmul_traffic(256, 256, 256, "warptiled") == \
+        model.matmul_traffic(256, 256, 256, "warptiled", 128)
+
+
+def test_matmul_naive_broadcasts_count_once():
+    r = predict("matmul", "naive", m=256, n=256, k=256, tile=16)
+    # a warp = 2 rows x 16 columns: A gives 2 sectors (2 words, each read by 16 lanes),
+    # B gives 2 sectors (16 words, each read by 2 lanes): 72 distinct bytes per 128 moved
+    assert r["gld_transactions_per_request"] == 2.0
+    assert r["gld_efficiency"] == 100.0 * (2 * 4 + 16 * 4) / (4 * 32)
+    # H100 (ncu and gpumem.profile, 2026-11-22): 64^3 with 8x8 blocks reads 30.00 %
+    # (A: 4 words in 4 sectors, B: 8 words in 1 sector -> 48 of 160 bytes)
+    assert predict("matmul", "naive", m=64, n=64, k=64, tile=8)["gld_efficiency"] == 30.0
+    assert predict("matmul", "naive", m=64, n=64, k=64, tile=16)["gld_efficiency"] == 56.25
+    assert predict("matmul", "tiled", m=256, n=256, k=256, tile=16)["gld_efficiency"] == 100.0

@@ -1,0 +1,70 @@
+"""gpumem.model.names and the variant names each kernel model declares: the same
+as the core's (no GPU needed, only the built extension) -- and the model itself
+imports nothing of gpumem outside gpumem.model."""
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gpumem
+from gpumem import _core, model
+from gpumem.model.names import CACHE_PATHS
+
+MODEL = Path(model.__file__).resolve().parent
+
+
+def test_model_names_come_from_the_core():
+    # every modelled family's variants, in the core's order (gm_kernels.h's enums)
+    for family, variants in model.families().items():
+        assert variants == tuple(row[1] for row in _core.variants(family)), family
+
+
+def test_model_cache_paths_are_the_cores():
+    # read_offset's load paths, in gm_cache_path order
+    assert CACHE_PATHS == tuple(_core.CACHE_PATHS)
+
+
+def test_model_variant_names_are_gpumem_variant_names():
+    have = {}
+    for v in gpumem.variants():
+        have.setdefault(v.family, set()).add(v.name)
+    for family, variants in model.families().items():
+        assert family in have, family
+        assert set(variants) == have[family], family
+    assert {"vec_add", "matmul"} <= set(have)
+
+
+def test_the_model_imports_only_itself_numpy_and_the_standard_library():
+    allowed = set(sys.stdlib_module_names) | {"numpy"}
+    for path in sorted(MODEL.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                # relative: from this package only (level 1), never gpumem's others
+                assert node.level == 1, f"{path.name}:{node.lineno} imports from outside the model"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module])
+                for name in names:
+                    top = name.split(".")[0]
+                    assert top in allowed or top == "__future__", \
+                        f"{path.name}:{node.lineno} imports {name}"
+
+
+def test_the_model_runs_without_the_core():
+    """gpumem.model imported on its own (gpumem's __init__ and _core never loaded)
+    predicts and lists its families."""
+    code = f"""
+import sys, types
+pkg = types.ModuleType("gpumem")
+pkg.__path__ = [{str(MODEL.parent)!r}]
+sys.modules["gpumem"] = pkg
+import gpumem.model as m
+assert m.predict("read_offset", "unroll1", n=2**24, offset=11)["gld_transactions"] == 5242876
+assert len(m.families()) >= 10 and m.occupancy("9.0", 256, 32, 0).occupancy == 1.0
+loaded = sorted(k for k in sys.modules
+                if k.startswith("gpumem") and not k.startswith("gpumem.model"))
+assert loaded == ["gpumem"], loaded
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=str(MODEL.parent.parent))

@@ -1,0 +1,215 @@
+"""The package's layers, read from the code itself (``ast`` over every module):
+
+    gpumem._core (C) -> runtime -> tools -> lessons -> face (__init__, report, CLI, experiments)
+    gpumem.model: pure Python, imports nothing of gpumem's outside gpumem.model
+
+Every import is resolved (``import gpumem``, ``from gpumem import x``, relative
+``from .. import x``, ``importlib.import_module("gpumem.x")`` with a literal
+name) and must point down or sideways within a layer, never up; no lesson
+imports another lesson; no circle among modules.  And a lesson is a plug-in:
+its declaration (``LESSON``) names files that exist, families the core offers,
+and everything that lists lessons reads the declarations.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+import re
+
+import pytest
+
+import gpumem as gm
+
+ROOT = pathlib.Path(gm.__file__).resolve().parent
+REPO = ROOT.parent
+SOURCE_TREE = (REPO / "csrc").is_dir()     # the checks on files beside the package
+LAYERS = {"_core": 0, "runtime": 1, "tools": 2, "lessons": 3, "face": 4}
+
+
+def _module_name(path: pathlib.Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "face"
+    if parts[1] in ("_core", "runtime", "tools", "lessons", "model"):
+        return parts[1]
+    return "face"                       # report, experiments, __main__
+
+
+def _resolve(module: str, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    is_package = MODULES[module].name == "__init__.py"
+    base = base[: len(base) - node.level + (1 if is_package else 0)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(module: str) -> set[str]:
+    """The gpumem modules ``module`` imports (top-level or lazily inside functions)."""
+    tree = ast.parse(MODULES[module].read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "gpumem"}
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, node)
+            if target.split(".")[0] != "gpumem":
+                continue
+            for a in node.names:                       # from gpumem.x import y: y may be a module
+                sub = f"{target}.{a.name}"
+                found.add(sub if sub in MODULES or sub == "gpumem._core" else target)
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and node.args[0].value.startswith("gpumem")):
+            found.add(node.args[0].value)
+    found.discard(module)
+    return found
+
+
+def _allowed(src: str, dst: str) -> bool:
+    a, b = _layer(src), _layer(dst)
+    if dst == "gpumem._core":
+        return a != "model"
+    if a == "model" or b == "model":
+        return b == "model" or a != "model"     # the model imports only itself; all may use it
+    if dst == "gpumem":
+        return a == "face"                      # the package face is the top
+    return LAYERS[b] <= LAYERS[a]
+
+
+def test_every_module_is_in_a_layer():
+    assert "gpumem.runtime.launches" in MODULES and "gpumem.lessons.matmul" in MODULES
+    for name in MODULES:
+        assert _layer(name) in (*LAYERS, "model"), name
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_only_call_down(module):
+    bad = sorted(d for d in imports(module) if not _allowed(module, d))
+    assert not bad, f"{module} ({_layer(module)}) imports upward: {bad}"
+
+
+def test_no_lesson_imports_another_lesson():
+    for module in MODULES:
+        if _layer(module) != "lessons" or module == "gpumem.lessons":
+            continue
+        other = sorted(d for d in imports(module)
+                       if d.startswith("gpumem.lessons.") and d != module)
+        assert not other, f"{module} imports another lesson: {other}"
+
+
+def test_no_circle_among_modules():
+    graph = {m: {d for d in imports(m) if d in MODULES} for m in MODULES}
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(graph[m]):
+            if d == "gpumem" or m == "gpumem":
+                continue                         # the face imports everything; nothing imports it
+            if state.get(d) == 1:
+                raise AssertionError("import circle: " + " -> ".join(path + [m, d]))
+            if d not in state:
+                visit(d, path + [m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+
+
+def test_the_layer_test_catches_an_upward_import(tmp_path, monkeypatch):
+    # a runtime module importing the face, a tool importing a lesson, the model importing _core
+    for src, dst in (("gpumem.runtime.launches", "gpumem"),
+                     ("gpumem.tools.sweep", "gpumem.lessons.access"),
+                     ("gpumem.model.coalescing", "gpumem._core"),
+                     ("gpumem.lessons.access", "gpumem.report")):
+        assert not _allowed(src, dst), (src, dst)
+    fake = tmp_path / "gpumem" / "runtime" / "launches.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("import gpumem\nfrom .. import lessons\n")
+    monkeypatch.setitem(MODULES, "gpumem.runtime.launches", fake)
+    assert imports("gpumem.runtime.launches") == {"gpumem", "gpumem.lessons"}
+
+
+# ---- a lesson is a plug-in ------------------------------------------------------------------
+DECLARED = gm.lessons.declarations()
+
+
+def test_lessons_are_the_modules_of_the_lessons_package():
+    on_disk = {p.stem for p in (ROOT / "lessons").glob("*.py") if p.stem != "__init__"}
+    assert set(gm.lessons.LESSONS) == on_disk
+    assert [d.name for d in DECLARED] == list(gm.lessons.LESSONS)
+
+
+def test_every_family_belongs_to_exactly_one_lesson():
+    owners: dict[str, str] = {}
+    for d in DECLARED:
+        for f in d.families:
+            assert f not in owners, f"{f} declared by {owners[f]} and {d.name}"
+            owners[f] = d.name
+    assert set(owners) == {v.family for v in gm.variants()}
+
+
+def test_every_lesson_declares_what_the_rest_needs():
+    for d in DECLARED:
+        module = importlib.import_module(f"gpumem.lessons.{d.name}")
+        assert d.idea and d.families and d.exports and d.notebooks, d.name
+        assert callable(d.sanitize), f"{d.name} declares no sanitizer calls"
+        assert callable(d.headline), f"{d.name} declares no report headline"
+        assert callable(d.report_sweeps), f"{d.name} declares no report sweeps"
+        for name in d.exports + d.sweeps:
+            assert callable(getattr(module, name)), f"{d.name}.{name}"
+            assert name in module.__all__, f"{d.name}.__all__ lacks {name}"
+        for name in d.exports:
+            assert getattr(gm, name) is getattr(module, name)
+        assert set(d.model) <= set(gm.model.families()), d.name
+
+
+@pytest.mark.skipif(not SOURCE_TREE, reason="the files beside the package: a source checkout")
+def test_every_lesson_is_one_stem_in_every_folder():
+    for d in DECLARED:
+        assert (REPO / "cuda" / f"{d.name}.cu").is_file(), d.name
+        assert (REPO / "csrc" / "lessons" / f"{d.name}.c").is_file(), d.name
+        assert (REPO / "tests" / f"test_{d.name}.py").is_file(), d.name
+        for nb in d.notebooks:
+            assert re.fullmatch(r"\d\d_" + d.name + r"(_\w+)?", nb), nb
+            assert (REPO / "notebooks" / f"{nb}.ipynb").is_file(), nb
+        if d.benchmark:
+            assert (REPO / "benchmarks" / f"bench_{d.benchmark}.py").is_file(), d.benchmark
+    stems = {p.stem for p in (REPO / "csrc" / "lessons").glob("*.c")}
+    assert stems == set(gm.lessons.LESSONS)
+
+
+def test_the_report_and_its_sweeps_come_from_the_lessons():
+    from gpumem import report
+
+    assert [name for name, _ in report.HEADLINES] == ["device"] + [
+        d.name for d in DECLARED if d.headline]
+    assert dict(report.HEADLINES)["matmul"] is gm.lessons.matmul.LESSON.headline
+    assert list(report.SWEEPS) == ["device"] + [d.name for d in DECLARED if d.report_sweeps]
+
+
+@pytest.mark.skipif(not SOURCE_TREE, reason="the README beside the package: a source checkout")
+def test_readme_lists_every_lesson_with_its_stems():
+    text = (REPO / "README.md").read_text()
+    for d in DECLARED:
+        row = next((line for line in text.splitlines()
+                    if line.startswith(f"| `{d.name}` |")), None)
+        assert row is not None, f"README's lesson table has no row for {d.name}"
+        assert d.idea in row, f"README's {d.name} row does not say the declared idea"
+        for nb in d.notebooks:
+            assert nb in row, f"README's {d.name} row does not name {nb}"
