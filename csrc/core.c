@@ -1,34 +1,20 @@
-/* core.c -- the module gpumem._core: its layers in order, and the list of
- * kernel families it offers (each lesson's csrc/<lesson>.c defines its own). */
+/* core.c -- the module gpumem._core: its layers initialised in order (gm.h
+ * lists them), then every lesson.  The lesson list is derived, not kept by
+ * hand: gm_lessons.inc, which setup.py generates into the build's temp
+ * folder, holds one GM_LESSON(<stem>) per csrc/lessons/<stem>.c, and each
+ * such file defines `const gm_lesson gm_lesson_<stem>` (its families, plain
+ * functions and init).  Adding a lesson edits nothing here. */
 #define GM_IMPORT_ARRAY
 #include "gm.h"
 
-extern const gm_family gm_matmul_family;                                   /* matmul.c */
-extern const gm_family gm_vec_add_family, gm_read_offset_family, gm_write_offset_family,
-    gm_copy_family;                                                        /* access.c */
-extern const gm_family gm_strided_read_family, gm_struct_update_family,
-    gm_distance_family;                                                    /* layout.c */
-extern const gm_family gm_stencil_1d_family, gm_constant_broadcast_family; /* stencil.c */
-extern const gm_family gm_thread_histogram_family, gm_lifetimes_family,
-    gm_register_pressure_family, gm_divergence_family;                     /* spaces.c */
-extern const gm_family gm_transpose_family, gm_shared_stride_family;    /* transpose.c */
-extern const gm_family gm_latency_family, gm_bandwidth_family;            /* ladder.c */
-int gm_ladder_init(PyObject *module);                                      /* ladder.c */
-extern const gm_family gm_read_sum_family, gm_scale_family;               /* transfer.c */
-int gm_transfer_init(PyObject *module);                                    /* transfer.c */
-int gm_introspect_init(PyObject *module);                                  /* introspect.c */
+#define GM_LESSON(stem) extern const gm_lesson gm_lesson_##stem;
+#include "gm_lessons.inc"
+#undef GM_LESSON
 
-static const gm_family *const gm_all_families[] = {
-    &gm_vec_add_family,          &gm_matmul_family,
-    &gm_read_offset_family,      &gm_write_offset_family,
-    &gm_copy_family,             &gm_strided_read_family,
-    &gm_struct_update_family,    &gm_distance_family,
-    &gm_stencil_1d_family,       &gm_constant_broadcast_family,
-    &gm_thread_histogram_family, &gm_lifetimes_family,
-    &gm_register_pressure_family, &gm_divergence_family,
-    &gm_transpose_family,        &gm_shared_stride_family,
-    &gm_latency_family,          &gm_bandwidth_family,
-    &gm_read_sum_family,         &gm_scale_family,
+static const gm_lesson *const gm_lessons[] = {
+#define GM_LESSON(stem) &gm_lesson_##stem,
+#include "gm_lessons.inc"
+#undef GM_LESSON
     NULL,
 };
 
@@ -61,11 +47,10 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *m = PyModule_Create(&gm_module);
     if (m == NULL)
         return NULL;
-    if (gm_errors_init(m) < 0 || gm_device_init(m) < 0 || gm_memory_init(m) < 0 ||
-        gm_hostmem_init(m) < 0 || gm_dlpack_init(m) < 0 ||
+    if (gm_errors_init(m) < 0 || gm_device_init(m) < 0 || gm_alloc_init(m) < 0 ||
+        gm_hostmem_init(m) < 0 || gm_memory_init(m) < 0 || gm_measure_init(m) < 0 ||
         gm_launch_init(m) < 0 || gm_profile_init(m) < 0 ||
-        gm_registry_init(m, gm_all_families) < 0 || gm_introspect_init(m) < 0 ||
-        gm_ladder_init(m) < 0 || gm_transfer_init(m) < 0 ||
+        gm_registry_init(m, gm_lessons) < 0 || gm_introspect_init(m) < 0 ||
         add_cache_paths(m) < 0) {
         Py_DECREF(m);
         return NULL;

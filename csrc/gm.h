@@ -1,17 +1,67 @@
-/* gm.h -- the infrastructure of gpumem._core, in layers that never call
- * upward:
- *   errors and device   errors.c, device.c
- *   memory              devarray.c (DeviceArray, kernel operands),
- *                       hostmem.c (pinned memory, staged copies),
- *                       dlpack.c (DLPack and CUDA array interface in and out)
- *   launch              launch.c (events, LaunchRecords, the profiler hook)
- *   entry points        entry.c (one parse-validate-upload-launch-finish path
- *                       driven by a family's argument table), registry.c
- *   lessons             matmul.c access.c layout.c stencil.c spaces.c
- *                       introspect.c: argument tables, shape rules, params
- *   module              core.c (the list of families, PyInit)
- * The profiler (profile*.c) sits beside launch: it registers itself as the
- * launch hook.  No lesson file includes or calls another lesson's file. */
+/* gm.h -- the one shared header of gpumem._core (C11): every declaration the
+ * units of csrc/ share, section by section in the order of their layers.
+ *
+ * Rooms.  csrc/runtime/: the infrastructure every lesson uses (errors and
+ * arguments, the device, memory, measurement, the launch path, entry points
+ * and the registry).  csrc/profiler/: hardware counters through CUPTI
+ * (profile.h is its private header).  csrc/lessons/<stem>.c: one file per
+ * lesson -- its families' argument tables, shape rules and params, and its
+ * plain functions -- ending in `const gm_lesson gm_lesson_<stem>`.
+ * csrc/core.c: the module (PyInit); its lesson list is generated at build
+ * time (gm_lessons.inc, one GM_LESSON(<stem>) per csrc/lessons/<stem>.c), so
+ * adding a lesson edits neither core.c nor this header.  cuda/: kernels and
+ * their extern "C" launchers (gm_kernels.h).
+ *
+ * Layers that only call down.  A unit names (calls, reads) only what units of
+ * lower layers define, and within its layer only what earlier units of the
+ * order below define: there is no circle.  A higher unit reaches a lower one
+ * through a function pointer only where the lower one offers a hook (the
+ * profiler registers itself with gm_launch_set_hook).  No lesson names
+ * another lesson's symbols.  tests/test_c_layers.py reads the block below
+ * and checks every unit against it.
+ *
+ * gm-layers (lowest first):
+ *   kernels:  cuda/runtime.cu
+ *   errors:   csrc/runtime/errors.c csrc/runtime/args.c
+ *   device:   csrc/runtime/device.c
+ *   memory:   csrc/runtime/alloc.c csrc/runtime/hostmem.c csrc/runtime/dlpack.c
+ *             csrc/runtime/devarray.c
+ *   measure:  csrc/runtime/measure.c
+ *   launch:   csrc/runtime/launch.c
+ *   profiler: csrc/profiler/profile_cupti.c csrc/profiler/profile_state.c
+ *             csrc/profiler/profile_eval.c csrc/profiler/profile_pass.c
+ *             csrc/profiler/profile_replay.c csrc/profiler/profile_launch.c
+ *             csrc/profiler/profile_session.c csrc/profiler/profile.c
+ *   entry:    csrc/runtime/entry.c csrc/runtime/registry.c csrc/runtime/introspect.c
+ *   lessons:  cuda/<stem>.cu csrc/lessons/<stem>.c (every other .cu and lesson file)
+ *   module:   csrc/core.c
+ * gm-layers end
+ *
+ *   errors    errors.c: gpumem's exceptions, CUDA errors turned into them;
+ *             args.c: argument conversion -- int, str, shape, dtype, the
+ *             gm_arg tables and the one parser of plain (non-kernel) functions
+ *   device    device.c: discovery, is_available(), device()
+ *   memory    alloc.c: the allocators (device and pinned host memory, each
+ *             with its account; a pool later), memory_info(), bytes_held();
+ *             hostmem.c: pinned NumPy arrays and the staged copies;
+ *             dlpack.c: the DLPack and CUDA-array-interface protocols on raw
+ *             memory (it knows no DeviceArray); devarray.c: DeviceArray, its
+ *             one constructor, __dlpack__, from_dlpack(), to_device(),
+ *             empty(), kernel operands
+ *   measure   measure.c: the one event-timing path, the L2-flush buffer and
+ *             kernel row, _time_memcpy()
+ *   launch    launch.c: gm_launch() -- every kernel launch of the extension,
+ *             LaunchRecords, the profiler's hook -- and gm_flush_l2(),
+ *             _l2_flush()
+ *   profiler  profile*.c (profile.h says which does what): registers its
+ *             launch hook from above
+ *   entry     entry.c: the one path of every kernel entry point, driven by
+ *             its family's table; registry.c: the lessons' families and
+ *             plain functions in the module, variants(), args();
+ *             introspect.c: kernel_attributes(), kernel_occupancy()
+ *   lessons   csrc/lessons/<stem>.c over cuda/<stem>.cu, each on its own
+ *   module    core.c
+ */
 #ifndef GM_H
 #define GM_H
 
@@ -29,7 +79,7 @@
 
 #include "gm_kernels.h"
 
-/* ---- errors (errors.c) and the device (device.c) ---------------------------------------------------- */
+/* ---- errors (errors.c) ------------------------------------------------------ */
 extern PyObject *gm_CudaError;            /* RuntimeError */
 extern PyObject *gm_CudaUnavailableError; /* CudaError */
 extern PyObject *gm_DeviceMemoryError;    /* CudaError, MemoryError */
@@ -51,14 +101,9 @@ int gm_set_cuda_error(cudaError_t err, const char *call);
         }                                                                      \
     } while (0)
 
-/* 0 when device 0 is usable (context created), else -1 with
- * CudaUnavailableError set.  Cheap after the first call. */
-int gm_ensure_device(void);
-
 int gm_errors_init(PyObject *module);
-int gm_device_init(PyObject *module); /* is_available, device, memory_info, ... */
 
-/* ---- argument conversion (errors.c) --------------------------------------- */
+/* ---- arguments (args.c) ------------------------------------------------------ */
 /* Read an integer argument named `name` for function `fn`: any object with
  * __index__ (int, numpy integers), never a bool; TypeError naming it
  * otherwise.  Returns 0 / -1. */
@@ -73,36 +118,13 @@ int gm_arg_range(PyObject *obj, const char *fn, const char *name, long long lo, 
  * unknown; allowed: ..." otherwise). */
 int gm_arg_choice(PyObject *obj, const char *fn, const char *name, const char *const *choices,
                   int *out);
+/* "'a', 'b', 'c'" of the names at `names`, `stride` bytes apart, up to a NULL. */
+void gm_list_names(const char *const *names, size_t stride, char *buf, size_t len);
 
-/* ---- device memory and DeviceArray (devarray.c) -------------------------- */
+/* Shapes and dtypes. */
 #define GM_MAXDIM 32
-
-typedef struct {
-    PyObject_HEAD
-    void *ptr;
-    int ndim;
-    npy_intp shape[GM_MAXDIM];
-    PyArray_Descr *dtype;
-    size_t nbytes;
-    PyObject *owner; /* NULL: gpumem's cudaMalloc; else who frees the memory (from_dlpack) */
-} gm_DeviceArray;
-
-extern PyTypeObject gm_DeviceArray_Type;
-#define gm_DeviceArray_Check(o) PyObject_TypeCheck((o), &gm_DeviceArray_Type)
-
-int gm_device_alloc(size_t nbytes, void **ptr);
-void gm_device_free(void *ptr, size_t nbytes);
-long long gm_bytes_held(void);
-
-/* New, uninitialised device array (steals nothing; dtype is borrowed). */
-gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *dtype);
-/* Copy a host array (any layout) to a new device array. */
-gm_DeviceArray *gm_devarray_from_host(PyArrayObject *arr);
-/* Copy a device array back into a new C-contiguous ndarray. */
-PyObject *gm_devarray_get(gm_DeviceArray *d);
-
-/* ... or into `out` (None/NULL: a new one), checked and returned. */
-PyObject *gm_devarray_get_into(gm_DeviceArray *d, PyObject *out);
+/* Shape as "(3, 4)" into buf. */
+const char *gm_shape_str(int ndim, const npy_intp *shape, char *buf, size_t len);
 /* Bytes of an array of this shape and dtype; ValueError naming fn otherwise. */
 int gm_shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, size_t *out,
                     const char *fn);
@@ -115,142 +137,11 @@ int gm_check_plain_dtype(PyArray_Descr *dtype, const char *what);
 int gm_shape_dtype(const char *fn, PyObject *shape_obj, PyObject *dtype_obj,
                    PyArray_Dims *shape, PyArray_Descr **dtype, size_t *nbytes);
 
-/* Adds DeviceArray, to_device() and empty() to the module. */
-int gm_memory_init(PyObject *module);
-
-/* ---- page-locked host memory and staged copies (hostmem.c) -------------------- */
-/* cudaHostAlloc / cudaFreeHost through the pinned account (memory_info()). */
-int gm_host_alloc(size_t nbytes, unsigned flags, void **ptr);
-void gm_host_free(void *ptr, size_t nbytes);
-long long gm_pinned_bytes(void);
-/* Copy between host and device memory (to_device: host -> device), the GIL
- * released: pageable host memory of 2 MiB and more through the staging
- * threads, the rest by cudaMemcpy.  0 / -1 with CudaError set. */
-int gm_copy_host(void *dst, const void *src, size_t nbytes, int to_device);
-int gm_hostmem_init(PyObject *module); /* pinned_empty, PinnedMemory, _stage_* */
-
-/* ---- DLPack and the CUDA array interface (dlpack.c) ---------------------------- */
-PyObject *gm_devarray_dlpack(gm_DeviceArray *d, PyObject *args, PyObject *kwargs);
-PyObject *gm_devarray_dlpack_device(gm_DeviceArray *d, PyObject *unused);
-/* x's device memory as a DeviceArray (shared); fn names the caller. */
-PyObject *gm_from_dlpack_obj(PyObject *x, const char *fn);
-int gm_dlpack_init(PyObject *module); /* from_dlpack */
-
-/* ---- kernel operands (devarray.c) ---------------------------------------- */
-/* An input of a kernel: an ndarray (uploaded for the call) or a DeviceArray.
- * gm_operand_parse checks type and dtype without touching the device;
- * gm_operand_upload makes `dev` valid; gm_operand_release frees what the
- * call allocated. */
-typedef struct {
-    PyObject *obj;        /* borrowed: what the caller passed */
-    int on_device;        /* the caller passed a DeviceArray */
-    int ndim;
-    const npy_intp *shape;
-    gm_DeviceArray *dev;  /* owned reference once uploaded */
-} gm_operand;
-
-int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenum,
-                     gm_operand *op);
-int gm_operand_upload(gm_operand *op);
-long long gm_operand_size(const gm_operand *op); /* elements */
-void gm_operand_release(gm_operand *op);
-/* Check an `out=` argument: a DeviceArray with this shape and dtype. */
-int gm_check_out(PyObject *out, const char *fn, int ndim, const npy_intp *shape, int typenum);
-/* Shape as "(3, 4)" into buf. */
-const char *gm_shape_str(int ndim, const npy_intp *shape, char *buf, size_t len);
-
-/* ---- the one launch path (launch.c) --------------------------------------- */
-typedef cudaError_t (*gm_launcher)(const void *params, gm_dims *dims, cudaStream_t stream);
-
-/* A named kernel variant: one row of its family's table. */
-typedef struct {
-    const char *family;
-    const char *name;
-    const char *idea;     /* the one memory idea it shows */
-    const char *bytes;    /* the bytes it must move, as a formula */
-    const char *flops;    /* the FLOPs it does, as a formula */
-    gm_launcher launch;   /* the family's launcher (gm_<family>) */
-    /* The family's kernel selector (gm_<family>_kernel): the __global__
-     * function the launcher runs for these params. */
-    const void *(*kernel)(const void *params);
-    int select;           /* its enum value in gm_kernels.h (params->variant) */
-} gm_variant;
-
-/* Thunks from the one launcher signature to family f's typed launcher and
- * kernel selector, and a row of f's variant table that uses them. */
-#define GM_THUNKS(f)                                                           \
-    static cudaError_t gm_run_##f(const void *p, gm_dims *d, cudaStream_t s)   \
-    {                                                                          \
-        return gm_##f((const gm_##f##_params *)p, d, s);                       \
-    }                                                                          \
-    static const void *gm_kernel_##f(const void *p)                            \
-    {                                                                          \
-        return gm_##f##_kernel((const gm_##f##_params *)p);                    \
-    }
-#define GM_ROW(f, name, select, idea, bytes, flops)                            \
-    {#f, name, idea, bytes, flops, gm_run_##f, gm_kernel_##f, select}
-#define GM_END_ROWS {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0}
-
-/* A device buffer of a launch.  In gm_launch_info.inout: one the kernel both
- * reads and writes (an in-place update), which replaying the launch must
- * restore first.  In gm_launch_info.buffers: every buffer the kernel may
- * touch, `access` saying how (GM_READS | GM_WRITES). */
-enum { GM_READS = 1, GM_WRITES = 2 };
-typedef struct {
-    void *ptr;
-    size_t nbytes;
-    int access;
-} gm_buffer;
-
-typedef struct gm_launch_info gm_launch_info;
-struct gm_launch_info {
-    const gm_variant *variant;
-    PyObject *params;     /* borrowed dict of the call's parameters */
-    double bytes;         /* bytes the launch must move */
-    double flops;         /* floating-point operations of the launch */
-    const gm_buffer *inout; /* buffers the kernel reads and writes (may be NULL) */
-    int n_inout;
-    /* Replaying the launch later on copies of its buffers (the profiler's
-     * block replay): every buffer the kernel touches, and moved(), which fills
-     * `params` (GM_PARAMS_MAX bytes) for the same launch with buffers[i] at
-     * to[i].  moved is NULL when the launch depends on device state outside
-     * these buffers (a __constant__ or __device__ variable, pointers stored in
-     * a buffer): it can only be replayed on the spot. */
-    const gm_buffer *buffers;
-    int n_buffers;
-    void (*moved)(const gm_launch_info *info, void *const *to, void *params);
-    const void *call;     /* moved()'s own (the entry point's gm_call) */
-};
-
-/* Time `params` through info->variant->launch with CUDA events, check the
- * launch and the execution, and publish a LaunchRecord.  0 / -1. */
-int gm_launch(const gm_launch_info *info, const void *params);
-int gm_launch_init(PyObject *module);
-
-/* A hook gm_launch() calls before the timed launch (the profiler registers
- * one while a gpumem.profile() block is open): it may replay the launch as
- * often as it needs, must leave every info->inout buffer as it found it, and
- * returns the launch's metrics (new dict), or NULL with an exception set.
- * The ordinary timed launch runs after it, so a hook never changes the timing
- * or the result of the call.  NULL removes the hook. */
-typedef PyObject *(*gm_launch_hook)(const gm_launch_info *info, const void *params);
-void gm_launch_set_hook(gm_launch_hook hook);
-
-/* ---- hardware counters (profile*.c): adds _profile_* and ProfilerError ---- */
-int gm_profile_init(PyObject *module);
-
-/* ---- entry points (entry.c) --------------------------------------------------
- * A kernel family is described, not programmed: its arguments (a table of
- * gm_arg), its shape rules (check), the device work before its launch
- * (prepare, rarely needed) and how its params struct is filled (fill).  One
- * generic path does the rest, always in this order: bind the arguments,
- * convert and check each one, check the shapes, check out=, and only then
- * touch the device -- upload, allocate the result, prepare, launch, hand
- * back a DeviceArray (any input or out= on the device) or an ndarray. */
+/* Argument tables.  A function of the module -- a kernel family's (entry.c)
+ * or a plain one (below) -- is described by a table of gm_arg, ended by
+ * {NULL}; one binder, one converter and one signature generator serve both,
+ * and _core.args(name) shows any table to Python. */
 #define GM_MAX_ARGS 8
-#define GM_SLOT_RES GM_MAX_ARGS       /* gm_call.moved: the result's slot */
-#define GM_SLOT_TMP (GM_MAX_ARGS + 1) /* and tmp's */
-#define GM_PARAMS_MAX 256 /* bytes: every gm_<family>_params fits */
 
 typedef enum {
     GM_ARRAY = 1, /* float32 ndarray or DeviceArray (a gm_operand) */
@@ -282,6 +173,281 @@ typedef struct {
     int ndim;                   /* GM_ARRAY: 1 or 2; 0 for any */
     const char *what;           /* said after the allowed values, e.g. " threads" */
 } gm_arg;
+
+/* Convert obj (not None) for a GM_INT, GM_BOOL or GM_CHOICE argument: the
+ * value (GM_CHOICE: the index, *s its name).  Every check of the row, its
+ * error naming fn, the argument, the value and what is allowed.  0 / -1. */
+int gm_arg_value(const gm_arg *a, PyObject *obj, const char *fn, long long *v, const char **s);
+/* Bind positional and keyword arguments to the visible (not GM_HIDDEN) rows
+ * of `args` -- bound[i], borrowed, NULL when not passed -- and, when has_out,
+ * out= to bound[n] (n rows).  TypeError as CPython words it otherwise. */
+int gm_bind(const char *fn, const gm_arg *args, int has_out, PyObject *tuple, PyObject *kwargs,
+            PyObject **bound);
+/* "name($module, a, b, *, c=1, out=None)\n--\n\n" + doc, the form from which
+ * CPython derives __text_signature__ (PyMem_Malloc'd; NULL when out of memory). */
+char *gm_signature_doc(const char *name, const gm_arg *args, int has_out, const char *doc);
+/* A tuple of one dict per row (name, kind, flags, default, range, allowed,
+ * choices, ndim, what): _core.args().  GM_VARIANT rows list the names at
+ * `variants` (`stride` bytes apart, up to a NULL; NULL: none). */
+PyObject *gm_args_describe(const gm_arg *args, const char *const *variants, size_t stride);
+/* Add a function `name` to the module: meth(capsule of ptr named capname, args, kwargs);
+ * doc from gm_signature_doc (owned by the function from then on). */
+int gm_add_function(PyObject *module, const char *name, char *doc, PyCFunction meth,
+                    const char *capname, const void *ptr);
+
+/* A plain function: no kernel family, just its argument table and what it
+ * does with the converted arguments. */
+typedef struct {
+    const char *fn;
+    PyObject *obj[GM_MAX_ARGS];  /* as passed (borrowed); NULL when not passed or None */
+    int given[GM_MAX_ARGS];
+    long long v[GM_MAX_ARGS];    /* GM_INT, GM_BOOL value; GM_CHOICE index */
+    const char *s[GM_MAX_ARGS];  /* GM_CHOICE name */
+} gm_parsed;
+
+typedef struct {
+    const char *name;
+    const char *doc;           /* after the generated signature */
+    const gm_arg *args;        /* GM_INT, GM_BOOL, GM_CHOICE, GM_OBJECT rows */
+    PyObject *(*run)(const gm_parsed *p);
+} gm_plain;
+
+/* Bind and convert a plain function's arguments (None: the default, except
+ * for a required argument).  0 / -1. */
+int gm_parse(const char *fn, const gm_arg *args, PyObject *tuple, PyObject *kwargs, gm_parsed *p);
+/* Add every function of `fns` (ended by {NULL}) to the module; each is found
+ * again by gm_find_plain (for _core.args()). */
+int gm_add_plain(PyObject *module, const gm_plain *fns);
+const gm_plain *gm_find_plain(const char *name); /* NULL, no exception, when none */
+
+/* ---- the device (device.c) ----------------------------------------------------- */
+/* 0 when device 0 is usable (context created), else -1 with
+ * CudaUnavailableError set.  Cheap after the first call. */
+int gm_ensure_device(void);
+int gm_device_init(PyObject *module); /* is_available, device, runtime_version */
+
+/* ---- the allocators (alloc.c) --------------------------------------------------- */
+/* Every device allocation of gpumem: cudaMalloc through the account of
+ * bytes_held() (DeviceMemoryError saying how much is free when it fails). */
+int gm_device_alloc(size_t nbytes, void **ptr);
+void gm_device_free(void *ptr, size_t nbytes);
+long long gm_bytes_held(void);
+/* cudaHostAlloc / cudaFreeHost through the pinned account (memory_info()). */
+int gm_host_alloc(size_t nbytes, unsigned flags, void **ptr);
+void gm_host_free(void *ptr, size_t nbytes);
+long long gm_pinned_bytes(void);
+/* Pinned bytes gpumem holds outside gm_host_alloc (hostmem.c's staging buffers). */
+void gm_pinned_count(long long delta);
+int gm_alloc_init(PyObject *module); /* memory_info, bytes_held */
+
+/* ---- page-locked host memory and staged copies (hostmem.c) -------------------- */
+/* Copy between host and device memory (to_device: host -> device), the GIL
+ * released: pageable host memory of 2 MiB and more through the staging
+ * threads, the rest by cudaMemcpy.  0 / -1 with CudaError set. */
+int gm_copy_host(void *dst, const void *src, size_t nbytes, int to_device);
+int gm_hostmem_init(PyObject *module); /* pinned_empty, PinnedMemory, _stage_* */
+
+/* ---- DLPack and the CUDA array interface (dlpack.c) ---------------------------- */
+/* Memory described by another library: what DeviceArray's constructor needs. */
+typedef struct {
+    void *ptr;
+    int ndim;
+    npy_intp shape[GM_MAXDIM];
+    PyArray_Descr *dtype; /* owned */
+    PyObject *owner;      /* owned: frees the memory when released */
+} gm_foreign;
+
+/* __dlpack__'s arguments: *versioned (a 1.x capsule wanted), *copy (True
+ * asked for).  0, or -1 with the exception __dlpack__ raises. */
+int gm_dlpack_request(PyObject *args, PyObject *kwargs, int *versioned, int *copy);
+/* A DLPack capsule of C-contiguous device memory; `keep` (borrowed) is kept
+ * alive until the consumer is done. */
+PyObject *gm_dlpack_capsule(PyObject *keep, void *ptr, int ndim, const npy_intp *shape,
+                            PyArray_Descr *dtype, int versioned, int copied);
+PyObject *gm_dlpack_device(void); /* (2, 0) */
+/* x's device memory (__dlpack__ or __cuda_array_interface__, on device 0,
+ * C-contiguous) into *out; fn names the caller.  0 / -1. */
+int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out);
+
+/* ---- DeviceArray and kernel operands (devarray.c) ------------------------------ */
+#define GM_MAXDIM 32
+
+typedef struct {
+    PyObject_HEAD
+    void *ptr;
+    int ndim;
+    npy_intp shape[GM_MAXDIM];
+    PyArray_Descr *dtype;
+    size_t nbytes;
+    PyObject *owner; /* NULL: gpumem's cudaMalloc; else who frees the memory (from_dlpack) */
+} gm_DeviceArray;
+
+extern PyTypeObject gm_DeviceArray_Type;
+#define gm_DeviceArray_Check(o) PyObject_TypeCheck((o), &gm_DeviceArray_Type)
+
+/* New, uninitialised device array (steals nothing; dtype is borrowed). */
+gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *dtype);
+/* Copy a host array (any layout) to a new device array. */
+gm_DeviceArray *gm_devarray_from_host(PyArrayObject *arr);
+/* Copy a device array back into a new C-contiguous ndarray. */
+PyObject *gm_devarray_get(gm_DeviceArray *d);
+/* ... or into `out` (None/NULL: a new one), checked and returned. */
+PyObject *gm_devarray_get_into(gm_DeviceArray *d, PyObject *out);
+
+/* Adds DeviceArray, to_device(), empty() and from_dlpack() to the module. */
+int gm_memory_init(PyObject *module);
+
+/* An input of a kernel: an ndarray (uploaded for the call) or a DeviceArray.
+ * gm_operand_parse checks type and dtype without touching the device;
+ * gm_operand_upload makes `dev` valid; gm_operand_release frees what the
+ * call allocated. */
+typedef struct {
+    PyObject *obj;        /* borrowed: what the caller passed */
+    int on_device;        /* the caller passed a DeviceArray */
+    int ndim;
+    const npy_intp *shape;
+    gm_DeviceArray *dev;  /* owned reference once uploaded */
+} gm_operand;
+
+int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenum,
+                     gm_operand *op);
+int gm_operand_upload(gm_operand *op);
+long long gm_operand_size(const gm_operand *op); /* elements */
+void gm_operand_release(gm_operand *op);
+/* Check an `out=` argument: a DeviceArray with this shape and dtype. */
+int gm_check_out(PyObject *out, const char *fn, int ndim, const npy_intp *shape, int typenum);
+
+/* ---- kernel variants (types: the rows of every table below) -------------------- */
+typedef cudaError_t (*gm_launcher)(const void *params, gm_dims *dims, cudaStream_t stream);
+
+/* A named kernel variant: one row of its family's table. */
+typedef struct {
+    const char *family;
+    const char *name;
+    const char *idea;     /* the one memory idea it shows */
+    const char *bytes;    /* the bytes it must move, as a formula */
+    const char *flops;    /* the FLOPs it does, as a formula */
+    gm_launcher launch;   /* the family's launcher (gm_<family>) */
+    /* The family's kernel selector (gm_<family>_kernel): the __global__
+     * function the launcher runs for these params. */
+    const void *(*kernel)(const void *params);
+    int select;           /* its enum value in gm_kernels.h (params->variant) */
+} gm_variant;
+
+/* Thunks from the one launcher signature to family f's typed launcher and
+ * kernel selector, and a row of f's variant table that uses them. */
+#define GM_THUNKS(f)                                                           \
+    static cudaError_t gm_run_##f(const void *p, gm_dims *d, cudaStream_t s)   \
+    {                                                                          \
+        return gm_##f((const gm_##f##_params *)p, d, s);                       \
+    }                                                                          \
+    static const void *gm_kernel_##f(const void *p)                            \
+    {                                                                          \
+        return gm_##f##_kernel((const gm_##f##_params *)p);                    \
+    }
+#define GM_ROW(f, name, select, idea, bytes, flops)                            \
+    {#f, name, idea, bytes, flops, gm_run_##f, gm_kernel_##f, select}
+#define GM_END_ROWS {NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0}
+
+/* ---- measurement (measure.c) ---------------------------------------------------- */
+/* The one event-timing path.  n events (all or none; 0 / -1), and their end. */
+int gm_events_create(cudaEvent_t *ev, int n);
+void gm_events_destroy(cudaEvent_t *ev, int n);
+/* Wait for `to` with the GIL released, then the ms from `from` to it.  A
+ * failed wait is reported as `what` (NULL: the call).  0 / -1. */
+int gm_event_ms(cudaEvent_t from, cudaEvent_t to, const char *what, double *ms);
+/* Wait for a stream with the GIL released (what: as above).  0 / -1. */
+int gm_stream_wait(cudaStream_t stream, const char *what);
+/* The device's L2 in bytes. */
+int gm_l2_bytes(long long *out);
+
+/* The L2 flush: one buffer, zeroed once when it is allocated (never while
+ * anything is timed), kept while someone holds it.  Hold it with at least
+ * nbytes (0: twice the L2) and get the flush kernel's params for nbytes;
+ * release it after the launch.  0 / -1. */
+int gm_flush_hold(size_t nbytes, gm_l2_flush_params *p);
+void gm_flush_release(void);
+/* The flush kernel's row (cuda/runtime.cu): launched by gm_flush_l2(). */
+extern const gm_variant gm_l2_flush_variant;
+
+int gm_measure_init(PyObject *module); /* _time_memcpy */
+
+/* ---- the one launch path (launch.c) --------------------------------------------- */
+/* A device buffer of a launch.  In gm_launch_info.inout: one the kernel both
+ * reads and writes (an in-place update), which replaying the launch must
+ * restore first.  In gm_launch_info.buffers: every buffer the kernel may
+ * touch, `access` saying how (GM_READS | GM_WRITES). */
+enum { GM_READS = 1, GM_WRITES = 2 };
+typedef struct {
+    void *ptr;
+    size_t nbytes;
+    int access;
+} gm_buffer;
+
+typedef struct gm_launch_info gm_launch_info;
+struct gm_launch_info {
+    const gm_variant *variant;
+    PyObject *params;     /* borrowed dict of the call's parameters */
+    double bytes;         /* bytes the launch must move */
+    double flops;         /* floating-point operations of the launch */
+    const gm_buffer *inout; /* buffers the kernel reads and writes (may be NULL) */
+    int n_inout;
+    /* Replaying the launch later on copies of its buffers (the profiler's
+     * block replay): every buffer the kernel touches, and moved(), which fills
+     * `params` (GM_PARAMS_MAX bytes) for the same launch with buffers[i] at
+     * to[i].  moved is NULL when the launch depends on device state outside
+     * these buffers (a __constant__ or __device__ variable, pointers stored in
+     * a buffer): it can only be replayed on the spot. */
+    const gm_buffer *buffers;
+    int n_buffers;
+    void (*moved)(const gm_launch_info *info, void *const *to, void *params);
+    const void *call;     /* moved()'s own (the entry point's gm_call) */
+    int flags;            /* GM_LAUNCH_* */
+    cudaStream_t stream;  /* 0: the legacy default stream, ordered with cudaMemcpy */
+};
+
+/* gm_launch_info.flags.  GM_LAUNCH_INTERNAL: a launch gpumem makes for itself
+ * (an L2 flush, a ring build, a lesson's helper kernel, a profiler replay):
+ * no hook, no LaunchRecord -- gpumem.record() and bench never see it --, not
+ * timed and not waited for (the caller orders and waits); the launch is
+ * checked as every other. */
+enum { GM_LAUNCH_INTERNAL = 1 };
+
+/* Every kernel launch of the extension.  A user-visible one: the hook (if
+ * any) first, then `params` through info->variant->launch between CUDA
+ * events, the launch and its execution checked, a LaunchRecord published.
+ * GM_LAUNCH_INTERNAL: see above.  0 / -1. */
+int gm_launch(const gm_launch_info *info, const void *params);
+int gm_launch_init(PyObject *module); /* LaunchRecord, _sinks, last_record, _l2_flush */
+
+/* A hook gm_launch() calls before the timed launch (the profiler registers
+ * one while a gpumem.profile() block is open): it may replay the launch as
+ * often as it needs, must leave every info->inout buffer as it found it, and
+ * returns the launch's metrics (new dict), or NULL with an exception set.
+ * The ordinary timed launch runs after it, so a hook never changes the timing
+ * or the result of the call.  NULL removes the hook. */
+typedef PyObject *(*gm_launch_hook)(const gm_launch_info *info, const void *params);
+void gm_launch_set_hook(gm_launch_hook hook);
+
+/* Evict L2: the flush kernel over nbytes (0: twice the L2) of the flush
+ * buffer, an internal launch; with `wait`, waited for with the GIL released.
+ * The bytes read, or -1. */
+long long gm_flush_l2(long long nbytes, int wait);
+
+/* ---- hardware counters (profiler/): adds _profile_* and ProfilerError ---------- */
+int gm_profile_init(PyObject *module);
+
+/* ---- entry points (entry.c) --------------------------------------------------
+ * A kernel family is described, not programmed: its arguments (a table of
+ * gm_arg), its shape rules (check), the device work before its launch
+ * (prepare, rarely needed) and how its params struct is filled (fill).  One
+ * generic path does the rest, always in this order: bind the arguments,
+ * convert and check each one, check the shapes, check out=, and only then
+ * touch the device -- upload, allocate the result, prepare, launch, hand
+ * back a DeviceArray (any input or out= on the device) or an ndarray. */
+#define GM_SLOT_RES GM_MAX_ARGS       /* gm_call.moved: the result's slot */
+#define GM_SLOT_TMP (GM_MAX_ARGS + 1) /* and tmp's */
+#define GM_PARAMS_MAX 256 /* bytes: every gm_<family>_params fits */
 
 typedef struct gm_family gm_family;
 
@@ -337,6 +503,11 @@ struct gm_family {
 PyObject *gm_entry_call(const gm_family *f, PyObject *args, PyObject *kwargs);
 /* Nonzero: entry points only check their arguments and return None. */
 void gm_set_check_only(int on);
+/* f's variant `name`; else ValueError: with `arg` (the GM_VARIANT row that
+ * named it) "fn: arg='name' is unknown; allowed: ...", without "fn:
+ * variant='name' is not a variant of f; allowed: ...". */
+const gm_variant *gm_find_variant(const char *fn, const gm_family *f, const char *name,
+                                  const gm_arg *arg);
 
 /* For check(): the result's shape and dtype, a size for LaunchRecord.params,
  * the variant by name, the 2^31 - 1 block limit of a 1-D grid, a value out
@@ -360,11 +531,23 @@ void *gm_tmp(const gm_call *c); /* c->tmp's device pointer, or NULL */
 int gm_selecting_params(const char *fn, const gm_family *f, const gm_variant *v, PyObject *params,
                         int strict, void *buf);
 
-/* ---- the registry (registry.c) ------------------------------------------------ */
-/* Adds one function per family to the module (named as the family, with a
- * generated signature) and variants(). */
-int gm_registry_init(PyObject *module, const gm_family *const *families);
+/* ---- the registry (registry.c) ---------------------------------------------------- */
+/* A lesson, as csrc/lessons/<stem>.c declares it (`const gm_lesson
+ * gm_lesson_<stem>`): core.c lists every one from the generated gm_lessons.inc. */
+typedef struct {
+    const char *stem;
+    const gm_family *const *families; /* NULL-ended */
+    const gm_plain *plain;            /* its plain functions (ended by {NULL}), or NULL */
+    int (*init)(PyObject *module);    /* anything else it adds, or NULL */
+} gm_lesson;
+
+/* Adds every lesson's families (one function each, named as the family,
+ * with a generated signature) and plain functions, runs their init, and adds
+ * variants(), args() and _check_only(). */
+int gm_registry_init(PyObject *module, const gm_lesson *const *lessons);
 const gm_family *gm_find_family(const char *fn, const char *family);
-const gm_variant *gm_find_variant(const char *fn, const gm_family *f, const char *name);
+
+/* ---- introspection (introspect.c) -------------------------------------------------- */
+int gm_introspect_init(PyObject *module); /* kernel_attributes, kernel_occupancy */
 
 #endif /* GM_H */

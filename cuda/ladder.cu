@@ -203,15 +203,23 @@ extern "C" const void *gm_latency_kernel(const gm_latency_params *p)
     return (const void *)select_latency(p);
 }
 
-extern "C" cudaError_t gm_latency_build(const gm_latency_params *p, cudaStream_t stream)
+extern "C" const void *gm_latency_build_kernel(const gm_latency_params *)
+{
+    return (const void *)ladder_build_chain;
+}
+
+extern "C" cudaError_t gm_latency_build(const gm_latency_params *p, gm_dims *dims,
+                                        cudaStream_t stream)
 {
     const int pointers = p->variant != GM_LATENCY_SHARED && p->variant != GM_LATENCY_CONSTANT;
     const unsigned blocks = gm_blocks_for(p->n, 256) < 8192 ? gm_blocks_for(p->n, 256) : 8192;
-    ladder_build_chain<<<blocks, 256, 0, stream>>>((char *)p->chain, p->n, p->stride, p->seed,
-                                                  pointers);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess || p->variant != GM_LATENCY_CONSTANT)
-        return err;
+    *dims = gm_dims_1d(blocks, 256);
+    return gm_run(ladder_build_chain, dims, 0, stream, (char *)p->chain, p->n, p->stride,
+                  p->seed, pointers);
+}
+
+extern "C" cudaError_t gm_latency_constant_ring(const gm_latency_params *p, cudaStream_t stream)
+{
     return cudaMemcpyToSymbolAsync(c_ladder_chain, p->chain, (size_t)(p->n * p->stride), 0,
                                    cudaMemcpyDeviceToDevice, stream);
 }
@@ -222,33 +230,6 @@ extern "C" cudaError_t gm_latency(const gm_latency_params *p, gm_dims *dims, cud
     *dims = gm_dims_1d(1, GM_LATENCY_WARP, smem);
     return gm_run(select_latency(p), dims, smem, stream, (const char *)p->chain, p->out, p->n,
                   p->stride, p->lanes, p->steps, p->warmup, p->seed);
-}
-
-// ---- evicting L2 ----------------------------------------------------------------
-// Read every 16 bytes of a buffer twice the L2's size: the lines it brings in
-// push out whatever was cached -- dirty lines are written back now, not
-// during the next timed kernel -- and L2 is left holding clean lines of this
-// buffer, which no one reads again.  The xor of everything read is stored
-// only if it hits one improbable value, so no load can be optimised away.
-__global__ void ladder_l2_flush(uint4 *buf, long long n16)
-{
-    unsigned acc = 0;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n16;
-         i += (long long)gridDim.x * blockDim.x) {
-        const uint4 v = buf[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x9e3779b9u)
-        buf[0].x = acc;
-}
-
-extern "C" cudaError_t gm_l2_flush(void *buf, size_t nbytes, cudaStream_t stream)
-{
-    const long long n16 = (long long)(nbytes / 16);
-    const unsigned blocks = gm_blocks_for(n16, 256) < 8192 ? gm_blocks_for(n16, 256) : 8192;
-    if (n16 > 0)
-        ladder_l2_flush<<<blocks, 256, 0, stream>>>((uint4 *)buf, n16);
-    return cudaGetLastError();
 }
 
 // ---- bandwidth ----------------------------------------------------------------------

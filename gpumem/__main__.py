@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -42,10 +43,21 @@ def _positive_int(text: str) -> int:
 
 
 def _out_dir(text: str) -> str:
+    """A folder the report can be written into: made now (before anything is measured)
+    and tried with a file, so a bad path is an argparse error (exit 2), not a traceback
+    after the whole report ran."""
     if not text:
         raise argparse.ArgumentTypeError("give a folder name")
     if os.path.exists(text) and not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} exists and is not a folder")
+    try:
+        os.makedirs(text, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".gpumem-", dir=text)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"cannot write into {text!r}: "
+                                         f"{e.strerror or e}") from None
     return text
 
 
@@ -156,7 +168,11 @@ def _report(args: argparse.Namespace) -> int:
     if args.out:
         paths = report.write(args.out, tables, header=lines, rows=rows,
                              measure=measure, quick=args.quick)
-        print("wrote " + ", ".join(paths), file=sys.stderr if args.json else sys.stdout)
+        where = sys.stderr if args.json else sys.stdout
+        print("wrote " + ", ".join(paths), file=where)
+        if rows and not any(p.endswith(".png") for p in paths):
+            print("no plots: matplotlib is not installed (pip install 'gpumem[report]')",
+                  file=where)
     return 0
 
 

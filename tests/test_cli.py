@@ -65,3 +65,4 @@ def test_cli_help_and_version():
     assert p.returncode == 0 and p.stdout.startswith("usage: gpumem ") and "`" not in p.stdout
     p = run_cli("--version")
     assert p.returncode == 0 and p.stdout.startswith(f"gpumem {gm.__version__}, built with")
+

@@ -271,9 +271,11 @@ def test_ladders_check_their_arguments(monkeypatch):
         ladder.latency_ladder([1024, 4])
     with pytest.raises(ValueError, match=r"latency_ladder: stride=12 is not allowed"):
         ladder.latency_ladder(stride=12)
-    with pytest.raises(ValueError, match=r"latency_ladder: every one of working_sets is smaller "
-                                         r"than stride=4096"):
-        ladder.latency_ladder([1024], stride=4096)
+    with pytest.raises(ValueError, match=r"latency_ladder: working_sets has 1024, smaller than "
+                                         r"stride=4096; a ring holds at least one node"):
+        ladder.latency_ladder([1024, 8192], stride=4096)
+    with pytest.raises(ValueError, match=r"working_sets has 100, smaller than stride=128"):
+        ladder.latency_ladder([100, 4096])                  # was dropped without a word
     with pytest.raises(ValueError, match=r"latency_ladder: none of working_sets fits "
                                          r"variants=\['shared'\]"):
         ladder.latency_ladder([1 << 20], variants="shared")
@@ -638,3 +640,9 @@ def test_l2_flush_and_memcpy_timing(no_leak):
         gm._core._time_memcpy(gm.empty((3,)), a, 1)
     with pytest.raises(ValueError, match=r"_time_memcpy: repeat=0 is not allowed"):
         gm._core._time_memcpy(b, a, 0)
+
+
+def test_cache_sizes_of_a_ladder_measured_without_a_gpu_says_so(no_gpu):
+    t = ladder.latency_ladder([1024, 4096, 1 << 20], variants=("ca",), progress=False)
+    with pytest.raises(ValueError, match=r"cache_sizes: the table's ca rows were not measured"):
+        cache_sizes(t, device=H100)

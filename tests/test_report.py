@@ -206,6 +206,19 @@ def test_out_that_is_a_file_is_an_argument_error(tmp_path, capsys):
     assert e.value.code == 2 and "is not a folder" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("path,why", [("/proc/gpumem-no-such", "No such file or directory"),
+                                      ("/etc/hostname/sub", "Not a directory")])
+def test_an_unwritable_out_folder_is_refused_before_anything_runs(path, why, capsys,
+                                                                   monkeypatch):
+    monkeypatch.setattr(report, "headlines", lambda **kw: pytest.fail("measured first"))
+    with pytest.raises(SystemExit) as e:
+        main(["report", "--quick", "--out", path])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --out: cannot write into '{path}': {why}" in err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["report", "--help"], ["tour", "--help"]])
 def test_help_says_usage_gpumem_without_backticks(argv, capsys):
     with pytest.raises(SystemExit) as e:

@@ -127,3 +127,36 @@ def test_measured_points(rng, no_leak):
     r = gm.roofline([b]).rows[0]
     assert r["GFLOP/s"] == pytest.approx(b.gflops) and r["source"] == "declared"
     assert not math.isnan(r["FLOP/byte"])
+
+
+# ---- every input refused before anything is drawn (issue 29) ----------------------------------
+@pytest.mark.parametrize("row,exc,msg", [
+    ({"label": "a", "flops": float("nan"), "bytes": 1.0}, ValueError, r"a: flops=nan is not allowed"),
+    ({"label": "a", "flops": 1.0, "bytes": float("inf")}, ValueError, r"a: bytes=inf is not allowed"),
+    ({"label": "a", "flops": -1.0, "bytes": 1.0}, ValueError, r"a: flops=-1.0 is not allowed"),
+    ({"label": "a", "flops": 1.0, "bytes": 1.0, "ms": 0.0}, ValueError, r"a: ms=0.0 is not allowed"),
+    ({"label": "a", "flops": "1", "bytes": 1.0}, TypeError, r"a: flops must be a number, not str"),
+    ({"label": "a", "flops": True, "bytes": 1.0}, TypeError, r"a: flops must be a number, not bool"),
+    ({"label": None, "flops": 1.0, "bytes": 1.0}, ValueError, r"row 0 has no label"),
+])
+def test_roofline_refuses_bad_numbers_and_rows(row, exc, msg):
+    with pytest.raises(exc, match="roofline: " + msg):
+        gm.roofline(gm.Table([row]), peak_gflops=1000, bandwidth_gbps=100)
+
+
+def test_roofline_takes_numpy_numbers():
+    t = gm.roofline(gm.Table([{"label": "np", "flops": np.int64(600), "bytes": np.float32(2.0),
+                               "ms": np.float64(1e-3)}]),
+                    peak_gflops=np.float32(1000.0), bandwidth_gbps=np.int32(100))
+    assert t["FLOP/byte"] == [300.0] and t.roof["bandwidth_gbps"] == 100.0
+    with pytest.raises(ValueError, match="roofline: peak_gflops=nan is not allowed"):
+        gm.roofline(t, peak_gflops=float("nan"), bandwidth_gbps=100)
+
+
+def test_plot_roofline_refuses_an_ax_that_is_no_axes():
+    pytest.importorskip("matplotlib")
+    t = gm.roofline(gm.Table([{"label": "a", "flops": 2.0, "bytes": 1.0}]),
+                    peak_gflops=1000, bandwidth_gbps=100)
+    with pytest.raises(TypeError, match="plot_roofline: ax must be a matplotlib Axes or None, "
+                                        "not str"):
+        gm.plot_roofline(t, ax="left")

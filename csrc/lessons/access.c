@@ -62,7 +62,7 @@ static void vec_add_fill(const gm_call *c, void *params)
         gm_in(c, VA_A), gm_in(c, VA_B), gm_res(c), c->work, (int)c->v[VA_BLOCK]};
 }
 
-const gm_family gm_vec_add_family = {
+static const gm_family gm_vec_add_family = {
     "vec_add",
     "a + b elementwise (float32, same shape), one element per thread; out may be a or b "
     "(in place).",
@@ -168,14 +168,14 @@ static void write_offset_fill(const gm_call *c, void *params)
         c->work,            c->v[OF_OFFSET], (int)c->v[OF_BLOCK]};
 }
 
-const gm_family gm_read_offset_family = {
+static const gm_family gm_read_offset_family = {
     "read_offset",
     "Misaligned reads: C[i] = a[i + offset] + b[i + offset] for i + offset < n, one or four "
     "elements per thread, through the load path `cache`.",
     read_offset_args, 1, 0, read_offset_variants, offset_check, offset_prepare, read_offset_fill,
 };
 
-const gm_family gm_write_offset_family = {
+static const gm_family gm_write_offset_family = {
     "write_offset",
     "Misaligned writes: C[i + offset] = a[i] + b[i] for i + offset < n, one or four elements "
     "per thread.",
@@ -220,8 +220,19 @@ static void copy_fill(const gm_call *c, void *params)
                                                  c->work, (int)c->v[CP_BLOCK]};
 }
 
-const gm_family gm_copy_family = {
+static const gm_family gm_copy_family = {
     "copy",
     "Device-to-device copy of a (any shape, float32) by a kernel: the streaming ceiling.",
     copy_args, 1, 0, copy_variants, copy_check, NULL, copy_fill,
 };
+
+/* ---- the lesson --------------------------------------------------------------------- */
+static const gm_family *const families[] = {
+    &gm_vec_add_family,
+    &gm_read_offset_family,
+    &gm_write_offset_family,
+    &gm_copy_family,
+    NULL,
+};
+
+const gm_lesson gm_lesson_access = {"access", families, NULL, NULL};

@@ -1,50 +1,29 @@
 /* ladder.c -- the ladder lesson's entry points (cuda/ladder.cu): the latency
  * ladder (a pointer chase through a ring at a chosen stride, along one of
- * five paths) and the bandwidth ladder (a full grid reading or copying a
- * resident working set), and the two helpers its measurements need:
- * evicting L2 (_l2_flush, also gpumem.bench(..., l2="cold")) and timing
- * cudaMemcpy device to device (_time_memcpy, the bandwidth ladder's anchor). */
+ * five paths: its `variant`) and the bandwidth ladder (a full grid reading or
+ * copying a resident working set).  What its measurements need besides --
+ * evicting L2, timing cudaMemcpy (_l2_flush, _time_memcpy) -- is the
+ * runtime's (measure.c, launch.c). */
 #include "gm.h"
 
 GM_THUNKS(latency)
 GM_THUNKS(bandwidth)
 
-/* ---- evicting L2 ------------------------------------------------------------- */
-static int l2_bytes(long long *out)
+/* The ring's build: a kernel of the lesson, launched through gm_launch as an
+ * internal launch (no LaunchRecord: the timed chase is the latency's). */
+static cudaError_t run_build(const void *p, gm_dims *d, cudaStream_t s)
 {
-    int dev = 0, l2 = 0;
-    GM_CUDA(cudaGetDevice(&dev));
-    GM_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    *out = l2;
-    return 0;
-fail:
-    return -1;
+    return gm_latency_build((const gm_latency_params *)p, d, s);
 }
 
-/* Read a fresh buffer of nbytes (0: twice the L2) and wait for it: every
- * line L2 held before is gone, the dirty ones written back.  The
- * buffer is freed again (cudaFree waits for the kernel).  Returns the bytes. */
-static long long flush_l2(long long nbytes)
+static const void *build_kernel(const void *p)
 {
-    void *buf = NULL;
-    if (nbytes <= 0) {
-        if (l2_bytes(&nbytes) < 0)
-            return -1;
-        nbytes = 2 * (nbytes > 0 ? nbytes : (1LL << 20));
-    }
-    if (gm_device_alloc((size_t)nbytes, &buf) < 0)
-        return -1;
-    cudaError_t err = gm_l2_flush(buf, (size_t)nbytes, 0);
-    if (err == cudaSuccess) {
-        Py_BEGIN_ALLOW_THREADS
-        err = cudaStreamSynchronize(0);
-        Py_END_ALLOW_THREADS
-    }
-    gm_device_free(buf, (size_t)nbytes);
-    if (err != cudaSuccess)
-        return gm_set_cuda_error(err, "gm_l2_flush");
-    return nbytes;
+    return gm_latency_build_kernel((const gm_latency_params *)p);
 }
+
+static const gm_variant latency_build = {
+    "latency", "build", "the ring linked on the device before the chase", "n*8", "0",
+    run_build, build_kernel, 0};
 
 /* ---- latency ---------------------------------------------------------------------- */
 #define LATENCY_BYTES(node) #node "*lanes*(warmup + steps)"
@@ -70,11 +49,11 @@ static const gm_variant latency_variants[] = {
     GM_END_ROWS,
 };
 
-enum { LA_WS, LA_CACHE, LA_STRIDE, LA_LANES, LA_STEPS, LA_WARMUP, LA_SEED };
+enum { LA_WS, LA_VARIANT, LA_STRIDE, LA_LANES, LA_STEPS, LA_WARMUP, LA_SEED };
 static const gm_arg latency_args[] = {
     [LA_WS] = {"working_set", GM_INT, GM_POSITIONAL | GM_REQUIRED | GM_RECORD, 0, 8, 1LL << 32,
                .what = " bytes"},
-    [LA_CACHE] = {"cache", GM_VARIANT, GM_RECORD, .sdef = "ca"},
+    [LA_VARIANT] = {"variant", GM_VARIANT, GM_RECORD, .sdef = "ca"},
     [LA_STRIDE] = {"stride", GM_INT, GM_RECORD, 128, 8, 1 << 20, .what = " bytes"},
     [LA_LANES] = {"lanes", GM_INT, GM_RECORD, 1, 1, 32, .what = " (chasing lanes of one warp)"},
     [LA_STEPS] = {"steps", GM_INT, GM_RECORD, 8192, 1, 1 << 20, .what = " (timed loads per lane)"},
@@ -108,7 +87,7 @@ static int latency_check(gm_call *c)
                                                        : 0;
     if (cap && ws > cap) {
         PyErr_Format(PyExc_ValueError,
-                     "latency: working_set=%lld is not allowed with cache='%s'; the ring lives in "
+                     "latency: working_set=%lld is not allowed with variant='%s'; the ring lives in "
                      "%s, so working_set must be at most %lld bytes",
                      ws, c->variant->name,
                      sel == GM_LATENCY_SHARED ? "one block's dynamic shared memory"
@@ -150,7 +129,7 @@ static int latency_prepare(gm_call *c)
     const long long ws = c->v[LA_WS], n = ws / c->v[LA_STRIDE], lanes = c->v[LA_LANES];
     long long l2 = 0;
     if (!c->given[LA_WARMUP]) {
-        if (global && l2_bytes(&l2) < 0)
+        if (global && gm_l2_bytes(&l2) < 0)
             return -1;
         const long long pass = (n + lanes - 1) / lanes;
         const long long one_pass = pass < 0x7fffffffLL ? pass : 0x7fffffffLL;
@@ -171,18 +150,22 @@ static int latency_prepare(gm_call *c)
     c->apart = 1;
     gm_latency_params p;
     latency_fill(c, &p);
-    GM_CUDA(gm_latency_build(&p, 0));
-    if (global && flush_l2(0) < 0)
+    const gm_launch_info build = {.variant = &latency_build, .flags = GM_LAUNCH_INTERNAL};
+    if (gm_launch(&build, &p) < 0)
+        return -1;
+    if (sel == GM_LATENCY_CONSTANT)
+        GM_CUDA(gm_latency_constant_ring(&p, 0));
+    if (global && gm_flush_l2(0, 1) < 0)
         return -1;
     return 0;
 fail:
     return -1;
 }
 
-const gm_family gm_latency_family = {
+static const gm_family gm_latency_family = {
     "latency",
     "Chase a ring of working_set / stride nodes (a pseudo-random cycle picked by `seed`) with "
-    "`lanes` lanes of one warp along the `cache` path: `warmup` untimed, then `steps` timed "
+    "`lanes` lanes of one warp along the path `variant` names: `warmup` untimed, then `steps` timed "
     "dependent loads per lane.  int64 rows of `lanes`: the node each lane ends at, the SM "
     "cycles (clock64) and the nanoseconds (%globaltimer) of its timed steps.",
     latency_args, 0, 0, latency_variants, latency_check, latency_prepare, latency_fill,
@@ -342,7 +325,7 @@ fail:
     return -1;
 }
 
-const gm_family gm_bandwidth_family = {
+static const gm_family gm_bandwidth_family = {
     "bandwidth",
     "Read (`read`: add up; `shared`: from shared memory) or copy x `passes` times with a full "
     "grid of float4 loads: the bandwidth of the level x stays in.  read/shared: float64 "
@@ -350,105 +333,11 @@ const gm_family gm_bandwidth_family = {
     bandwidth_args, 1, 0, bandwidth_variants, bandwidth_check, bandwidth_prepare, bandwidth_fill,
 };
 
-/* ---- _l2_flush and _time_memcpy ------------------------------------------------------ */
-static PyObject *l2_flush_py(PyObject *self, PyObject *args, PyObject *kwargs)
-{
-    static char *names[] = {"nbytes", NULL};
-    PyObject *obj = Py_None;
-    long long nbytes = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:_l2_flush", names, &obj))
-        return NULL;
-    if (obj != Py_None) {
-        if (gm_arg_long(obj, "_l2_flush", "nbytes", &nbytes) < 0)
-            return NULL;
-        if (nbytes < 16 || nbytes > (1LL << 40)) {
-            PyErr_Format(PyExc_ValueError,
-                         "_l2_flush: nbytes=%lld is not allowed; nbytes must be 16..2^40", nbytes);
-            return NULL;
-        }
-    }
-    if (gm_ensure_device() < 0)
-        return NULL;
-    long long done = flush_l2(nbytes);
-    return done < 0 ? NULL : PyLong_FromLongLong(done);
-}
-
-static PyObject *time_memcpy_py(PyObject *self, PyObject *args)
-{
-    PyObject *dst_obj, *src_obj, *out = NULL;
-    long long repeat = 0;
-    PyObject *repeat_obj;
-    cudaEvent_t ev[2] = {NULL, NULL};
-    if (!PyArg_ParseTuple(args, "OOO:_time_memcpy", &dst_obj, &src_obj, &repeat_obj))
-        return NULL;
-    if (!gm_DeviceArray_Check(dst_obj) || !gm_DeviceArray_Check(src_obj)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "_time_memcpy: dst and src must be gpumem.DeviceArray");
-        return NULL;
-    }
-    if (gm_arg_long(repeat_obj, "_time_memcpy", "repeat", &repeat) < 0)
-        return NULL;
-    if (repeat < 1 || repeat > 100000) {
-        PyErr_Format(PyExc_ValueError,
-                     "_time_memcpy: repeat=%lld is not allowed; repeat must be 1..100000", repeat);
-        return NULL;
-    }
-    const gm_DeviceArray *dst = (const gm_DeviceArray *)dst_obj,
-                         *src = (const gm_DeviceArray *)src_obj;
-    if (dst->nbytes != src->nbytes || dst == src) {
-        PyErr_Format(PyExc_ValueError,
-                     "_time_memcpy: dst (%zu bytes) and src (%zu bytes) must be two arrays of "
-                     "the same size",
-                     dst->nbytes, src->nbytes);
-        return NULL;
-    }
-    if (gm_ensure_device() < 0)
-        return NULL;
-    out = PyList_New(0);
-    if (out == NULL)
-        return NULL;
-    GM_CUDA(cudaEventCreate(&ev[0]));
-    GM_CUDA(cudaEventCreate(&ev[1]));
-    for (long long i = 0; i < repeat; i++) {
-        float ms = 0.0f;
-        cudaError_t err;
-        GM_CUDA(cudaEventRecord(ev[0], 0));
-        GM_CUDA(cudaMemcpyAsync(dst->ptr, src->ptr, src->nbytes, cudaMemcpyDeviceToDevice, 0));
-        GM_CUDA(cudaEventRecord(ev[1], 0));
-        Py_BEGIN_ALLOW_THREADS
-        err = cudaEventSynchronize(ev[1]);
-        Py_END_ALLOW_THREADS
-        GM_CUDA(err);
-        GM_CUDA(cudaEventElapsedTime(&ms, ev[0], ev[1]));
-        PyObject *v = PyFloat_FromDouble((double)ms);
-        if (v == NULL || PyList_Append(out, v) < 0) {
-            Py_XDECREF(v);
-            goto fail;
-        }
-        Py_DECREF(v);
-    }
-    cudaEventDestroy(ev[0]);
-    cudaEventDestroy(ev[1]);
-    return out;
-fail:
-    for (int i = 0; i < 2; i++)
-        if (ev[i])
-            cudaEventDestroy(ev[i]);
-    Py_XDECREF(out);
-    return NULL;
-}
-
-static PyMethodDef ladder_methods[] = {
-    {"_l2_flush", (PyCFunction)(void (*)(void))l2_flush_py, METH_VARARGS | METH_KEYWORDS,
-     "_l2_flush($module, /, nbytes=None)\n--\n\nRead a fresh device buffer of "
-     "nbytes (default: twice the L2) and wait: what L2 held is evicted.  Returns the bytes."},
-    {"_time_memcpy", time_memcpy_py, METH_VARARGS,
-     "_time_memcpy($module, dst, src, repeat, /)\n--\n\ncudaMemcpy device to device of src "
-     "into dst `repeat` times, each between CUDA events: the milliseconds, a list."},
-    {NULL, NULL, 0, NULL},
+/* ---- the lesson --------------------------------------------------------------------- */
+static const gm_family *const families[] = {
+    &gm_latency_family,
+    &gm_bandwidth_family,
+    NULL,
 };
 
-int gm_ladder_init(PyObject *module)
-{
-    return PyModule_AddFunctions(module, ladder_methods);
-}
+const gm_lesson gm_lesson_ladder = {"ladder", families, NULL, NULL};

@@ -43,7 +43,7 @@ static void strided_read_fill(const gm_call *c, void *params)
         gm_in(c, SR_A), gm_res(c), gm_dim(c, SR_A, 0), (int)c->v[SR_STRIDE], (int)c->v[SR_BLOCK]};
 }
 
-const gm_family gm_strided_read_family = {
+static const gm_family gm_strided_read_family = {
     "strided_read",
     "The coalescing cliff: C[i] = a[i * stride], the same as a[::stride].",
     strided_read_args, 1, 0, strided_read_variants, strided_read_check, NULL, strided_read_fill,
@@ -124,16 +124,26 @@ static void distance_fill(const gm_call *c, void *params)
         c->variant->select, gm_in(c, LY_DATA), gm_res(c), c->work, (int)c->v[LY_BLOCK]};
 }
 
-const gm_family gm_struct_update_family = {
+static const gm_family gm_struct_update_family = {
     "struct_update",
     "AoS vs SoA: x + 10 and y + 20 for n pairs {x, y}, data of shape (n, 2) (aos) or (2, n) "
     "(soa).",
     struct_update_args, 1, 0, struct_update_variants, layout_check, NULL, struct_update_fill,
 };
 
-const gm_family gm_distance_family = {
+static const gm_family gm_distance_family = {
     "distance",
     "Distance of n points to the origin, sqrt(x*x + y*y + z*z); points of shape (n, 3) (aos) "
     "or (3, n) (soa).",
     distance_args, 1, 0, distance_variants, layout_check, NULL, distance_fill,
 };
+
+/* ---- the lesson --------------------------------------------------------------------- */
+static const gm_family *const families[] = {
+    &gm_strided_read_family,
+    &gm_struct_update_family,
+    &gm_distance_family,
+    NULL,
+};
+
+const gm_lesson gm_lesson_layout = {"layout", families, NULL, NULL};

@@ -123,7 +123,7 @@ static void fill(const gm_call *c, void *params)
                             (int)c->v[TILE]};
 }
 
-const gm_family gm_matmul_family = {
+static const gm_family gm_matmul_family = {
     "matmul",
     "C = a @ b for float32 matrices (M x K @ K x N), a tile x tile block of C per thread "
     "block; variant 'naive', 'tiled' (shared-memory tiles of A and B), 'prefetch' (double "
@@ -132,3 +132,11 @@ const gm_family gm_matmul_family = {
     "(block, warp and thread tiles, cp.async double buffering; tile 128 or 64).",
     args, 1, 0, variants, check, NULL, fill,
 };
+
+/* ---- the lesson --------------------------------------------------------------------- */
+static const gm_family *const families[] = {
+    &gm_matmul_family,
+    NULL,
+};
+
+const gm_lesson gm_lesson_matmul = {"matmul", families, NULL, NULL};

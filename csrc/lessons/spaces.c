@@ -52,7 +52,7 @@ static void histogram_fill(const gm_call *c, void *params)
         (int)c->v[TH_THREADS], (int)c->v[TH_BLOCK]};
 }
 
-const gm_family gm_thread_histogram_family = {
+static const gm_family gm_thread_histogram_family = {
     "thread_histogram",
     "A private 16-bin histogram per thread (thread t counts x[t::threads]), in local memory or "
     "in registers (`variant`): int32 counts of shape (16, threads).",
@@ -110,7 +110,7 @@ static void lifetimes_fill(const gm_call *c, void *params)
         (gm_lifetimes_params){gm_res(c), (int)c->v[LT_BLOCKS], (int)c->v[LT_BLOCK]};
 }
 
-const gm_family gm_lifetimes_family = {
+static const gm_family gm_lifetimes_family = {
     "lifetimes",
     "One launch of the lifetime kernel: int64 rows (the __shared__ count of each block, the "
     "__device__ counter after it, the __constant__ it read); `value` and `counter` set the "
@@ -176,7 +176,7 @@ static void pressure_fill(const gm_call *c, void *params)
         (int)c->v[RP_BLOCK]};
 }
 
-const gm_family gm_register_pressure_family = {
+static const gm_family gm_register_pressure_family = {
     "register_pressure",
     "Each thread keeps 64 floats live through `rounds` rounds of mixing; `variant` picks the "
     "__launch_bounds__ register cap (registers, spills, occupancy).",
@@ -222,9 +222,20 @@ static void divergence_fill(const gm_call *c, void *params)
         (int)c->v[DV_BLOCK]};
 }
 
-const gm_family gm_divergence_family = {
+static const gm_family gm_divergence_family = {
     "divergence",
     "Half the threads run x = x/2 + 1, the other half x = x/4 + 3, `iters` times, split by "
     "threadIdx.x % 2 (odd_even) or by warp (warp).",
     divergence_args, 1, 0, divergence_variants, divergence_check, NULL, divergence_fill,
 };
+
+/* ---- the lesson --------------------------------------------------------------------- */
+static const gm_family *const families[] = {
+    &gm_thread_histogram_family,
+    &gm_lifetimes_family,
+    &gm_register_pressure_family,
+    &gm_divergence_family,
+    NULL,
+};
+
+const gm_lesson gm_lesson_spaces = {"spaces", families, NULL, NULL};

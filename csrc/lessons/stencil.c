@@ -189,7 +189,7 @@ static void stencil_fill(const gm_call *c, void *params)
         (int)c->v[ST_BLOCK], (int)c->v[ST_ITEMS], (int)c->v[ST_ANTI]};
 }
 
-const gm_family gm_stencil_1d_family = {
+static const gm_family gm_stencil_1d_family = {
     "stencil_1d",
     "out[i] = sum_k coef[R+k] * x[i+k] (x zero outside [0, n)), float32; the coefficients in "
     "__constant__ memory, through the read-only cache, or as global loads (`memory`).",
@@ -258,9 +258,18 @@ static void broadcast_fill(const gm_call *c, void *params)
         (int)c->v[BC_DISTINCT], (int)c->v[BC_ITERS], (int)c->v[BC_BLOCK]};
 }
 
-const gm_family gm_constant_broadcast_family = {
+static const gm_family gm_constant_broadcast_family = {
     "constant_broadcast",
     "Each warp reads `distinct` different table words per load, `iters` times, from "
     "__constant__ memory or through the read-only cache (`memory`): n sums.",
     broadcast_args, 1, 0, broadcast_variants, broadcast_check, broadcast_prepare, broadcast_fill,
 };
+
+/* ---- the lesson --------------------------------------------------------------------- */
+static const gm_family *const families[] = {
+    &gm_stencil_1d_family,
+    &gm_constant_broadcast_family,
+    NULL,
+};
+
+const gm_lesson gm_lesson_stencil = {"stencil", families, NULL, NULL};

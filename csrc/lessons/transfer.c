@@ -8,7 +8,9 @@
  *                       host, with and without cudaMemPrefetchAsync first
  *   _transfer_overlap   copy-kernel-copy serially and in chunks on two streams,
  *                       every operation's start and end from events
- * Every time comes from CUDA events on the device's clock. */
+ * Every time comes from CUDA events on the device's clock (measure.c's
+ * gm_event_ms); the kernels run through gm_launch as internal launches (the
+ * experiments time them with their own events: no LaunchRecord). */
 #include "gm.h"
 
 #include <stdlib.h>
@@ -62,7 +64,7 @@ static void read_sum_fill(const gm_call *c, void *params)
         gm_in(c, RS_X), gm_res(c), gm_operand_size(&c->op[RS_X]), (int)c->v[RS_BLOCK]};
 }
 
-const gm_family gm_read_sum_family = {
+static const gm_family gm_read_sum_family = {
     "read_sum",
     "The sum of x (float32, any shape) as a float64 array of one element, reading every "
     "byte once: the kernel the transfer lesson points at device, mapped host and managed "
@@ -104,7 +106,7 @@ static void scale_fill(const gm_call *c, void *params)
         (int)c->v[SC_BLOCK]};
 }
 
-const gm_family gm_scale_family = {
+static const gm_family gm_scale_family = {
     "scale",
     "y = x (float32, any shape) pushed `work` times through v = 0.999 v + 0.001: compute "
     "whose time grows with `work`, the kernel of the copy/compute overlap experiment.",
@@ -114,31 +116,13 @@ const gm_family gm_scale_family = {
 /* ---- the experiments' shared parts ---------------------------------------------------------- */
 #define MAX_BYTES (1LL << 36) /* 64 GiB */
 
-/* nbytes of whole floats: 4..MAX_BYTES, a multiple of 4. */
-static int arg_float_bytes(PyObject *obj, const char *fn, long long *out)
+/* nbytes of whole floats (the table has checked 4..MAX_BYTES): a multiple of 4. */
+static int whole_floats(const char *fn, long long nbytes)
 {
-    if (gm_arg_range(obj, fn, "nbytes", 4, MAX_BYTES, out) < 0)
-        return -1;
-    if (*out % 4 == 0)
+    if (nbytes % 4 == 0)
         return 0;
     PyErr_Format(PyExc_ValueError, "%s: nbytes=%lld is not allowed; nbytes must be a multiple "
-                 "of 4 (whole floats)", fn, *out);
-    return -1;
-}
-
-/* Wait for an event with the GIL released; ms since `from`. */
-static int elapsed(cudaEvent_t from, cudaEvent_t to, double *ms)
-{
-    cudaError_t err;
-    float f = 0.0f;
-    Py_BEGIN_ALLOW_THREADS
-    err = cudaEventSynchronize(to);
-    Py_END_ALLOW_THREADS
-    GM_CUDA(err);
-    GM_CUDA(cudaEventElapsedTime(&f, from, to));
-    *ms = (double)f;
-    return 0;
-fail:
+                 "of 4 (whole floats)", fn, nbytes);
     return -1;
 }
 
@@ -157,14 +141,17 @@ static void fill_pattern(float *x, long long n)
         x[i] = (float)(i & 7);
 }
 
+/* One kernel of the lesson, an internal launch on stream s. */
+static int run_on(const gm_variant *v, const void *params, cudaStream_t s)
+{
+    const gm_launch_info info = {.variant = v, .flags = GM_LAUNCH_INTERNAL, .stream = s};
+    return gm_launch(&info, params);
+}
+
 static int sum_on_device(const float *x, long long n, double *dsum, cudaStream_t s)
 {
-    gm_read_sum_params p = {x, dsum, n, 256};
-    gm_dims d;
-    GM_CUDA(gm_read_sum(&p, &d, s));
-    return 0;
-fail:
-    return -1;
+    const gm_read_sum_params p = {x, dsum, n, 256};
+    return run_on(&read_sum_variants[0], &p, s);
 }
 
 /* ---- _transfer_copy ------------------------------------------------------------------------ */
@@ -179,25 +166,25 @@ static const char *const directions[] = {"h2d", "d2h", NULL};
  *   pinned          cudaMemcpy from/to cudaHostAlloc'd memory (DMA straight from/to it)
  *   write_combined  pinned, write-combined (uncached for the CPU)
  *   staged          gpumem's own path for pageable memory (to_device / get) */
-static PyObject *transfer_copy(PyObject *self, PyObject *args, PyObject *kwargs)
+enum { TC_KIND, TC_DIRECTION, TC_NBYTES, TC_REPEAT, TC_WARMUP };
+static const gm_arg copy_args[] = {
+    [TC_KIND] = {"kind", GM_CHOICE, GM_POSITIONAL | GM_REQUIRED, .choices = copy_kinds},
+    [TC_DIRECTION] = {"direction", GM_CHOICE, GM_POSITIONAL | GM_REQUIRED, .choices = directions},
+    [TC_NBYTES] = {"nbytes", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 1, MAX_BYTES},
+    [TC_REPEAT] = {"repeat", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 1, 100000},
+    [TC_WARMUP] = {"warmup", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 0, 100000},
+    {NULL},
+};
+
+static PyObject *transfer_copy(const gm_parsed *a)
 {
-    static const char *fn = "_transfer_copy";
-    static char *kwlist[] = {"kind", "direction", "nbytes", "repeat", "warmup", NULL};
-    PyObject *kind_o, *dir_o, *nb_o, *rep_o, *warm_o, *out = NULL;
-    int kind, dir;
-    long long nbytes, repeat, warmup;
+    const char *fn = a->fn;
+    const int kind = (int)a->v[TC_KIND];
+    const long long nbytes = a->v[TC_NBYTES], repeat = a->v[TC_REPEAT], warmup = a->v[TC_WARMUP];
+    PyObject *out = NULL;
     void *dev = NULL, *host = NULL;
     cudaEvent_t ev[2] = {NULL, NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO:_transfer_copy", kwlist, &kind_o,
-                                     &dir_o, &nb_o, &rep_o, &warm_o))
-        return NULL;
-    if (gm_arg_choice(kind_o, fn, "kind", copy_kinds, &kind) < 0 ||
-        gm_arg_choice(dir_o, fn, "direction", directions, &dir) < 0 ||
-        gm_arg_range(nb_o, fn, "nbytes", 1, MAX_BYTES, &nbytes) < 0 ||
-        gm_arg_range(rep_o, fn, "repeat", 1, 100000, &repeat) < 0 ||
-        gm_arg_range(warm_o, fn, "warmup", 0, 100000, &warmup) < 0)
-        return NULL;
-    const int h2d = dir == 0;
+    const int h2d = a->v[TC_DIRECTION] == 0;
     if (kind == K_FRESH && h2d) {
         PyErr_Format(PyExc_ValueError, "%s: kind='fresh' is a destination on the host: "
                      "direction must be 'd2h'", fn);
@@ -222,10 +209,8 @@ static PyObject *transfer_copy(PyObject *self, PyObject *args, PyObject *kwargs)
         memset(host, 1, nb); /* every page touched: no first-touch cost in the timing */
     GM_CUDA(cudaMemset(dev, 2, nb));
     out = PyList_New(0);
-    if (out == NULL)
+    if (out == NULL || gm_events_create(ev, 2) < 0)
         goto fail;
-    GM_CUDA(cudaEventCreate(&ev[0]));
-    GM_CUDA(cudaEventCreate(&ev[1]));
     for (long long i = 0; i < warmup + repeat; i++) {
         void *h = host;
         if (kind == K_FRESH) {
@@ -252,7 +237,7 @@ static PyObject *transfer_copy(PyObject *self, PyObject *args, PyObject *kwargs)
         if (kind == K_FRESH)
             munmap(h, nb);
         GM_CUDA(err);
-        if (elapsed(ev[0], ev[1], &ms) < 0)
+        if (gm_event_ms(ev[0], ev[1], NULL, &ms) < 0)
             goto fail;
         if (i >= warmup && append_float(out, ms) < 0)
             goto fail;
@@ -261,9 +246,7 @@ static PyObject *transfer_copy(PyObject *self, PyObject *args, PyObject *kwargs)
 fail:
     Py_CLEAR(out);
 done:
-    for (int i = 0; i < 2; i++)
-        if (ev[i])
-            cudaEventDestroy(ev[i]);
+    gm_events_destroy(ev, 2);
     if (kind == K_PINNED || kind == K_WC)
         gm_host_free(host, nb);
     else
@@ -278,23 +261,22 @@ done:
  *   mapped  pinned host memory through its device address (every load crosses the bus)
  *   copy    a device copy made first by cudaMemcpy (included in the time)
  *   device  the device copy, already there (the kernels alone) */
-static PyObject *transfer_zero_copy(PyObject *self, PyObject *args, PyObject *kwargs)
+enum { ZC_NBYTES, ZC_READS, ZC_REPEAT };
+static const gm_arg zero_copy_args[] = {
+    [ZC_NBYTES] = {"nbytes", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 4, MAX_BYTES},
+    [ZC_READS] = {"reads", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 1, 1000},
+    [ZC_REPEAT] = {"repeat", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 1, 10000},
+    {NULL},
+};
+
+static PyObject *transfer_zero_copy(const gm_parsed *a)
 {
-    static const char *fn = "_transfer_zero_copy";
-    static char *kwlist[] = {"nbytes", "reads", "repeat", NULL};
-    PyObject *nb_o, *reads_o, *rep_o, *res = NULL, *lists[3] = {NULL, NULL, NULL};
-    long long nbytes, reads, repeat;
+    const long long nbytes = a->v[ZC_NBYTES], reads = a->v[ZC_READS], repeat = a->v[ZC_REPEAT];
+    PyObject *res = NULL, *lists[3] = {NULL, NULL, NULL};
     float *host = NULL, *hdev = NULL, *dev = NULL;
     double *dsum = NULL, sums[3] = {0, 0, 0};
     cudaEvent_t ev[2] = {NULL, NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:_transfer_zero_copy", kwlist, &nb_o,
-                                     &reads_o, &rep_o))
-        return NULL;
-    if (arg_float_bytes(nb_o, fn, &nbytes) < 0 ||
-        gm_arg_range(reads_o, fn, "reads", 1, 1000, &reads) < 0 ||
-        gm_arg_range(rep_o, fn, "repeat", 1, 10000, &repeat) < 0)
-        return NULL;
-    if (gm_ensure_device() < 0)
+    if (whole_floats(a->fn, nbytes) < 0 || gm_ensure_device() < 0)
         return NULL;
     const size_t nb = (size_t)nbytes;
     const long long n = nbytes / 4;
@@ -305,8 +287,8 @@ static PyObject *transfer_zero_copy(PyObject *self, PyObject *args, PyObject *kw
     fill_pattern(host, n);
     GM_CUDA(cudaHostGetDevicePointer((void **)&hdev, host, 0));
     GM_CUDA(cudaMemcpy(dev, host, nb, cudaMemcpyHostToDevice));
-    GM_CUDA(cudaEventCreate(&ev[0]));
-    GM_CUDA(cudaEventCreate(&ev[1]));
+    if (gm_events_create(ev, 2) < 0)
+        goto fail;
     for (int k = 0; k < 3; k++)
         if ((lists[k] = PyList_New(0)) == NULL)
             goto fail;
@@ -321,7 +303,7 @@ static PyObject *transfer_zero_copy(PyObject *self, PyObject *args, PyObject *kw
                 if (sum_on_device(k == 0 ? hdev : dev, n, dsum, 0) < 0)
                     goto fail;
             GM_CUDA(cudaEventRecord(ev[1], 0));
-            if (elapsed(ev[0], ev[1], &ms) < 0)
+            if (gm_event_ms(ev[0], ev[1], NULL, &ms) < 0)
                 goto fail;
             GM_CUDA(cudaMemcpy(&sums[k], dsum, sizeof(double), cudaMemcpyDeviceToHost));
             sums[k] /= (double)reads;
@@ -334,9 +316,7 @@ static PyObject *transfer_zero_copy(PyObject *self, PyObject *args, PyObject *kw
 fail:
     for (int k = 0; k < 3; k++)
         Py_XDECREF(lists[k]);
-    for (int i = 0; i < 2; i++)
-        if (ev[i])
-            cudaEventDestroy(ev[i]);
+    gm_events_destroy(ev, 2);
     gm_device_free(dsum, sizeof(double));
     gm_device_free(dev, nb);
     gm_host_free(host, nb);
@@ -351,22 +331,23 @@ fail:
  *   prefetch        cudaMemPrefetchAsync to the device first: the migration in bulk ...
  *   after_prefetch  ... and the kernel after it
  *   resident        a second launch, the pages now on the device */
-static PyObject *transfer_managed(PyObject *self, PyObject *args, PyObject *kwargs)
+enum { MG_NBYTES, MG_REPEAT };
+static const gm_arg managed_args[] = {
+    [MG_NBYTES] = {"nbytes", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 4, MAX_BYTES},
+    [MG_REPEAT] = {"repeat", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 1, 1000},
+    {NULL},
+};
+
+static PyObject *transfer_managed(const gm_parsed *a)
 {
-    static const char *fn = "_transfer_managed";
-    static char *kwlist[] = {"nbytes", "repeat", NULL};
-    PyObject *nb_o, *rep_o, *res = NULL, *lists[4] = {NULL, NULL, NULL, NULL};
-    long long nbytes, repeat;
+    const char *fn = a->fn;
+    const long long nbytes = a->v[MG_NBYTES], repeat = a->v[MG_REPEAT];
+    PyObject *res = NULL, *lists[4] = {NULL, NULL, NULL, NULL};
     float *m = NULL;
     double *dsum = NULL, sums[3] = {0, 0, 0};
     cudaEvent_t ev[3] = {NULL, NULL, NULL};
     int managed = 0, dev = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:_transfer_managed", kwlist, &nb_o, &rep_o))
-        return NULL;
-    if (arg_float_bytes(nb_o, fn, &nbytes) < 0 ||
-        gm_arg_range(rep_o, fn, "repeat", 1, 1000, &repeat) < 0)
-        return NULL;
-    if (gm_ensure_device() < 0)
+    if (whole_floats(fn, nbytes) < 0 || gm_ensure_device() < 0)
         return NULL;
     const size_t nb = (size_t)nbytes;
     const long long n = nbytes / 4;
@@ -383,8 +364,8 @@ static PyObject *transfer_managed(PyObject *self, PyObject *args, PyObject *kwar
     for (int k = 0; k < 4; k++)
         if ((lists[k] = PyList_New(0)) == NULL)
             goto fail;
-    for (int i = 0; i < 3; i++)
-        GM_CUDA(cudaEventCreate(&ev[i]));
+    if (gm_events_create(ev, 3) < 0)
+        goto fail;
     struct cudaMemLocation loc = {0};
     loc.type = cudaMemLocationTypeDevice;
     loc.id = dev;
@@ -401,7 +382,8 @@ static PyObject *transfer_managed(PyObject *self, PyObject *args, PyObject *kwar
             if (sum_on_device(m, n, dsum, 0) < 0)
                 goto fail;
             GM_CUDA(cudaEventRecord(ev[2], 0));
-            if (elapsed(ev[0], ev[1], &ms[0]) < 0 || elapsed(ev[1], ev[2], &ms[1]) < 0)
+            if (gm_event_ms(ev[0], ev[1], NULL, &ms[0]) < 0 ||
+                gm_event_ms(ev[1], ev[2], NULL, &ms[1]) < 0)
                 goto fail;
             GM_CUDA(cudaMemcpy(&sums[pre], dsum, sizeof(double), cudaMemcpyDeviceToHost));
             if (pre) { /* once more, resident now */
@@ -410,7 +392,7 @@ static PyObject *transfer_managed(PyObject *self, PyObject *args, PyObject *kwar
                 if (sum_on_device(m, n, dsum, 0) < 0)
                     goto fail;
                 GM_CUDA(cudaEventRecord(ev[1], 0));
-                if (elapsed(ev[0], ev[1], &ms[2]) < 0)
+                if (gm_event_ms(ev[0], ev[1], NULL, &ms[2]) < 0)
                     goto fail;
                 GM_CUDA(cudaMemcpy(&sums[2], dsum, sizeof(double), cudaMemcpyDeviceToHost));
             }
@@ -433,9 +415,7 @@ fail:
         (void)cudaGetLastError();
     for (int k = 0; k < 4; k++)
         Py_XDECREF(lists[k]);
-    for (int i = 0; i < 3; i++)
-        if (ev[i])
-            cudaEventDestroy(ev[i]);
+    gm_events_destroy(ev, 3);
     gm_device_free(dsum, sizeof(double));
     return res;
 }
@@ -447,23 +427,25 @@ fail:
  *   serial      copy x in, scale, copy y out -- one stream, one after the other
  *   overlapped  the same in `chunks` pieces, piece c on stream c % 2, so one piece's copies
  *               run while another's kernel does (the copy engines and the SMs busy at once) */
-static PyObject *transfer_overlap(PyObject *self, PyObject *args, PyObject *kwargs)
+enum { OV_NBYTES, OV_CHUNKS, OV_WORK };
+static const gm_arg overlap_args[] = {
+    [OV_NBYTES] = {"nbytes", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 4, MAX_BYTES},
+    [OV_CHUNKS] = {"chunks", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 1, 64},
+    [OV_WORK] = {"work", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 0, 1000000},
+    {NULL},
+};
+
+static PyObject *transfer_overlap(const gm_parsed *a)
 {
-    static const char *fn = "_transfer_overlap";
+    const char *fn = a->fn;
     static const char *ops[3] = {"h2d", "kernel", "d2h"};
-    static char *kwlist[] = {"nbytes", "chunks", "work", NULL};
-    PyObject *nb_o, *ch_o, *work_o, *res = NULL, *lists[2] = {NULL, NULL};
-    long long nbytes, chunks, work;
+    const long long nbytes = a->v[OV_NBYTES], chunks = a->v[OV_CHUNKS], work = a->v[OV_WORK];
+    PyObject *res = NULL, *lists[2] = {NULL, NULL};
     float *hx = NULL, *hy[2] = {NULL, NULL}, *dx = NULL, *dy = NULL;
     cudaStream_t st[2] = {NULL, NULL};
     cudaEvent_t *ev = NULL;
     int n_ev = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:_transfer_overlap", kwlist, &nb_o, &ch_o,
-                                     &work_o))
-        return NULL;
-    if (arg_float_bytes(nb_o, fn, &nbytes) < 0 ||
-        gm_arg_range(ch_o, fn, "chunks", 1, 64, &chunks) < 0 ||
-        gm_arg_range(work_o, fn, "work", 0, 1000000, &work) < 0)
+    if (whole_floats(fn, nbytes) < 0)
         return NULL;
     if (chunks > nbytes / 4) {
         PyErr_Format(PyExc_ValueError, "%s: chunks=%lld is not allowed; chunks must be at most "
@@ -490,8 +472,8 @@ static PyObject *transfer_overlap(PyObject *self, PyObject *args, PyObject *kwar
         PyErr_NoMemory();
         goto fail;
     }
-    for (int i = 0; i < n_ev; i++)
-        GM_CUDA(cudaEventCreate(&ev[i]));
+    if (gm_events_create(ev, n_ev) < 0)
+        goto fail;
     for (int pass = 0; pass < 3; pass++) { /* 0: warm-up (overlapped), 1: serial, 2: overlapped */
         const int over = pass != 1;
         const long long pieces = over ? chunks : 1;
@@ -509,10 +491,10 @@ static PyObject *transfer_overlap(PyObject *self, PyObject *args, PyObject *kwar
             GM_CUDA(cudaEventRecord(ev[e++], s));
             GM_CUDA(cudaMemcpyAsync(dx + off, hx + off, bytes, cudaMemcpyHostToDevice, s));
             GM_CUDA(cudaEventRecord(ev[e++], s));
-            gm_scale_params p = {dx + off, dy + off, cnt, (int)work, 256};
-            gm_dims d;
+            const gm_scale_params p = {dx + off, dy + off, cnt, (int)work, 256};
             GM_CUDA(cudaEventRecord(ev[e++], s));
-            GM_CUDA(gm_scale(&p, &d, s));
+            if (run_on(&scale_variants[0], &p, s) < 0)
+                goto fail;
             GM_CUDA(cudaEventRecord(ev[e++], s));
             GM_CUDA(cudaEventRecord(ev[e++], s));
             GM_CUDA(cudaMemcpyAsync(out + off, dy + off, bytes, cudaMemcpyDeviceToHost, s));
@@ -535,7 +517,8 @@ static PyObject *transfer_overlap(PyObject *self, PyObject *args, PyObject *kwar
                 continue;
             for (int k = 0; k < 3; k++, e += 2) {
                 double t0, t1;
-                if (elapsed(ev[0], ev[e], &t0) < 0 || elapsed(ev[0], ev[e + 1], &t1) < 0)
+                if (gm_event_ms(ev[0], ev[e], NULL, &t0) < 0 ||
+                    gm_event_ms(ev[0], ev[e + 1], NULL, &t1) < 0)
                     goto fail;
                 PyObject *row = Py_BuildValue("(isLdd)", over ? (int)(c % 2) : 0, ops[k], c, t0,
                                               t1);
@@ -557,9 +540,8 @@ static PyObject *transfer_overlap(PyObject *self, PyObject *args, PyObject *kwar
 fail:
     Py_XDECREF(lists[0]);
     Py_XDECREF(lists[1]);
-    for (int i = 0; ev && i < n_ev; i++)
-        if (ev[i])
-            cudaEventDestroy(ev[i]);
+    if (ev)
+        gm_events_destroy(ev, n_ev);
     free(ev);
     for (int i = 0; i < 2; i++)
         if (st[i])
@@ -572,20 +554,24 @@ fail:
     return res;
 }
 
-static PyMethodDef transfer_methods[] = {
-    {"_transfer_copy", (PyCFunction)(void (*)(void))transfer_copy, METH_VARARGS | METH_KEYWORDS,
-     "_transfer_copy(kind, direction, nbytes, repeat, warmup): ms of each timed copy."},
-    {"_transfer_zero_copy", (PyCFunction)(void (*)(void))transfer_zero_copy,
-     METH_VARARGS | METH_KEYWORDS,
-     "_transfer_zero_copy(nbytes, reads, repeat): mapped vs copy-then-read vs device, ms."},
-    {"_transfer_managed", (PyCFunction)(void (*)(void))transfer_managed,
-     METH_VARARGS | METH_KEYWORDS,
-     "_transfer_managed(nbytes, repeat): managed memory on the host read by a kernel, with and "
-     "without prefetch, ms."},
-    {"_transfer_overlap", (PyCFunction)(void (*)(void))transfer_overlap,
-     METH_VARARGS | METH_KEYWORDS,
-     "_transfer_overlap(nbytes, chunks, work): the serial and overlapped timelines."},
-    {NULL, NULL, 0, NULL},
+static const gm_plain transfer_plain[] = {
+    {"_transfer_copy", "ms of each timed copy of one kind, direction and size.", copy_args,
+     transfer_copy},
+    {"_transfer_zero_copy", "mapped vs copy-then-read vs device, ms.", zero_copy_args,
+     transfer_zero_copy},
+    {"_transfer_managed",
+     "managed memory on the host read by a kernel, with and without prefetch, ms.",
+     managed_args, transfer_managed},
+    {"_transfer_overlap", "the serial and overlapped timelines.", overlap_args,
+     transfer_overlap},
+    {NULL},
 };
 
-int gm_transfer_init(PyObject *module) { return PyModule_AddFunctions(module, transfer_methods); }
+/* ---- the lesson --------------------------------------------------------------------- */
+static const gm_family *const families[] = {
+    &gm_read_sum_family,
+    &gm_scale_family,
+    NULL,
+};
+
+const gm_lesson gm_lesson_transfer = {"transfer", families, transfer_plain, NULL};

@@ -71,7 +71,7 @@ static void transpose_fill(const gm_call *c, void *params)
         (int)gm_dim(c, TR_A, 1)};
 }
 
-const gm_family gm_transpose_family = {
+static const gm_family gm_transpose_family = {
     "transpose",
     "out = a.T for a float32 matrix a (M x N): out is N x M, C-contiguous.  variant: "
     "'naive_row', 'naive_col', 'shared', 'padded', 'swizzled' or 'coarsened'.",
@@ -124,10 +124,19 @@ static void stride_fill(const gm_call *c, void *params)
         (int)c->v[SS_BLOCKS]};
 }
 
-const gm_family gm_shared_stride_family = {
+static const gm_family gm_shared_stride_family = {
     "shared_stride",
     "Shared-memory bank conflicts by stride: lane l of every warp reads element "
     "(l*stride + 32*i) mod N of a 16 KiB shared array of `word` elements, i = 0..iters-1; "
     "returns each thread's sum (blocks x 256 float32).",
     stride_args, 1, 0, stride_variants, stride_check, NULL, stride_fill,
 };
+
+/* ---- the lesson --------------------------------------------------------------------- */
+static const gm_family *const families[] = {
+    &gm_transpose_family,
+    &gm_shared_stride_family,
+    NULL,
+};
+
+const gm_lesson gm_lesson_transpose = {"transpose", families, NULL, NULL};

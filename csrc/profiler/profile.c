@@ -1,11 +1,7 @@
-/* profile.c -- the module part of the hardware-counter profiler: the
- * _profile_* functions and gpumem.ProfilerError.  profile.h describes how
- * the profiler works; profile_cupti.c loads CUPTI, profile_session.c runs a
- * gpumem.profile() block and its launches, profile_eval.c turns what CUPTI
- * recorded into metric values. */
+/* profile.c -- the module part of the hardware-counter profiler, its top
+ * unit: the _profile_* functions and gpumem.ProfilerError.  profile.h says
+ * how the profiler works and which unit does what. */
 #include "profile.h"
-
-PyObject *gm_prof_ProfilerError;
 
 static PyMethodDef profile_methods[] = {
     {"_profile_begin", (PyCFunction)(void (*)(void))gm_prof_begin, METH_VARARGS | METH_KEYWORDS,

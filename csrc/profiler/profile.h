@@ -1,8 +1,20 @@
 /* profile.h -- private declarations of the hardware-counter profiler, shared
- * by profile.c (the module part), profile_cupti.c (loading CUPTI and the
- * driver, errors), profile_session.c (a gpumem.profile() block and its
- * launches), profile_replay.c (block replay of several-pass sets) and
- * profile_eval.c (decoding ranges into metric values).
+ * by its units, in their layer order (gm.h; each calls only earlier ones):
+ *   profile_cupti.c    loading CUPTI and the driver entry point, errors
+ *   profile_state.c    the state of the open block, its timings, _profile_state()
+ *   profile_eval.c     decoding ranges into metric values
+ *   profile_pass.c     one profiled launch in a user range, the in-place
+ *                      buffers' snapshot, the L2 flush, and the ONE pass loop
+ *                      (Start, every range, Stop, until CUPTI has every pass)
+ *                      that the per-launch path and block replay share
+ *   profile_replay.c   block replay of several-pass sets (records, copies)
+ *   profile_launch.c   the launch hook: batches, block records, per launch
+ *   profile_session.c  a gpumem.profile() block: set-up and tear-down
+ *   profile.c          the module part: _profile_* and ProfilerError
+ * The profiler sits above launch.c: its set-up registers the hook
+ * (gm_launch_set_hook) that gm_launch calls, and every kernel it runs -- the
+ * replays, the L2 flush (measure.c's, through gm_flush_l2), the buffer
+ * comparison -- goes through gm_launch as an internal launch.
  *
  * Hardware counters are read inside the process through CUPTI's Range
  * Profiler (CUDA 12.6+ API), around gpumem's own launches.
@@ -15,7 +27,7 @@
  *   begin   initialize CUPTI, chip name, counter availability, host object,
  *           config image (the metrics), counter data image for one range;
  *           everything here is re-used by every launch of the block.
- *   launch  gm_profile_launch(), by replay mode and passes:
+ *   launch  gm_prof_launch_hook() (profile_launch.c), by replay mode and passes:
  *           block, one pass: batches -- one Start for up to GM_BATCH_RANGES
  *             (16) launches, each profiled as it comes in a user range (the
  *             L2 flush runs between ranges, not counted);
@@ -27,7 +39,8 @@
  *             fit the replay memory): one user range, gpumem replays the
  *             launch on the spot once per pass, restoring its in-place
  *             buffers (info->inout) between passes and after the last, and
- *             flushing L2 before each pass as `ncu` does by default;
+ *             flushing L2 before each pass as `ncu` does by default (the
+ *             same pass loop as block replay's, profile_pass.c);
  *           kernel: CUPTI's kernel replay, one launch per session.
  *           Batched dicts are handed out empty and filled at decode time --
  *           batch full, _profile_sync() (which Profile.records and
@@ -62,11 +75,11 @@
 #include <cupti_target.h>
 #include <cupti_profiler_target.h>
 /* cupti_profiler_host.h includes the C++ header <string> by mistake; the
- * build puts an empty csrc/cupti_c/string on the include path for C. */
+ * build puts an empty csrc/profiler/cupti_c/string on the include path for C. */
 #include <cupti_profiler_host.h>
 #include <cupti_range_profiler.h>
 
-/* ---- timing (profile_session.c) ------------------------------------------ */
+/* ---- state and timing (profile_state.c) ---------------------------------- */
 /* Where the time of profiled launches goes (ms, summed over the block);
  * gpumem._core._profile_state()["timing_ms"]. */
 enum { T_CONFIG, T_RESTORE, T_FLUSH, T_START, T_PUSH, T_LAUNCH, T_POP, T_STOP, T_DECODE,
@@ -78,6 +91,8 @@ enum { U_ENABLE, U_AVAILABILITY, U_HOST, U_CONFIG, U_COUNTER_DATA, U_FLUSH_SETUP
        U_N };
 extern double gm_prof_setup_ms[U_N];
 extern long long gm_prof_passes_run; /* passes run in this block */
+extern int gm_prof_active;           /* a block is open: the hook is set */
+PyObject *gm_prof_state(PyObject *self, PyObject *unused); /* _profile_state() */
 
 static inline double gm_prof_now_ms(void)
 {
@@ -125,15 +140,9 @@ GM_CUPTI_FUNCS(GM_DECLARE)
 #undef GM_DECLARE
 extern CUptiResult (*gm_prof_cuptiGetResultString)(CUptiResult, const char **);
 
-/* Driver entry points (the extension links only the static runtime),
+/* The driver entry point (the extension links only the static runtime),
  * resolved by gm_prof_load_driver. */
 extern CUresult (*gm_prof_cuCtxGetCurrent)(CUcontext *);
-extern CUresult (*gm_prof_cuModuleLoadData)(CUmodule *, const void *);
-extern CUresult (*gm_prof_cuModuleUnload)(CUmodule);
-extern CUresult (*gm_prof_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-extern CUresult (*gm_prof_cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int,
-                                          unsigned int, unsigned int, unsigned int, unsigned int,
-                                          CUstream, void **, void **);
 
 extern void *gm_prof_cupti_lib;       /* the loaded libcupti, or NULL */
 extern char gm_prof_cupti_path[1024]; /* where it was loaded from */
@@ -141,10 +150,10 @@ extern char gm_prof_cupti_path[1024]; /* where it was loaded from */
 /* Load libcupti: from each directory of `dirs` (libcupti.so.13, then
  * libcupti.so), then from the loader's path.  0, or -1 with ProfilerError. */
 int gm_prof_load_cupti(PyObject *dirs);
-/* Resolve the driver entry points above.  0, or -1 with CudaError. */
+/* Resolve the driver entry point above.  0, or -1 with CudaError. */
 int gm_prof_load_driver(void);
 
-/* ---- errors (profile_cupti.c; the type is created in profile.c) ---------- */
+/* ---- errors (profile_cupti.c; profile.c creates the type at import) ------ */
 extern PyObject *gm_prof_ProfilerError; /* gpumem.ProfilerError (RuntimeError) */
 
 /* CUPTI's name for a result code. */
@@ -169,7 +178,7 @@ int gm_prof_driver_error(CUresult r, const char *call);
         }                                                                      \
     } while (0)
 
-/* ---- the session of one gpumem.profile() block (profile_session.c) ------- */
+/* ---- the session of one gpumem.profile() block (its state: profile_state.c) */
 typedef struct {
     char *name;  /* the name the user asked for (dict key) */
     int num;     /* index into metric names */
@@ -216,12 +225,7 @@ typedef struct {
     size_t n_outputs;
     void *scratch;                     /* snapshot of in-place buffers */
     size_t scratch_size;
-    void *flush_buf;                   /* L2 flush: read-only buffer */
-    size_t flush_size;
-    void *flush_sink;
-    CUmodule flush_mod;
-    CUfunction flush_fn;
-    unsigned int flush_grid;
+    size_t flush_size;                 /* bytes each L2 flush reads (0: flush buffer not held) */
     long long launches;
     double last_passes_run;
     /* Batched ranges (user replay, one pass): one Start for up to max_ranges
@@ -245,28 +249,61 @@ typedef struct {
     size_t arena_size, arena_used, arena_cap; /* cap: arena + sink, bytes */
     void *sink;                        /* where every write-only result goes */
     size_t sink_size;
-    int *flag;                         /* gm_differs' answer (device) */
-    CUfunction differs_fn;
+    int *flag;                         /* the comparison's answer (device) */
 } gm_prof_session;
 
 extern gm_prof_session gm_prof;
 
 /* The module functions (profile.c lists them). */
-PyObject *gm_prof_begin(PyObject *self, PyObject *args, PyObject *kwargs);
-PyObject *gm_prof_end(PyObject *self, PyObject *unused);
-PyObject *gm_prof_sync(PyObject *self, PyObject *unused);
-PyObject *gm_prof_state(PyObject *self, PyObject *unused);
-PyObject *gm_prof_load(PyObject *self, PyObject *args); /* profile_cupti.c */
+PyObject *gm_prof_begin(PyObject *self, PyObject *args, PyObject *kwargs); /* profile_session.c */
+PyObject *gm_prof_end(PyObject *self, PyObject *unused);                   /* profile_session.c */
+PyObject *gm_prof_sync(PyObject *self, PyObject *unused);                  /* profile_launch.c */
+PyObject *gm_prof_load(PyObject *self, PyObject *args);                    /* profile_cupti.c */
 
-/* Shared by the launch paths (profile_session.c). */
-int gm_prof_flush_l2(void);              /* launch the L2 flush; 0 / -1 */
+/* ---- one profiled launch and the pass loop (profile_pass.c) --------------- */
+int gm_prof_flush_l2(void);                /* launch the L2 flush; 0 / -1 */
 int gm_prof_sync_device(const char *what); /* GIL held; 0 / -1 */
+/* The scratch buffer for a launch's in-place buffers: *need bytes of it. */
+int gm_prof_ensure_scratch(const gm_launch_info *info, size_t *need);
+/* Copy the launch's in-place buffers to the scratch buffer (to_scratch) or back. */
+int gm_prof_copy_inout(const gm_launch_info *info, int to_scratch);
 /* A fresh counter data image and pass 0, for `ranges` ranges per pass. */
 int gm_prof_configure_pass0(size_t ranges);
 /* Push a user range (when user_range), launch, wait, pop; *pushed says
  * whether a range is still open when this fails. */
 int gm_prof_launch_in_range(const gm_variant *variant, const void *params, const char *name,
                             int user_range, int *pushed, const char *what);
+/* After a failed profiled launch: pop the open range, stop the session (an
+ * open batch's launches get NaN), restore the in-place buffers (snap), keep
+ * the first error. */
+void gm_prof_close_after_failure(const gm_launch_info *info, int pushed, int started, int snap);
+
+/* What the pass loop replays: n ranges per pass, range k's launch and name,
+ * and (user replay) what to put back before it. */
+typedef struct gm_prof_ranges gm_prof_ranges;
+struct gm_prof_ranges {
+    size_t n;
+    void (*range)(const gm_prof_ranges *r, size_t k, const gm_variant **variant,
+                  const void **params, char *name, size_t len);
+    /* Before range k of pass `pass` (user replay): the in-place buffers as
+     * the launch found them.  0 / -1. */
+    int (*restore)(const gm_prof_ranges *r, size_t pass, size_t k);
+    const char *verb;  /* "running", "replaying": names a failed launch */
+    const char *whole; /* "read_offset/unroll1", "a block of 3 launches" */
+    const void *ctx;
+};
+/* The one pass loop: per pass one Start, then for each range (user replay:
+ * restore, flush L2 -- outside any range, not counted -- and a user range
+ * around the launch), one Stop; until CUPTI has every pass.  *passes: how
+ * many ran.  0, or -1 with an exception and no range or pass left open. */
+int gm_prof_run_passes(const gm_prof_ranges *r, size_t *passes);
+
+/* ---- the launch hook (profile_launch.c) ------------------------------------ */
+/* gm_launch's hook while a block is open: the launch's metrics (a new dict;
+ * for a batched one-pass set or a recorded launch, filled later). */
+PyObject *gm_prof_launch_hook(const gm_launch_info *info, const void *params);
+/* Close the open batch of one-pass launches: decode, fill the dicts. */
+int gm_prof_batch_finish(void);
 
 /* ---- block replay (profile_replay.c) -------------------------------------- */
 /* The replay memory's cap and the record table (at _profile_begin). */

@@ -1,5 +1,5 @@
 /* profile_cupti.c -- loading CUPTI (dlopen/dlsym) and the driver entry
- * points the profiler needs, and CUPTI and driver failures as
+ * point the profiler needs (cuCtxGetCurrent), and CUPTI and driver failures as
  * gpumem.ProfilerError / CudaError; _profile_load(). */
 #include "profile.h"
 
@@ -13,14 +13,9 @@ GM_CUPTI_FUNCS(GM_DEFINE)
 CUptiResult (*gm_prof_cuptiGetResultString)(CUptiResult, const char **);
 
 CUresult (*gm_prof_cuCtxGetCurrent)(CUcontext *);
-CUresult (*gm_prof_cuModuleLoadData)(CUmodule *, const void *);
-CUresult (*gm_prof_cuModuleUnload)(CUmodule);
-CUresult (*gm_prof_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-CUresult (*gm_prof_cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int,
-                                   unsigned int, unsigned int, unsigned int, unsigned int,
-                                   CUstream, void **, void **);
 
 void *gm_prof_cupti_lib = NULL;
+PyObject *gm_prof_ProfilerError; /* made by profile.c at import */
 char gm_prof_cupti_path[1024];
 
 /* ---- errors -------------------------------------------------------------- */
@@ -185,17 +180,13 @@ int gm_prof_load_cupti(PyObject *dirs)
 /* ---- driver entry points ------------------------------------------------- */
 int gm_prof_load_driver(void)
 {
-    if (gm_prof_cuLaunchKernel != NULL)
+    if (gm_prof_cuCtxGetCurrent != NULL)
         return 0;
     struct {
         const char *name;
         void **fp;
     } want[] = {
         {"cuCtxGetCurrent", (void **)&gm_prof_cuCtxGetCurrent},
-        {"cuModuleLoadData", (void **)&gm_prof_cuModuleLoadData},
-        {"cuModuleUnload", (void **)&gm_prof_cuModuleUnload},
-        {"cuModuleGetFunction", (void **)&gm_prof_cuModuleGetFunction},
-        {"cuLaunchKernel", (void **)&gm_prof_cuLaunchKernel},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
@@ -207,7 +198,7 @@ int gm_prof_load_driver(void)
             if (err == cudaSuccess)
                 err = cudaErrorSymbolNotFound;
             gm_set_cuda_error(err, what);
-            gm_prof_cuLaunchKernel = NULL;
+            gm_prof_cuCtxGetCurrent = NULL;
             return -1;
         }
     }

@@ -10,7 +10,8 @@
  *
  * The copies live in one device arena per batch:
  *   read-only inputs   copied once; a later launch reading the same buffer
- *                      shares the copy when gm_differs finds the contents
+ *                      shares the copy when the comparison kernel
+ *                      (cuda/runtime.cu's differs) finds the contents
  *                      equal (a sweep over the same arrays holds one copy);
  *   in-place buffers   a pristine copy and a working copy, restored before
  *                      every pass;
@@ -32,6 +33,10 @@
 
 #define GM_COPY_ALIGN 4096 /* a copy's address = its original's, modulo this */
 #define GM_MAX_BUFS (GM_MAX_ARGS + 2)
+
+GM_THUNKS(differs)
+static const gm_variant differs_variant = GM_ROW(
+    differs, "default", 0, "two device buffers compared word by word", "8*words", "0");
 
 int gm_prof_block_setup(void)
 {
@@ -120,16 +125,14 @@ static void *carve(const void *like, size_t nbytes)
 static int differ(const void *a, const void *b, size_t n, int *out)
 {
     *out = 1;
-    if (n % 4 || (uintptr_t)a % 4 || (uintptr_t)b % 4 || gm_prof.differs_fn == NULL)
+    if (n % 4 || (uintptr_t)a % 4 || (uintptr_t)b % 4)
         return 0;
-    unsigned long long words = n / 4;
+    const gm_differs_params p = {a, b, n / 4, gm_prof.flag};
+    const gm_launch_info info = {.variant = &differs_variant, .flags = GM_LAUNCH_INTERNAL};
     int h = 0;
     GM_CUDA(cudaMemsetAsync(gm_prof.flag, 0, sizeof(int), 0));
-    void *args[] = {(void *)&a, (void *)&b, &words, &gm_prof.flag};
-    CUresult r = gm_prof_cuLaunchKernel(gm_prof.differs_fn, gm_prof.flush_grid, 1, 1, 512, 1, 1, 0,
-                                        NULL, args, NULL);
-    if (r != CUDA_SUCCESS)
-        return gm_prof_driver_error(r, "cuLaunchKernel(gm_differs)");
+    if (gm_launch(&info, &p) < 0)
+        return -1;
     GM_CUDA(cudaMemcpy(&h, gm_prof.flag, sizeof h, cudaMemcpyDeviceToHost)); /* GIL held */
     *out = h != 0;
     return 0;
@@ -340,77 +343,56 @@ fail:
     return NULL;
 }
 
+/* The pass loop's view of the batch: range k is recorded launch k, its
+ * in-place buffers restored from their pristine copies before it, every pass
+ * (the working copies start unwritten). */
+static void recorded_range(const gm_prof_ranges *r, size_t k, const gm_variant **variant,
+                           const void **params, char *name, size_t len)
+{
+    const gm_prof_record *rec = &gm_prof.recs[k];
+    *variant = rec->variant;
+    *params = rec->params;
+    /* CUPTI merges ranges of the same name within a session: number them. */
+    snprintf(name, len, "%s/%s #%zu", rec->variant->family, rec->variant->name, k);
+}
+
+static int recorded_restore(const gm_prof_ranges *r, size_t pass, size_t k)
+{
+    const gm_prof_record *rec = &gm_prof.recs[k];
+    for (size_t i = 0; i < rec->n_restore; i++) {
+        const gm_prof_copy *c = &gm_prof.restores[rec->first_restore + i];
+        GM_CUDA(cudaMemcpyAsync(c->dst, c->src, c->nbytes, cudaMemcpyDeviceToDevice, 0));
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 int gm_prof_block_finish(void)
 {
     if (!gm_prof.block || gm_prof.n_recs == 0)
         return 0;
-    int started = 0, pushed = 0;
     size_t pass = 0;
-    char name[160], what[64];
+    char whole[64];
     T_BEGIN();
     if (gm_prof_configure_pass0(gm_prof.n_recs) < 0)
         goto fail;
     T_MARK(T_CONFIG);
-    for (;;) {
-        CUpti_RangeProfiler_Start_Params st = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-        st.pRangeProfilerObject = gm_prof.range;
-        GM_CUPTI(cuptiRangeProfilerStart, &st);
-        started = 1;
-        T_MARK(T_START);
-        snprintf(what, sizeof what, "replaying profiling pass %zu", pass);
-        for (size_t k = 0; k < gm_prof.n_recs; k++) {
-            const gm_prof_record *rec = &gm_prof.recs[k];
-            for (size_t i = 0; i < rec->n_restore; i++) {
-                const gm_prof_copy *c = &gm_prof.restores[rec->first_restore + i];
-                GM_CUDA(cudaMemcpyAsync(c->dst, c->src, c->nbytes, cudaMemcpyDeviceToDevice, 0));
-            }
-            T_MARK(T_RESTORE);
-            /* Outside any range: not counted. */
-            if (gm_prof_flush_l2() < 0 || gm_prof_sync_device("flushing L2 before a replay") < 0)
-                goto fail;
-            T_MARK(T_FLUSH);
-            /* CUPTI merges ranges of the same name within a session: number them. */
-            snprintf(name, sizeof name, "%s/%s #%zu", rec->variant->family, rec->variant->name, k);
-            if (gm_prof_launch_in_range(rec->variant, rec->params, name, 1, &pushed, what) < 0)
-                goto fail;
-            gm_t_ = gm_prof_now_ms();
-        }
-        CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-        sp.pRangeProfilerObject = gm_prof.range;
-        started = 0;
-        GM_CUPTI(cuptiRangeProfilerStop, &sp);
-        T_MARK(T_STOP);
-        pass++;
-        gm_prof_passes_run++;
-        if (sp.isAllPassSubmitted)
-            break;
-        if (pass > gm_prof.passes + 2) {
-            gm_prof_error("cupti", "cuptiRangeProfilerStop", 0,
-                          PyUnicode_FromFormat("CUPTI still wants passes after %zu (expected "
-                                               "%zu) for a block of %zu launches",
-                                               pass, gm_prof.passes, gm_prof.n_recs));
-            goto fail;
-        }
-    }
+    snprintf(whole, sizeof whole, "a block of %zu launches", gm_prof.n_recs);
+    const gm_prof_ranges ranges = {gm_prof.n_recs, recorded_range, recorded_restore, "replaying",
+                                   whole, NULL};
+    if (gm_prof_run_passes(&ranges, &pass) < 0)
+        goto fail;
     gm_prof.last_passes_run = (double)pass;
     if (gm_prof_evaluate_batch() < 0)
         goto fail;
     forget_batch();
     return 0;
 fail: {
-    /* Close what is open, NaN for the batch's launches, keep the first error. */
+    /* NaN for the batch's launches, keep the first error (the loop closed
+     * what it opened). */
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    if (pushed) {
-        CUpti_RangeProfiler_PopRange_Params pp = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-        pp.pRangeProfilerObject = gm_prof.range;
-        gm_prof_cuptiRangeProfilerPopRange(&pp);
-    }
-    if (started) {
-        CUpti_RangeProfiler_Stop_Params sp = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-        sp.pRangeProfilerObject = gm_prof.range;
-        gm_prof_cuptiRangeProfilerStop(&sp);
-    }
     (void)cudaDeviceSynchronize();
     (void)cudaGetLastError();
     gm_prof_fill_pending_nan();

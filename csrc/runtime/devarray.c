@@ -1,106 +1,44 @@
-/* devarray.c -- device buffers, the DeviceArray type and kernel operands. */
+/* devarray.c -- the DeviceArray type: its one constructor (over memory
+ * gpumem allocates, or memory another library owns), copies to and from the
+ * host, __dlpack__ and from_dlpack() over dlpack.c's protocols, to_device(),
+ * empty(); and the operands of kernel calls. */
 #include "gm.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* ---- device allocations -------------------------------------------------- */
-static long long gm_held = 0; /* bytes of device memory gpumem holds now */
-
-long long gm_bytes_held(void) { return gm_held; }
-
-int gm_device_alloc(size_t nbytes, void **ptr)
-{
-    *ptr = NULL;
-    if (nbytes == 0)
-        return 0;
-    if (gm_ensure_device() < 0)
-        return -1;
-    cudaError_t err = cudaMalloc(ptr, nbytes);
-    if (err == cudaErrorMemoryAllocation) {
-        size_t free_b = 0, total_b = 0;
-        (void)cudaGetLastError();
-        cudaMemGetInfo(&free_b, &total_b);
-        (void)cudaGetLastError();
-        *ptr = NULL;
-        PyErr_Format(gm_DeviceMemoryError,
-                     "cudaMalloc of %zu bytes failed: out of device memory "
-                     "(%zu of %zu bytes free; gpumem holds %lld)",
-                     nbytes, free_b, total_b, gm_held);
-        return -1;
-    }
-    if (err != cudaSuccess) {
-        *ptr = NULL;
-        return gm_set_cuda_error(err, "cudaMalloc");
-    }
-    gm_held += (long long)nbytes;
-    return 0;
-}
-
-void gm_device_free(void *ptr, size_t nbytes)
-{
-    if (ptr == NULL)
-        return;
-    /* During interpreter shutdown the runtime may already be unloading;
-     * a failed free then has nothing left to leak. */
-    if (cudaFree(ptr) != cudaSuccess)
-        (void)cudaGetLastError();
-    gm_held -= (long long)nbytes;
-}
-
-const char *gm_shape_str(int ndim, const npy_intp *shape, char *buf, size_t len)
-{
-    size_t pos = 0;
-    pos += (size_t)snprintf(buf + pos, len - pos, "(");
-    for (int i = 0; i < ndim && pos < len; i++)
-        pos += (size_t)snprintf(buf + pos, len - pos, i ? ", %lld" : "%lld", (long long)shape[i]);
-    if (pos < len)
-        snprintf(buf + pos, len - pos, ndim == 1 ? ",)" : ")");
-    return buf;
-}
-
 /* ---- DeviceArray ----------------------------------------------------------- */
-/* Bytes of an array of this shape and dtype; ValueError for a bad shape. */
-int gm_shape_nbytes(int ndim, const npy_intp *shape, PyArray_Descr *dtype, size_t *out,
-                    const char *fn)
+/* The one constructor: a DeviceArray over `ptr` (nbytes of this shape and
+ * dtype; dtype borrowed).  owner NULL: gpumem's own memory, freed with the
+ * array; else who frees it (stolen: released with the array, or here on
+ * failure), the memory not counted as gpumem's. */
+static gm_DeviceArray *make(const char *fn, void *ptr, int ndim, const npy_intp *shape,
+                            PyArray_Descr *dtype, PyObject *owner)
 {
-    if (ndim > GM_MAXDIM) {
-        PyErr_Format(PyExc_ValueError, "%s: shape: at most %d dimensions, not %d", fn, GM_MAXDIM,
-                     ndim);
-        return -1;
+    size_t nbytes;
+    gm_DeviceArray *d = gm_shape_nbytes(ndim, shape, dtype, &nbytes, fn) < 0
+                            ? NULL : PyObject_New(gm_DeviceArray, &gm_DeviceArray_Type);
+    if (d == NULL) {
+        Py_XDECREF(owner);
+        return NULL;
     }
-    size_t nbytes = (size_t)PyDataType_ELSIZE(dtype);
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0) {
-            PyErr_Format(PyExc_ValueError, "%s: shape: negative dimension %lld", fn,
-                         (long long)shape[i]);
-            return -1;
-        }
-        if (shape[i] && nbytes > (size_t)PY_SSIZE_T_MAX / (size_t)shape[i]) {
-            PyErr_Format(PyExc_ValueError, "%s: shape: array is too big", fn);
-            return -1;
-        }
-        nbytes *= (size_t)shape[i];
-    }
-    *out = nbytes;
-    return 0;
+    d->ptr = ptr;
+    d->ndim = ndim;
+    memcpy(d->shape, shape, sizeof(npy_intp) * (size_t)ndim);
+    Py_INCREF(dtype);
+    d->dtype = dtype;
+    d->nbytes = owner ? nbytes : 0; /* gpumem's: set once allocated */
+    d->owner = owner;
+    return d;
 }
 
 gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *dtype)
 {
     size_t nbytes;
-    if (gm_shape_nbytes(ndim, shape, dtype, &nbytes, "device array") < 0)
-        return NULL;
-    gm_DeviceArray *d = PyObject_New(gm_DeviceArray, &gm_DeviceArray_Type);
+    gm_DeviceArray *d = make("device array", NULL, ndim, shape, dtype, NULL);
     if (d == NULL)
         return NULL;
-    d->ptr = NULL;
-    d->nbytes = 0;
-    d->owner = NULL;
-    d->ndim = ndim;
-    memcpy(d->shape, shape, sizeof(npy_intp) * (size_t)ndim);
-    Py_INCREF(dtype);
-    d->dtype = dtype;
+    gm_shape_nbytes(ndim, shape, dtype, &nbytes, "device array"); /* checked by make() */
     if (gm_device_alloc(nbytes, &d->ptr) < 0) {
         Py_DECREF(d);
         return NULL;
@@ -109,25 +47,60 @@ gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *
     return d;
 }
 
-/* Plain numbers only: bool, integers, floats, complex (no strings, bytes,
- * dates, objects or structs).  `what` is "fn: argument has dtype". */
-int gm_check_plain_dtype(PyArray_Descr *dtype, const char *what)
+/* from_dlpack(x): x's device memory as a DeviceArray, shared (no copy). */
+static PyObject *from_dlpack_obj(PyObject *x, const char *fn)
 {
-    const char kind = dtype->kind;
-    if (PyDataType_REFCHK(dtype) || PyDataType_HASFIELDS(dtype) ||
-        (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c')) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s %R, which cannot live in device memory (only plain numeric dtypes: "
-                     "bool, integers, floats, complex)",
-                     what, (PyObject *)dtype);
-        return -1;
+    gm_foreign f;
+    if (gm_DeviceArray_Check(x))
+        return Py_NewRef(x);
+    if (gm_dlpack_import(x, fn, &f) < 0)
+        return NULL;
+    PyObject *d = (PyObject *)make(fn, f.ptr, f.ndim, f.shape, f.dtype, f.owner);
+    Py_DECREF(f.dtype);
+    return d;
+}
+
+static PyObject *from_dlpack(PyObject *self, PyObject *x)
+{
+    return from_dlpack_obj(x, "from_dlpack");
+}
+
+/* __dlpack__: a capsule of this array's memory, or of a device copy (copy=True). */
+static PyObject *devarray_dlpack(gm_DeviceArray *d, PyObject *args, PyObject *kwargs)
+{
+    int versioned, copy;
+    if (gm_dlpack_request(args, kwargs, &versioned, &copy) < 0)
+        return NULL;
+    gm_DeviceArray *src = (gm_DeviceArray *)Py_NewRef(d);
+    if (copy) {
+        gm_DeviceArray *c = gm_devarray_new(d->ndim, d->shape, d->dtype);
+        if (c == NULL) {
+            Py_DECREF(src);
+            return NULL;
+        }
+        if (d->nbytes) {
+            cudaError_t err;
+            Py_BEGIN_ALLOW_THREADS
+            err = cudaMemcpy(c->ptr, d->ptr, d->nbytes, cudaMemcpyDeviceToDevice);
+            Py_END_ALLOW_THREADS
+            if (err != cudaSuccess) {
+                gm_set_cuda_error(err, "cudaMemcpy (__dlpack__ copy=True)");
+                Py_DECREF(c);
+                Py_DECREF(src);
+                return NULL;
+            }
+        }
+        Py_SETREF(src, c);
     }
-    if (!PyArray_ISNBO(dtype->byteorder)) {
-        PyErr_Format(PyExc_TypeError, "%s %R, which is not in native byte order", what,
-                     (PyObject *)dtype);
-        return -1;
-    }
-    return 0;
+    PyObject *cap = gm_dlpack_capsule((PyObject *)src, src->ptr, src->ndim, src->shape,
+                                      src->dtype, versioned, copy);
+    Py_DECREF(src);
+    return cap;
+}
+
+static PyObject *devarray_dlpack_device(gm_DeviceArray *d, PyObject *unused)
+{
+    return gm_dlpack_device();
 }
 
 gm_DeviceArray *gm_devarray_from_host(PyArrayObject *arr)
@@ -219,7 +192,7 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
         /* Another library's array: its device memory is shared, a host one
          * (DLPack device kDLCPU) goes through NumPy and is copied. */
         if (PyObject_HasAttrString(obj, "__cuda_array_interface__"))
-            return gm_from_dlpack_obj(obj, "to_device");
+            return from_dlpack_obj(obj, "to_device");
         if (!PyObject_HasAttrString(obj, "__dlpack__")) {
             PyErr_Format(PyExc_TypeError,
                          "to_device: a must be a numpy.ndarray or an array with __dlpack__ or "
@@ -234,7 +207,7 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
         Py_XDECREF(dev);
         PyErr_Clear();
         if (!host)
-            return gm_from_dlpack_obj(obj, "to_device");
+            return from_dlpack_obj(obj, "to_device");
         PyObject *np = PyImport_ImportModule("numpy");
         PyObject *arr = np ? PyObject_CallMethod(np, "from_dlpack", "O", obj) : NULL;
         Py_XDECREF(np);
@@ -287,37 +260,6 @@ static PyObject *gm_to_device_py(PyObject *self, PyObject *args, PyObject *kwarg
     if (out != Py_None)
         return to_device_into(obj, out);
     return gm_to_device(self, obj);
-}
-
-int gm_shape_dtype(const char *fn, PyObject *shape_obj, PyObject *dtype_obj,
-                   PyArray_Dims *shape, PyArray_Descr **dtype, size_t *nbytes)
-{
-    char what[64];
-    shape->ptr = NULL;
-    shape->len = 0;
-    *dtype = NULL;
-    if (shape_obj == Py_None || !PyArray_IntpConverter(shape_obj, shape)) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s: shape must be an int or a sequence of ints, not %.200s",
-                     fn, Py_TYPE(shape_obj)->tp_name);
-        goto fail;
-    }
-    if (!PyArray_DescrConverter2(dtype_obj, dtype)) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s: dtype=%R is not a NumPy dtype", fn, dtype_obj);
-        goto fail;
-    }
-    if (*dtype == NULL)
-        *dtype = PyArray_DescrFromType(NPY_FLOAT32);
-    snprintf(what, sizeof what, "%s: dtype is", fn);
-    if (gm_check_plain_dtype(*dtype, what) == 0 &&
-        gm_shape_nbytes(shape->len, shape->ptr, *dtype, nbytes, fn) == 0)
-        return 0;
-fail:
-    Py_CLEAR(*dtype);
-    PyDimMem_FREE(shape->ptr);
-    shape->ptr = NULL;
-    return -1;
 }
 
 static PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
@@ -454,11 +396,11 @@ static PyMethodDef devarray_methods[] = {
      "into `out` (a writeable C-contiguous ndarray of the same shape and dtype), returned."},
     {"__array__", (PyCFunction)(void (*)(void))devarray_array, METH_VARARGS | METH_KEYWORDS,
      "Refused: NumPy cannot read device memory; call .get()."},
-    {"__dlpack__", (PyCFunction)(void (*)(void))gm_devarray_dlpack, METH_VARARGS | METH_KEYWORDS,
+    {"__dlpack__", (PyCFunction)(void (*)(void))devarray_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "A DLPack capsule sharing this array's device memory (DLPack 1.0 versioned when "
      "max_version >= (1, 0), else the legacy capsule); copy=True exports a device copy."},
-    {"__dlpack_device__", (PyCFunction)gm_devarray_dlpack_device, METH_NOARGS,
+    {"__dlpack_device__", (PyCFunction)devarray_dlpack_device, METH_NOARGS,
      "(2, 0): CUDA device 0, as DLPack names it."},
     {NULL, NULL, 0, NULL},
 };
@@ -491,6 +433,9 @@ static PyMethodDef memory_methods[] = {
     {"empty", (PyCFunction)(void (*)(void))gm_empty, METH_VARARGS | METH_KEYWORDS,
      "empty($module, /, shape, dtype=None)\n--\n\nAn uninitialised DeviceArray of this shape "
      "and dtype (float32 by default)."},
+    {"from_dlpack", from_dlpack, METH_O,
+     "from_dlpack($module, x, /)\n--\n\nA DeviceArray sharing x's device memory (no copy): "
+     "any object with __dlpack__ or __cuda_array_interface__ on CUDA device 0, C-contiguous."},
     {NULL, NULL, 0, NULL},
 };
 

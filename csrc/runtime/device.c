@@ -1,5 +1,6 @@
 /* device.c -- which GPU gpumem runs on: discovery (once, on first use --
- * never at import), is_available(), device(), memory_info(). */
+ * never at import), is_available(), device(), runtime_version().  It calls
+ * nothing above errors.c (memory_info() is the memory layer's, alloc.c). */
 #include "gm.h"
 
 #include <dlfcn.h>
@@ -137,34 +138,11 @@ fail:
     return NULL;
 }
 
-static PyObject *gm_memory_info(PyObject *self, PyObject *unused)
-{
-    size_t free_b = 0, total_b = 0;
-    if (gm_ensure_device() < 0)
-        return NULL;
-    GM_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    return Py_BuildValue("{s:K,s:K,s:L,s:L}", "free", (unsigned long long)free_b, "total",
-                         (unsigned long long)total_b, "gpumem_bytes", gm_bytes_held(),
-                         "pinned_bytes", gm_pinned_bytes());
-fail:
-    return NULL;
-}
-
-static PyObject *gm_bytes_held_py(PyObject *self, PyObject *unused)
-{
-    return PyLong_FromLongLong(gm_bytes_held());
-}
-
 static PyMethodDef device_methods[] = {
     {"is_available", gm_is_available, METH_NOARGS,
      "is_available($module, /)\n--\n\nTrue when a CUDA GPU and driver are usable; never raises."},
     {"device", gm_device_info, METH_NOARGS,
      "device($module, /)\n--\n\nProperties and limits of the current device (dict)."},
-    {"memory_info", gm_memory_info, METH_NOARGS,
-     "memory_info($module, /)\n--\n\nFree and total device memory, and the bytes gpumem holds "
-     "now (dict)."},
-    {"bytes_held", gm_bytes_held_py, METH_NOARGS,
-     "bytes_held($module, /)\n--\n\nDevice bytes gpumem holds now (works without a GPU)."},
     {"runtime_version", gm_runtime_version, METH_NOARGS,
      "runtime_version($module, /)\n--\n\nThe CUDA runtime version gpumem was built with, as "
      "(major, minor)."},

@@ -1,9 +1,12 @@
-/* dlpack.c -- DeviceArray in and out of other libraries without a copy:
- * DeviceArray.__dlpack__ / __dlpack_device__ (DLPack 1.0, the versioned
- * capsule when the consumer asks for it, the legacy one otherwise) and
- * from_dlpack(x) for any object with __dlpack__ or __cuda_array_interface__
- * whose memory is on the GPU gpumem uses.  The structs below are the DLPack
- * ABI (dlpack.h, v1.0), declared here so the build needs no extra header. */
+/* dlpack.c -- the DLPack and CUDA-array-interface protocols on raw device
+ * memory, so arrays go in and out of other libraries without a copy: the
+ * checks of __dlpack__'s arguments and its capsule (DLPack 1.0, the versioned
+ * capsule when the consumer asks for it, the legacy one otherwise), and the
+ * import of any object with __dlpack__ or __cuda_array_interface__ whose
+ * memory is on the GPU gpumem uses, as a gm_foreign description.  It knows
+ * no DeviceArray: devarray.c, above it, builds DeviceArrays from what it
+ * gives and offers __dlpack__ and from_dlpack().  The structs below are the
+ * DLPack ABI (dlpack.h, v1.0), declared here so the build needs no extra header. */
 #include "gm.h"
 
 #include <stdint.h>
@@ -66,7 +69,7 @@ typedef struct {
     DLManagedTensorVersioned versioned;
     int64_t shape[GM_MAXDIM];
     int64_t strides[GM_MAXDIM];
-    PyObject *array; /* the DeviceArray kept alive (owned) */
+    PyObject *array; /* what keeps the memory alive (owned): the DeviceArray */
 } export_ctx;
 
 static void export_free(export_ctx *ctx)
@@ -133,18 +136,18 @@ static int is_cuda_device(PyObject *dl_device)
     return type == DL_CUDA && id == 0;
 }
 
-PyObject *gm_devarray_dlpack(gm_DeviceArray *d, PyObject *args, PyObject *kwargs)
+int gm_dlpack_request(PyObject *args, PyObject *kwargs, int *versioned, int *copy_out)
 {
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
-    int versioned = 0;
+    *versioned = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:__dlpack__", kwlist, &stream,
                                      &max_version, &dl_device, &copy))
-        return NULL;
+        return -1;
     if (stream != Py_None && (!PyLong_Check(stream) || PyBool_Check(stream))) {
         PyErr_Format(PyExc_TypeError, "__dlpack__: stream must be None or an int, not %.200s",
                      Py_TYPE(stream)->tp_name);
-        return NULL;
+        return -1;
     }
     if (max_version != Py_None) {
         unsigned long major = 0, minor = 0;
@@ -153,66 +156,49 @@ PyObject *gm_devarray_dlpack(gm_DeviceArray *d, PyObject *args, PyObject *kwargs
             PyErr_Format(PyExc_TypeError,
                          "__dlpack__: max_version must be None or a (major, minor) tuple, not %R",
                          max_version);
-            return NULL;
+            return -1;
         }
-        versioned = major >= 1;
+        *versioned = major >= 1;
     }
     if (dl_device != Py_None && !is_cuda_device(dl_device)) {
         PyErr_Format(PyExc_BufferError,
                      "__dlpack__: dl_device=%R: a DeviceArray lives on the GPU, (2, 0); copy it "
                      "to the host with .get()",
                      dl_device);
-        return NULL;
+        return -1;
     }
     if (copy != Py_None && !PyBool_Check(copy)) {
         PyErr_Format(PyExc_TypeError, "__dlpack__: copy must be None, True or False, not %.200s",
                      Py_TYPE(copy)->tp_name);
-        return NULL;
+        return -1;
     }
     /* Every gpumem launch and copy has finished before it returns: the data is
      * ready on any stream, so `stream` needs no synchronisation. */
-    gm_DeviceArray *src = d;
-    Py_INCREF(src);
-    if (copy == Py_True) {
-        gm_DeviceArray *c = gm_devarray_new(d->ndim, d->shape, d->dtype);
-        if (c == NULL) {
-            Py_DECREF(src);
-            return NULL;
-        }
-        if (d->nbytes) {
-            cudaError_t err;
-            Py_BEGIN_ALLOW_THREADS
-            err = cudaMemcpy(c->ptr, d->ptr, d->nbytes, cudaMemcpyDeviceToDevice);
-            Py_END_ALLOW_THREADS
-            if (err != cudaSuccess) {
-                gm_set_cuda_error(err, "cudaMemcpy (__dlpack__ copy=True)");
-                Py_DECREF(c);
-                Py_DECREF(src);
-                return NULL;
-            }
-        }
-        Py_SETREF(src, c);
-    }
+    *copy_out = copy == Py_True;
+    return 0;
+}
+
+PyObject *gm_dlpack_capsule(PyObject *keep, void *ptr, int ndim, const npy_intp *shape,
+                            PyArray_Descr *dtype, int versioned, int copied)
+{
     export_ctx *ctx = PyMem_RawCalloc(1, sizeof *ctx);
-    if (ctx == NULL) {
-        Py_DECREF(src);
+    if (ctx == NULL)
         return PyErr_NoMemory();
-    }
-    ctx->array = (PyObject *)src;
+    ctx->array = Py_NewRef(keep);
     DLTensor t = {0};
-    t.data = src->ptr;
+    t.data = ptr;
     t.device.device_type = DL_CUDA;
     t.device.device_id = 0;
-    t.ndim = src->ndim;
-    if (dl_dtype(src->dtype, &t.dtype) < 0) {
+    t.ndim = ndim;
+    if (dl_dtype(dtype, &t.dtype) < 0) {
         export_free(ctx);
         return NULL;
     }
     long long stride = 1;
-    for (int i = src->ndim - 1; i >= 0; i--) {
-        ctx->shape[i] = (int64_t)src->shape[i];
+    for (int i = ndim - 1; i >= 0; i--) {
+        ctx->shape[i] = (int64_t)shape[i];
         ctx->strides[i] = (int64_t)stride; /* in elements */
-        stride *= src->shape[i] ? src->shape[i] : 1;
+        stride *= shape[i] ? shape[i] : 1;
     }
     t.shape = ctx->shape;
     t.strides = ctx->strides;
@@ -222,7 +208,7 @@ PyObject *gm_devarray_dlpack(gm_DeviceArray *d, PyObject *args, PyObject *kwargs
         ctx->versioned.version.minor = 0;
         ctx->versioned.manager_ctx = ctx;
         ctx->versioned.deleter = versioned_deleter;
-        ctx->versioned.flags = copy == Py_True ? DL_FLAG_IS_COPIED : 0;
+        ctx->versioned.flags = copied ? DL_FLAG_IS_COPIED : 0;
         ctx->versioned.dl_tensor = t;
         cap = PyCapsule_New(&ctx->versioned, CAP_VERSIONED, versioned_capsule_free);
     } else {
@@ -236,7 +222,7 @@ PyObject *gm_devarray_dlpack(gm_DeviceArray *d, PyObject *args, PyObject *kwargs
     return cap;
 }
 
-PyObject *gm_devarray_dlpack_device(gm_DeviceArray *d, PyObject *unused)
+PyObject *gm_dlpack_device(void)
 {
     return Py_BuildValue("(ii)", DL_CUDA, 0);
 }
@@ -312,26 +298,16 @@ static int c_contiguous(int ndim, const npy_intp *shape, const int64_t *strides,
     return 1;
 }
 
-/* A DeviceArray over memory someone else owns; `owner` (stolen) is released
- * with it.  The memory is not counted as gpumem's. */
-static gm_DeviceArray *wrap(const char *fn, void *ptr, int ndim, const npy_intp *shape,
-                            PyArray_Descr *dtype, PyObject *owner)
+/* Fill *out: dtype borrowed (out gets a new reference), owner stolen. */
+static void describe(gm_foreign *out, void *ptr, int ndim, const npy_intp *shape,
+                     PyArray_Descr *dtype, PyObject *owner)
 {
-    size_t nbytes;
-    gm_DeviceArray *d = gm_shape_nbytes(ndim, shape, dtype, &nbytes, fn) < 0
-                            ? NULL : PyObject_New(gm_DeviceArray, &gm_DeviceArray_Type);
-    if (d == NULL) {
-        Py_DECREF(owner);
-        return NULL;
-    }
-    d->ptr = ptr;
-    d->ndim = ndim;
-    memcpy(d->shape, shape, sizeof(npy_intp) * (size_t)ndim);
+    out->ptr = ptr;
+    out->ndim = ndim;
+    memcpy(out->shape, shape, sizeof(npy_intp) * (size_t)ndim);
     Py_INCREF(dtype);
-    d->dtype = dtype;
-    d->nbytes = nbytes;
-    d->owner = owner;
-    return d;
+    out->dtype = dtype;
+    out->owner = owner;
 }
 
 static int device_ok(const char *fn, int32_t type, int32_t id)
@@ -350,42 +326,42 @@ static int device_ok(const char *fn, int32_t type, int32_t id)
     return -1;
 }
 
-static gm_DeviceArray *from_capsule(PyObject *cap, const char *fn)
+static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
 {
     int versioned = PyCapsule_IsValid(cap, CAP_VERSIONED);
     if (!versioned && !PyCapsule_IsValid(cap, CAP_LEGACY)) {
         PyErr_Format(PyExc_TypeError,
                      "%s: x.__dlpack__() returned %.200s, not an unused DLPack capsule", fn,
                      Py_TYPE(cap)->tp_name);
-        return NULL;
+        return -1;
     }
     void *p = PyCapsule_GetPointer(cap, versioned ? CAP_VERSIONED : CAP_LEGACY);
     if (p == NULL)
-        return NULL;
+        return -1;
     DLTensor *t;
     if (versioned) {
         DLManagedTensorVersioned *m = p;
         if (m->version.major != 1) {
             PyErr_Format(PyExc_BufferError, "%s: x gave a DLPack %u.%u tensor; gpumem reads 1.x",
                          fn, m->version.major, m->version.minor);
-            return NULL;
+            return -1;
         }
         t = &m->dl_tensor;
     } else {
         t = &((DLManagedTensor *)p)->dl_tensor;
     }
     if (device_ok(fn, t->device.device_type, t->device.device_id) < 0)
-        return NULL;
+        return -1;
     if (t->ndim < 0 || t->ndim > GM_MAXDIM) {
         PyErr_Format(PyExc_ValueError, "%s: x has %d dimensions; gpumem holds at most %d", fn,
                      (int)t->ndim, GM_MAXDIM);
-        return NULL;
+        return -1;
     }
     npy_intp shape[GM_MAXDIM];
     for (int i = 0; i < t->ndim; i++) {
         if (t->shape[i] < 0) {
             PyErr_Format(PyExc_ValueError, "%s: x has a negative dimension", fn);
-            return NULL;
+            return -1;
         }
         shape[i] = (npy_intp)t->shape[i];
     }
@@ -394,15 +370,15 @@ static gm_DeviceArray *from_capsule(PyObject *cap, const char *fn)
                      "%s: x is not C-contiguous; a DeviceArray is (make a contiguous copy first, "
                      "e.g. x.copy() or x.contiguous())",
                      fn);
-        return NULL;
+        return -1;
     }
     PyArray_Descr *dtype = numpy_dtype(t->dtype, fn);
     if (dtype == NULL)
-        return NULL;
+        return -1;
     /* Consume the capsule: from here its tensor is ours to delete. */
     if (PyCapsule_SetName(cap, versioned ? CAP_VERSIONED_USED : CAP_LEGACY_USED) < 0) {
         Py_DECREF(dtype);
-        return NULL;
+        return -1;
     }
     PyObject *owner = PyCapsule_New(p, versioned ? "gpumem.dlpack_versioned" : "gpumem.dlpack",
                                     import_capsule_free);
@@ -412,18 +388,18 @@ static gm_DeviceArray *from_capsule(PyObject *cap, const char *fn)
         else
             ((DLManagedTensor *)p)->deleter((DLManagedTensor *)p);
         Py_DECREF(dtype);
-        return NULL;
+        return -1;
     }
-    gm_DeviceArray *d = wrap(fn, (char *)t->data + t->byte_offset, t->ndim, shape, dtype, owner);
+    describe(out, (char *)t->data + t->byte_offset, t->ndim, shape, dtype, owner);
     Py_DECREF(dtype);
-    return d;
+    return 0;
 }
 
-static gm_DeviceArray *from_cai(PyObject *x, PyObject *cai, const char *fn)
+static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
 {
     if (!PyDict_Check(cai)) {
         PyErr_Format(PyExc_TypeError, "%s: x.__cuda_array_interface__ is not a dict", fn);
-        return NULL;
+        return -1;
     }
     PyObject *data = PyDict_GetItemString(cai, "data"); /* borrowed */
     PyObject *shape_obj = PyDict_GetItemString(cai, "shape");
@@ -435,17 +411,17 @@ static gm_DeviceArray *from_cai(PyObject *x, PyObject *cai, const char *fn)
         PyTuple_GET_SIZE(data) < 1 || !PyTuple_Check(shape_obj)) {
         PyErr_Format(PyExc_TypeError, "%s: x.__cuda_array_interface__ lacks data, shape or "
                      "typestr", fn);
-        return NULL;
+        return -1;
     }
     if (mask != NULL && mask != Py_None) {
         PyErr_Format(PyExc_ValueError, "%s: x has a mask; gpumem takes unmasked arrays", fn);
-        return NULL;
+        return -1;
     }
     Py_ssize_t ndim = PyTuple_GET_SIZE(shape_obj);
     if (ndim > GM_MAXDIM) {
         PyErr_Format(PyExc_ValueError, "%s: x has %zd dimensions; gpumem holds at most %d", fn,
                      ndim, GM_MAXDIM);
-        return NULL;
+        return -1;
     }
     npy_intp shape[GM_MAXDIM];
     int64_t st[GM_MAXDIM];
@@ -454,17 +430,17 @@ static gm_DeviceArray *from_cai(PyObject *x, PyObject *cai, const char *fn)
         if (shape[i] < 0) {
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_ValueError, "%s: x has a negative dimension", fn);
-            return NULL;
+            return -1;
         }
     }
     PyArray_Descr *dtype = NULL;
     if (!PyArray_DescrConverter(typestr, &dtype))
-        return NULL;
+        return -1;
     char what[64];
     snprintf(what, sizeof what, "%s: x has dtype", fn);
     if (gm_check_plain_dtype(dtype, what) < 0) {
         Py_DECREF(dtype);
-        return NULL;
+        return -1;
     }
     if (strides != NULL && strides != Py_None) {
         int bad = !PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim;
@@ -479,13 +455,13 @@ static gm_DeviceArray *from_cai(PyObject *x, PyObject *cai, const char *fn)
                          "%s: x is not C-contiguous; a DeviceArray is (make a contiguous copy "
                          "first, e.g. x.copy())",
                          fn);
-            return NULL;
+            return -1;
         }
     }
     void *ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
     if (ptr == NULL && PyErr_Occurred()) {
         Py_DECREF(dtype);
-        return NULL;
+        return -1;
     }
     if (ptr != NULL) {
         struct cudaPointerAttributes a;
@@ -496,7 +472,7 @@ static gm_DeviceArray *from_cai(PyObject *x, PyObject *cai, const char *fn)
             Py_DECREF(dtype);
             PyErr_Format(PyExc_ValueError,
                          "%s: x's data at %p is not device memory of CUDA device 0", fn, ptr);
-            return NULL;
+            return -1;
         }
     }
     /* Version 3: work on `stream` may still be writing x; wait for it. */
@@ -504,7 +480,7 @@ static gm_DeviceArray *from_cai(PyObject *x, PyObject *cai, const char *fn)
         void *s = PyLong_AsVoidPtr(stream);
         if (s == NULL && PyErr_Occurred()) {
             Py_DECREF(dtype);
-            return NULL;
+            return -1;
         }
         cudaError_t err;
         Py_BEGIN_ALLOW_THREADS
@@ -513,22 +489,17 @@ static gm_DeviceArray *from_cai(PyObject *x, PyObject *cai, const char *fn)
         if (err != cudaSuccess) {
             Py_DECREF(dtype);
             gm_set_cuda_error(err, "cudaStreamSynchronize");
-            return NULL;
+            return -1;
         }
     }
-    Py_INCREF(x);
-    gm_DeviceArray *d = wrap(fn, ptr, (int)ndim, shape, dtype, x);
+    describe(out, ptr, (int)ndim, shape, dtype, Py_NewRef(x));
     Py_DECREF(dtype);
-    return d;
+    return 0;
 }
 
-/* from_dlpack(x): x's device memory as a DeviceArray, shared (no copy). */
-PyObject *gm_from_dlpack_obj(PyObject *x, const char *fn)
+int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out)
 {
-    if (gm_DeviceArray_Check(x)) {
-        Py_INCREF(x);
-        return x;
-    }
+    memset(out, 0, sizeof *out);
     PyObject *method = PyObject_GetAttrString(x, "__dlpack__");
     if (method == NULL) {
         PyErr_Clear();
@@ -539,11 +510,11 @@ PyObject *gm_from_dlpack_obj(PyObject *x, const char *fn)
                          "%s: x must have __dlpack__ or __cuda_array_interface__ (a CuPy, "
                          "PyTorch, JAX or Numba array), not %.200s",
                          fn, Py_TYPE(x)->tp_name);
-            return NULL;
+            return -1;
         }
-        gm_DeviceArray *d = gm_ensure_device() < 0 ? NULL : from_cai(x, cai, fn);
+        int r = gm_ensure_device() < 0 ? -1 : from_cai(x, cai, fn, out);
         Py_DECREF(cai);
-        return (PyObject *)d;
+        return r;
     }
     /* Where it lives first: a host array is refused before a capsule is made. */
     PyObject *dev = PyObject_CallMethod(x, "__dlpack_device__", NULL);
@@ -556,18 +527,18 @@ PyObject *gm_from_dlpack_obj(PyObject *x, const char *fn)
             PyErr_Format(PyExc_TypeError, "%s: x.__dlpack_device__() is not a (type, id) tuple",
                          fn);
             Py_DECREF(method);
-            return NULL;
+            return -1;
         }
         if (device_ok(fn, (int32_t)type, (int32_t)id) < 0) {
             Py_DECREF(method);
-            return NULL;
+            return -1;
         }
     } else {
         PyErr_Clear();
     }
     if (gm_ensure_device() < 0) {
         Py_DECREF(method);
-        return NULL;
+        return -1;
     }
     /* stream=1: the producer orders its work before CUDA's legacy default
      * stream, the one gpumem's kernels run on. */
@@ -584,22 +555,8 @@ PyObject *gm_from_dlpack_obj(PyObject *x, const char *fn)
     Py_XDECREF(empty);
     Py_DECREF(method);
     if (cap == NULL)
-        return NULL;
-    gm_DeviceArray *d = from_capsule(cap, fn);
+        return -1;
+    int r = from_capsule(cap, fn, out);
     Py_DECREF(cap);
-    return (PyObject *)d;
+    return r;
 }
-
-static PyObject *from_dlpack(PyObject *self, PyObject *x)
-{
-    return gm_from_dlpack_obj(x, "from_dlpack");
-}
-
-static PyMethodDef dlpack_methods[] = {
-    {"from_dlpack", from_dlpack, METH_O,
-     "from_dlpack($module, x, /)\n--\n\nA DeviceArray sharing x's device memory (no copy): "
-     "any object with __dlpack__ or __cuda_array_interface__ on CUDA device 0, C-contiguous."},
-    {NULL, NULL, 0, NULL},
-};
-
-int gm_dlpack_init(PyObject *module) { return PyModule_AddFunctions(module, dlpack_methods); }

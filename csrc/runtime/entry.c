@@ -1,13 +1,13 @@
 /* entry.c -- the one path of every kernel entry point, driven by its
- * family's description (gm.h): bind the arguments, convert and check each,
- * check the shapes (the family's check()), check out=; only then touch the
- * device: upload, allocate the result, prepare, launch through gm_launch(),
- * and hand back a DeviceArray or an ndarray.  Nothing leaks on any path. */
+ * family's description (gm.h): bind the arguments and convert each (args.c's
+ * binder and converter, the variant by name here), check the shapes (the
+ * family's check()), check out=; only then touch the device: upload,
+ * allocate the result, prepare, launch through gm_launch(), and hand back a
+ * DeviceArray or an ndarray.  Nothing leaks on any path.  Also the family's
+ * params for kernel_attributes() (gm_selecting_params). */
 #include "gm.h"
 
 #include <string.h>
-
-static int visible(const gm_arg *a) { return !(a->flags & GM_HIDDEN); }
 
 static int nargs(const gm_family *f)
 {
@@ -17,29 +17,25 @@ static int nargs(const gm_family *f)
     return n;
 }
 
-/* "a or b", "one of a, b, c" of an allowed list; "'x', 'y'" of names. */
-static void list_values(const long long *v, char *buf, size_t len)
+/* ---- variants by name -------------------------------------------------------------- */
+const gm_variant *gm_find_variant(const char *fn, const gm_family *f, const char *name,
+                                  const gm_arg *arg)
 {
-    size_t pos = 0;
-    int n = 0;
-    while (v[n])
-        n++;
-    if (n > 2)
-        pos = (size_t)snprintf(buf, len, "one of ");
-    for (int i = 0; i < n && pos < len; i++)
-        pos += (size_t)snprintf(buf + pos, len - pos, "%s%lld",
-                                i == 0 ? "" : (n == 2 ? " or " : ", "), v[i]);
+    char allowed[512];
+    for (const gm_variant *v = f->variants; v->name; v++)
+        if (strcmp(v->name, name) == 0)
+            return v;
+    gm_list_names(&f->variants[0].name, sizeof(gm_variant), allowed, sizeof allowed);
+    if (arg)
+        PyErr_Format(PyExc_ValueError, "%s: %s='%s' is unknown; allowed: %s%s", fn, arg->name,
+                     name, allowed, arg->what ? arg->what : "");
+    else
+        PyErr_Format(PyExc_ValueError, "%s: variant='%s' is not a variant of %s; allowed: %s", fn,
+                     name, f->name, allowed);
+    return NULL;
 }
 
-static void list_names(const char *const *names, size_t stride, char *buf, size_t len)
-{
-    size_t pos = 0;
-    buf[0] = '\0';
-    for (const char *const *p = names; *p && pos < len;
-         p = (const char *const *)((const char *)p + stride))
-        pos += (size_t)snprintf(buf + pos, len - pos, "%s'%s'", pos ? ", " : "", *p);
-}
-
+/* ---- one call ---------------------------------------------------------------------- */
 int gm_range_error(const gm_call *c, const char *name, long long v, const char *allowed)
 {
     PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be %s", c->f->name, name,
@@ -47,12 +43,12 @@ int gm_range_error(const gm_call *c, const char *name, long long v, const char *
     return -1;
 }
 
-/* Convert argument i from obj (not None) into c; every check of gm_arg. */
+/* Convert argument i from obj (not None) into c: arrays here, the variant
+ * by name (gm_find_variant), every other kind by args.c's gm_arg_value. */
 static int convert(gm_call *c, int i, PyObject *obj, const char *fn)
 {
     const gm_arg *a = &c->f->args[i];
     char buf[256];
-    long long v;
     switch (a->kind) {
     case GM_ARRAY:
         if (gm_operand_parse(obj, fn, a->name, NPY_FLOAT32, &c->op[i]) < 0)
@@ -64,72 +60,16 @@ static int convert(gm_call *c, int i, PyObject *obj, const char *fn)
             return -1;
         }
         return 0;
-    case GM_INT:
-        if (gm_arg_long(obj, fn, a->name, &v) < 0)
-            return -1;
-        if (a->allowed) {
-            int ok = 0;
-            for (const long long *p = a->allowed; *p; p++)
-                ok |= *p == v;
-            if (!ok) {
-                list_values(a->allowed, buf, sizeof buf);
-                PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be %s%s", fn,
-                             a->name, v, a->name, buf, a->what ? a->what : "");
-                return -1;
-            }
-        } else if (v < a->lo || v > a->hi || ((a->flags & GM_WHOLE_WARPS) && v % 32)) {
-            if (a->flags & GM_WHOLE_WARPS)
-                PyErr_Format(PyExc_ValueError,
-                             "%s: %s=%lld is not allowed; %s must be a multiple of 32 (whole "
-                             "warps) from %lld to %lld%s",
-                             fn, a->name, v, a->name, a->lo, a->hi, a->what ? a->what : "");
-            else
-                PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be %lld..%lld%s",
-                             fn, a->name, v, a->name, a->lo, a->hi, a->what ? a->what : "");
-            return -1;
-        }
-        c->v[i] = v;
-        return 0;
-    case GM_BOOL:
-        if (PyBool_Check(obj) || PyArray_IsScalar(obj, Bool)) {
-            c->v[i] = PyObject_IsTrue(obj);
-            return 0;
-        }
-        if (gm_arg_long(obj, fn, a->name, &v) < 0)
-            return -1;
-        if (v != 0 && v != 1) {
-            PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not allowed; %s must be True or False",
-                         fn, a->name, v, a->name);
-            return -1;
-        }
-        c->v[i] = v;
-        return 0;
-    case GM_CHOICE:
     case GM_VARIANT:
         if (gm_arg_str(obj, fn, a->name, &c->s[i]) < 0)
             return -1;
-        if (a->kind == GM_VARIANT) {
-            for (const gm_variant *r = c->f->variants; r->name; r++)
-                if (strcmp(r->name, c->s[i]) == 0) {
-                    c->variant = r;
-                    return 0;
-                }
-            list_names(&c->f->variants[0].name, sizeof(gm_variant), buf, sizeof buf);
-        } else {
-            for (int k = 0; a->choices[k]; k++)
-                if (strcmp(a->choices[k], c->s[i]) == 0) {
-                    c->v[i] = k;
-                    return 0;
-                }
-            list_names(a->choices, sizeof(char *), buf, sizeof buf);
-        }
-        PyErr_Format(PyExc_ValueError, "%s: %s='%s' is unknown; allowed: %s%s", fn, a->name,
-                     c->s[i], buf, a->what ? a->what : "");
-        return -1;
+        c->variant = gm_find_variant(fn, c->f, c->s[i], a);
+        return c->variant ? 0 : -1;
     case GM_OBJECT:
         return 0;
+    default:
+        return gm_arg_value(a, obj, fn, &c->v[i], &c->s[i]);
     }
-    return 0;
 }
 
 /* Every argument at its default (no operands, no variant chosen yet). */
@@ -144,59 +84,10 @@ static void defaults(gm_call *c, const gm_family *f)
         c->v[i] = a->def;
         c->s[i] = a->kind == GM_CHOICE ? a->choices[a->def] : a->sdef;
         if (a->kind == GM_VARIANT && a->sdef)
-            c->variant = gm_find_variant(f->name, f, a->sdef);
+            c->variant = gm_find_variant(f->name, f, a->sdef, a);
     }
     if (f->variants[0].name && !f->variants[1].name)
         c->variant = &f->variants[0]; /* a family of one variant */
-}
-
-/* Bind positional and keyword arguments to the visible args and out=. */
-static int bind(gm_call *c, PyObject *args, PyObject *kwargs, PyObject **bound)
-{
-    const gm_family *f = c->f;
-    const int n = nargs(f);
-    int npos = 0;
-    for (int i = 0; i < n; i++)
-        npos += visible(&f->args[i]) && (f->args[i].flags & GM_POSITIONAL);
-    Py_ssize_t given = PyTuple_GET_SIZE(args);
-    if (given > npos) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional argument%s (%zd given)",
-                     f->name, npos, npos == 1 ? "" : "s", given);
-        return -1;
-    }
-    for (Py_ssize_t k = 0; k < given; k++)
-        bound[k] = PyTuple_GET_ITEM(args, k);
-    Py_ssize_t pos = 0;
-    PyObject *key, *value;
-    while (kwargs && PyDict_Next(kwargs, &pos, &key, &value)) {
-        const char *k = PyUnicode_AsUTF8(key);
-        if (k == NULL)
-            return -1;
-        int slot = -1;
-        for (int i = 0; i < n; i++)
-            if (visible(&f->args[i]) && strcmp(f->args[i].name, k) == 0)
-                slot = i;
-        if (slot < 0 && f->has_out && strcmp(k, "out") == 0)
-            slot = n;
-        if (slot < 0) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", f->name,
-                         k);
-            return -1;
-        }
-        if (bound[slot]) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", f->name,
-                         k);
-            return -1;
-        }
-        bound[slot] = value;
-    }
-    for (int i = 0; i < n; i++)
-        if ((f->args[i].flags & GM_REQUIRED) && bound[i] == NULL) {
-            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", f->name,
-                         f->args[i].name);
-            return -1;
-        }
-    return 0;
 }
 
 static int no_overlap(gm_call *c)
@@ -248,7 +139,7 @@ static int validate(gm_call *c, PyObject *args, PyObject *kwargs)
 {
     const gm_family *f = c->f;
     PyObject *bound[GM_MAX_ARGS + 1] = {NULL};
-    if (bind(c, args, kwargs, bound) < 0)
+    if (gm_bind(f->name, f->args, f->has_out, args, kwargs, bound) < 0)
         return -1;
     for (int i = 0; f->args[i].name; i++) {
         /* None means "the default", except for a required argument. */
@@ -395,8 +286,8 @@ static PyObject *run(gm_call *c)
     return gm_devarray_get(c->res);
 }
 
-/* While nonzero (gpumem._core._checking()), entry points check their
- * arguments and return None without touching the device. */
+/* While nonzero (_core._check_only(True): gpumem._names._checking()), entry
+ * points check their arguments and return None without touching the device. */
 static int gm_check_only;
 
 PyObject *gm_entry_call(const gm_family *f, PyObject *args, PyObject *kwargs)
@@ -438,7 +329,7 @@ int gm_record(gm_call *c, const char *key, long long value)
 
 int gm_pick_variant(gm_call *c, const char *name)
 {
-    c->variant = gm_find_variant(c->f->name, c->f, name);
+    c->variant = gm_find_variant(c->f->name, c->f, name, NULL);
     return c->variant ? 0 : -1;
 }
 

@@ -1,6 +1,6 @@
-/* hostmem.c -- page-locked host memory: the pinned-bytes account, NumPy arrays
- * in pinned memory (pinned_empty), and the staged copies behind to_device()
- * and DeviceArray.get().
+/* hostmem.c -- page-locked host memory: NumPy arrays in pinned memory
+ * (pinned_empty; alloc.c keeps the pinned account), and the staged copies
+ * behind to_device() and DeviceArray.get().
  *
  * A copy from pageable memory is a copy the driver stages itself: one thread
  * memcpy's into a small pinned buffer, then the copy engine moves it, in turn.
@@ -15,42 +15,6 @@
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
-
-/* ---- the pinned account ------------------------------------------------------ */
-static long long gm_pinned = 0; /* bytes of page-locked host memory gpumem holds */
-
-long long gm_pinned_bytes(void) { return gm_pinned; }
-
-int gm_host_alloc(size_t nbytes, unsigned flags, void **ptr)
-{
-    *ptr = NULL;
-    if (gm_ensure_device() < 0)
-        return -1;
-    cudaError_t err = cudaHostAlloc(ptr, nbytes ? nbytes : 1, flags);
-    if (err != cudaSuccess) {
-        *ptr = NULL;
-        (void)cudaGetLastError();
-        if (err == cudaErrorMemoryAllocation) {
-            PyErr_Format(PyExc_MemoryError,
-                         "cudaHostAlloc of %zu bytes failed: the system would not lock that much "
-                         "host memory (gpumem holds %lld pinned bytes)",
-                         nbytes, gm_pinned);
-            return -1;
-        }
-        return gm_set_cuda_error(err, "cudaHostAlloc");
-    }
-    gm_pinned += (long long)(nbytes ? nbytes : 1);
-    return 0;
-}
-
-void gm_host_free(void *ptr, size_t nbytes)
-{
-    if (ptr == NULL)
-        return;
-    if (cudaFreeHost(ptr) != cudaSuccess)
-        (void)cudaGetLastError();
-    gm_pinned -= (long long)(nbytes ? nbytes : 1);
-}
 
 /* ---- pinned NumPy arrays ----------------------------------------------------------- */
 /* The owner of a pinned allocation: the ndarray's base, freed with the array. */
@@ -289,7 +253,7 @@ static void staging_count(void)
 {
     if (!staging_counted && stage.workers) {
         staging_counted = 1;
-        gm_pinned += (long long)stage.workers * 2 * (long long)STAGE_CHUNK;
+        gm_pinned_count((long long)stage.workers * 2 * (long long)STAGE_CHUNK);
     }
 }
 
@@ -393,7 +357,7 @@ static PyObject *stage_release(PyObject *self, PyObject *unused)
         stage_teardown();
         Py_END_ALLOW_THREADS
     }
-    gm_pinned -= freed;
+    gm_pinned_count(-freed);
     pthread_mutex_unlock(&stage.lock);
     return PyLong_FromLongLong(freed);
 }

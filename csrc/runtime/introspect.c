@@ -14,7 +14,7 @@ static const void *kernel_of(const char *fn, PyObject *family_obj, PyObject *var
         gm_arg_str(variant_obj, fn, "variant", &variant) < 0)
         return NULL;
     const gm_family *f = gm_find_family(fn, family);
-    const gm_variant *v = f ? gm_find_variant(fn, f, variant) : NULL;
+    const gm_variant *v = f ? gm_find_variant(fn, f, variant, NULL) : NULL;
     if (v == NULL || gm_selecting_params(fn, f, v, params, strict, buf) < 0)
         return NULL;
     const void *k = v->kernel(buf);
@@ -36,15 +36,34 @@ static PyObject *attributes_dict(const struct cudaFuncAttributes *a)
         a->maxDynamicSharedSizeBytes, "preferred_shared_carveout", a->preferredShmemCarveout);
 }
 
-static PyObject *kernel_attributes(PyObject *self, PyObject *args)
+/* kernel_attributes(family, variant, params=None, strict=True) and
+ * kernel_occupancy(family, variant, block, smem=None, params=None, strict=True). */
+enum { KA_FAMILY, KA_VARIANT, KA_PARAMS, KA_STRICT };
+static const gm_arg attributes_args[] = {
+    [KA_FAMILY] = {"family", GM_OBJECT, GM_POSITIONAL | GM_REQUIRED},
+    [KA_VARIANT] = {"variant", GM_OBJECT, GM_POSITIONAL | GM_REQUIRED},
+    [KA_PARAMS] = {"params", GM_OBJECT, GM_POSITIONAL},
+    [KA_STRICT] = {"strict", GM_BOOL, GM_POSITIONAL, 1},
+    {NULL},
+};
+
+enum { KO_FAMILY, KO_VARIANT, KO_BLOCK, KO_SMEM, KO_PARAMS, KO_STRICT };
+static const gm_arg occupancy_args[] = {
+    [KO_FAMILY] = {"family", GM_OBJECT, GM_POSITIONAL | GM_REQUIRED},
+    [KO_VARIANT] = {"variant", GM_OBJECT, GM_POSITIONAL | GM_REQUIRED},
+    [KO_BLOCK] = {"block", GM_INT, GM_POSITIONAL | GM_REQUIRED, 0, 1, 1024},
+    [KO_SMEM] = {"smem", GM_INT, GM_POSITIONAL | GM_NO_DEFAULT, 0, 0, 1 << 30},
+    [KO_PARAMS] = {"params", GM_OBJECT, GM_POSITIONAL},
+    [KO_STRICT] = {"strict", GM_BOOL, GM_POSITIONAL, 1},
+    {NULL},
+};
+
+static PyObject *kernel_attributes(const gm_parsed *p)
 {
-    PyObject *family, *variant, *params = NULL;
-    int strict = 1;
     const gm_variant *v = NULL;
     struct cudaFuncAttributes a;
-    if (!PyArg_ParseTuple(args, "OO|Op:kernel_attributes", &family, &variant, &params, &strict))
-        return NULL;
-    const void *k = kernel_of("kernel_attributes", family, variant, params, strict, &v);
+    const void *k = kernel_of(p->fn, p->obj[KA_FAMILY], p->obj[KA_VARIANT], p->obj[KA_PARAMS],
+                              (int)p->v[KA_STRICT], &v);
     if (k == NULL || gm_ensure_device() < 0)
         return NULL;
     GM_CUDA(cudaFuncGetAttributes(&a, k));
@@ -53,34 +72,16 @@ fail:
     return NULL;
 }
 
-static int int_in(PyObject *obj, const char *fn, const char *name, long long lo, long long hi,
-                  long long *out)
+static PyObject *kernel_occupancy(const gm_parsed *p)
 {
-    if (obj == NULL || obj == Py_None)
-        return 0;
-    return gm_arg_range(obj, fn, name, lo, hi, out);
-}
-
-static PyObject *kernel_occupancy(PyObject *self, PyObject *args)
-{
-    PyObject *family, *variant, *block_obj, *smem_obj = Py_None, *params = NULL, *res = NULL,
-                                                     *num = NULL;
-    int strict = 1, blocks = 0;
-    long long block = 0, smem = 0;
+    PyObject *res = NULL, *num = NULL;
+    int blocks = 0;
+    const long long block = p->v[KO_BLOCK], smem = p->v[KO_SMEM];
     const gm_variant *v = NULL;
     struct cudaFuncAttributes a;
-    const char *fn = "kernel_occupancy";
-    if (!PyArg_ParseTuple(args, "OOO|OOp:kernel_occupancy", &family, &variant, &block_obj,
-                          &smem_obj, &params, &strict))
-        return NULL;
-    if (int_in(block_obj, fn, "block", 1, 1024, &block) < 0 ||
-        int_in(smem_obj, fn, "smem", 0, 1 << 30, &smem) < 0)
-        return NULL;
-    if (block_obj == Py_None) {
-        PyErr_Format(PyExc_TypeError, "%s: block must be an int, not NoneType", fn);
-        return NULL;
-    }
-    const void *k = kernel_of(fn, family, variant, params, strict, &v);
+    const char *fn = p->fn;
+    const void *k = kernel_of(fn, p->obj[KO_FAMILY], p->obj[KO_VARIANT], p->obj[KO_PARAMS],
+                              (int)p->v[KO_STRICT], &v);
     if (k == NULL || gm_ensure_device() < 0)
         return NULL;
     GM_CUDA(cudaFuncGetAttributes(&a, k));
@@ -112,18 +113,17 @@ fail:
     return NULL;
 }
 
-static PyMethodDef introspect_methods[] = {
-    {"kernel_attributes", kernel_attributes, METH_VARARGS,
-     "kernel_attributes($module, family, variant, params=None, strict=True, /)\n--\n\n"
-     "cudaFuncGetAttributes of a variant's kernel (dict)."},
-    {"kernel_occupancy", kernel_occupancy, METH_VARARGS,
-     "kernel_occupancy($module, family, variant, block, smem=None, params=None, strict=True, /)"
-     "\n--\n\nThe occupancy API's resident blocks per SM for a variant's kernel, with its "
-     "attributes (dict)."},
-    {NULL, NULL, 0, NULL},
+static const gm_plain introspect_plain[] = {
+    {"kernel_attributes", "cudaFuncGetAttributes of a variant's kernel (dict).",
+     attributes_args, kernel_attributes},
+    {"kernel_occupancy",
+     "The occupancy API's resident blocks per SM for a variant's kernel, with its attributes "
+     "(dict).",
+     occupancy_args, kernel_occupancy},
+    {NULL},
 };
 
 int gm_introspect_init(PyObject *module)
 {
-    return PyModule_AddFunctions(module, introspect_methods);
+    return gm_add_plain(module, introspect_plain);
 }

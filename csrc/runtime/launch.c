@@ -1,6 +1,11 @@
-/* launch.c -- the one launch path: every kernel of gpumem runs through
- * gm_launch(), which times it with CUDA events, checks the launch and its
- * execution, and publishes a LaunchRecord to the active recorders. */
+/* launch.c -- the one launch path: every kernel launch of the extension goes
+ * through gm_launch().  A launch the user made (an entry point's) goes past
+ * the profiler's hook when one is set, is timed with CUDA events (measure.c),
+ * its launch and execution checked, and its LaunchRecord published to the
+ * active recorders (gpumem.record(), last_record()).  An internal one
+ * (GM_LAUNCH_INTERNAL: an L2 flush, a ring build, a lesson's helper kernel, a
+ * profiler replay) is only launched and checked.  gm_flush_l2() and
+ * _l2_flush() launch measure.c's flush kernel this way. */
 #include "gm.h"
 
 static PyTypeObject *gm_LaunchRecord_Type;
@@ -45,18 +50,6 @@ static PyMethodDef launch_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int gm_launch_init(PyObject *module)
-{
-    gm_LaunchRecord_Type = PyStructSequence_NewType(&record_desc);
-    if (gm_LaunchRecord_Type == NULL)
-        return -1;
-    if (PyModule_AddObjectRef(module, "LaunchRecord", (PyObject *)gm_LaunchRecord_Type) < 0)
-        return -1;
-    gm_sinks = PyList_New(0);
-    if (gm_sinks == NULL || PyModule_AddObjectRef(module, "_sinks", gm_sinks) < 0)
-        return -1;
-    return PyModule_AddFunctions(module, launch_methods);
-}
 
 static PyObject *dims3(const unsigned int v[3])
 {
@@ -103,18 +96,30 @@ static int publish(const gm_launch_info *info, const gm_dims *dims, float ms, Py
     return 0;
 }
 
+static int launch_error(const gm_launch_info *info, const gm_dims *d, cudaError_t err)
+{
+    char what[160];
+    snprintf(what, sizeof what, "launching %s/%s grid (%u, %u, %u) block (%u, %u, %u)",
+             info->variant->family, info->variant->name, d->grid[0], d->grid[1], d->grid[2],
+             d->block[0], d->block[1], d->block[2]);
+    return gm_set_cuda_error(err, what);
+}
+
 int gm_launch(const gm_launch_info *info, const void *params)
 {
     gm_dims dims = {{0, 0, 0}, {0, 0, 0}, 0};
-    cudaStream_t stream = 0; /* the legacy default stream: ordered with cudaMemcpy */
     cudaError_t err;
-    float ms = 0.0f;
+    double ms = 0.0;
     char what[160];
-    cudaEvent_t ev_start = NULL, ev_stop = NULL;
-
+    cudaEvent_t ev[2] = {NULL, NULL};
     PyObject *metrics = NULL;
+
     if (gm_ensure_device() < 0)
         return -1;
+    if (info->flags & GM_LAUNCH_INTERNAL) {
+        err = info->variant->launch(params, &dims, info->stream);
+        return err == cudaSuccess ? 0 : launch_error(info, &dims, err);
+    }
     if (gm_hook) {
         metrics = gm_hook(info, params);
         if (metrics == NULL)
@@ -122,39 +127,80 @@ int gm_launch(const gm_launch_info *info, const void *params)
     }
     /* Events per launch: another Python thread may launch while this one
      * waits without the GIL. */
-    GM_CUDA(cudaEventCreate(&ev_start));
-    GM_CUDA(cudaEventCreate(&ev_stop));
-    GM_CUDA(cudaEventRecord(ev_start, stream));
-    err = info->variant->launch(params, &dims, stream);
+    if (gm_events_create(ev, 2) < 0)
+        goto fail;
+    GM_CUDA(cudaEventRecord(ev[0], info->stream));
+    err = info->variant->launch(params, &dims, info->stream);
     if (err != cudaSuccess) {
-        snprintf(what, sizeof what, "launching %s/%s grid (%u, %u, %u) block (%u, %u, %u)",
-                 info->variant->family, info->variant->name, dims.grid[0], dims.grid[1],
-                 dims.grid[2], dims.block[0], dims.block[1], dims.block[2]);
-        gm_set_cuda_error(err, what);
+        launch_error(info, &dims, err);
         goto fail;
     }
-    GM_CUDA(cudaEventRecord(ev_stop, stream));
-    Py_BEGIN_ALLOW_THREADS
-    err = cudaEventSynchronize(ev_stop);
-    Py_END_ALLOW_THREADS
-    if (err != cudaSuccess) {
-        snprintf(what, sizeof what, "running %s/%s", info->variant->family, info->variant->name);
-        gm_set_cuda_error(err, what);
+    GM_CUDA(cudaEventRecord(ev[1], info->stream));
+    snprintf(what, sizeof what, "running %s/%s", info->variant->family, info->variant->name);
+    if (gm_event_ms(ev[0], ev[1], what, &ms) < 0)
         goto fail;
-    }
-    GM_CUDA(cudaEventElapsedTime(&ms, ev_start, ev_stop));
-    int r = publish(info, &dims, ms, metrics);
+    int r = publish(info, &dims, (float)ms, metrics);
     Py_XDECREF(metrics);
-    cudaEventDestroy(ev_start);
-    cudaEventDestroy(ev_stop);
+    gm_events_destroy(ev, 2);
     return r;
 fail:
     Py_XDECREF(metrics);
-    if (ev_start)
-        cudaEventDestroy(ev_start);
-    if (ev_stop)
-        cudaEventDestroy(ev_stop);
+    gm_events_destroy(ev, 2);
     return -1;
 }
 
+/* ---- evicting L2 -------------------------------------------------------------------- */
+long long gm_flush_l2(long long nbytes, int wait)
+{
+    gm_l2_flush_params p;
+    if (nbytes <= 0) {
+        if (gm_l2_bytes(&nbytes) < 0)
+            return -1;
+        nbytes = 2 * (nbytes > 0 ? nbytes : (1LL << 20));
+    }
+    if (gm_flush_hold((size_t)nbytes, &p) < 0)
+        return -1;
+    const gm_launch_info info = {.variant = &gm_l2_flush_variant, .flags = GM_LAUNCH_INTERNAL};
+    int r = gm_launch(&info, &p);
+    if (r == 0 && wait)
+        r = gm_stream_wait(0, "running the L2 flush");
+    gm_flush_release();
+    return r < 0 ? -1 : nbytes;
+}
 
+/* _l2_flush(nbytes=None): gpumem.bench(..., l2="cold") between its launches. */
+static const gm_arg l2_flush_args[] = {
+    {"nbytes", GM_INT, GM_POSITIONAL | GM_NO_DEFAULT, 0, 16, 1LL << 40},
+    {NULL},
+};
+
+static PyObject *l2_flush(const gm_parsed *a)
+{
+    if (gm_ensure_device() < 0)
+        return NULL;
+    long long done = gm_flush_l2(a->given[0] ? a->v[0] : 0, 1);
+    return done < 0 ? NULL : PyLong_FromLongLong(done);
+}
+
+static const gm_plain launch_plain[] = {
+    {"_l2_flush",
+     "Read nbytes (default: twice the L2) of gpumem's zeroed flush buffer through L2 and "
+     "wait: what L2 held is evicted.  Returns the bytes read.",
+     l2_flush_args, l2_flush},
+    {NULL},
+};
+
+int gm_launch_init(PyObject *module)
+{
+    gm_LaunchRecord_Type = PyStructSequence_NewType(&record_desc);
+    if (gm_LaunchRecord_Type == NULL)
+        return -1;
+    if (PyModule_AddObjectRef(module, "LaunchRecord", (PyObject *)gm_LaunchRecord_Type) < 0)
+        return -1;
+    gm_sinks = PyList_New(0);
+    if (gm_sinks == NULL || PyModule_AddObjectRef(module, "_sinks", gm_sinks) < 0)
+        return -1;
+    if (PyModule_AddFunctions(module, launch_methods) < 0)
+        return -1;
+    return gm_add_plain(module, launch_plain);
+}

@@ -1,16 +1,19 @@
-/* registry.c -- the families the module was built with (core.c hands the
- * list over at import): one Python function per family, named as the family,
- * with a signature generated from its argument table (inspect.signature
- * reads it); variants(); finding a family or a variant by name. */
+/* registry.c -- the lessons the module was built with (core.c hands over the
+ * list it generates from csrc/lessons/): one Python function per family,
+ * named as the family, with a signature generated from its argument table
+ * (inspect.signature reads it); each lesson's plain functions and init;
+ * variants(); args(), any function's argument table for Python; finding a
+ * family by name. */
 #include "gm.h"
 
 #include <string.h>
 
-static const gm_family *const *gm_families;
+static const gm_lesson *const *gm_lessons;
 
 #define FOR_EACH_FAMILY(f)                                                     \
-    for (const gm_family *const *p_ = gm_families; p_ && *p_; p_++)            \
-        for (const gm_family *f = *p_; f; f = NULL)
+    for (const gm_lesson *const *l_ = gm_lessons; l_ && *l_; l_++)             \
+        for (const gm_family *const *p_ = (*l_)->families; p_ && *p_; p_++)    \
+            for (const gm_family *f = *p_; f; f = NULL)
 
 static void family_names(char *buf, size_t len)
 {
@@ -31,22 +34,6 @@ const gm_family *gm_find_family(const char *fn, const char *family)
     }
     family_names(names, sizeof names);
     PyErr_Format(PyExc_ValueError, "%s: family='%s' is unknown; allowed: %s", fn, family, names);
-    return NULL;
-}
-
-const gm_variant *gm_find_variant(const char *fn, const gm_family *f, const char *name)
-{
-    char allowed[512] = "";
-    size_t pos = 0;
-    for (const gm_variant *v = f->variants; v->name; v++) {
-        if (strcmp(v->name, name) == 0)
-            return v;
-        if (pos < sizeof allowed)
-            pos += (size_t)snprintf(allowed + pos, sizeof allowed - pos, "%s'%s'", pos ? ", " : "",
-                                    v->name);
-    }
-    PyErr_Format(PyExc_ValueError, "%s: variant='%s' is not a variant of %s; allowed: %s", fn,
-                 name, f->name, allowed);
     return NULL;
 }
 
@@ -75,42 +62,33 @@ static PyObject *variants(PyObject *self, PyObject *args)
     return list;
 }
 
-/* "name($module, a, b, /, *, block=256, out=None)\n--\n\n" + doc: the form
- * from which CPython derives __text_signature__. */
-static char *signature_doc(const gm_family *f)
+/* args(family): the argument table of a family (or of a plain function). */
+static const gm_arg args_args[] = {
+    {"family", GM_OBJECT, GM_POSITIONAL | GM_REQUIRED},
+    {NULL},
+};
+
+static PyObject *args(const gm_parsed *a)
 {
-    char sig[1024];
-    size_t pos = (size_t)snprintf(sig, sizeof sig, "%s($module", f->name);
-    int star = 0;
-    for (const gm_arg *a = f->args; a->name && pos < sizeof sig; a++) {
-        if (a->flags & GM_HIDDEN)
-            continue;
-        if (!(a->flags & GM_POSITIONAL) && !star) {
-            pos += (size_t)snprintf(sig + pos, sizeof sig - pos, ", *");
-            star = 1;
-        }
-        pos += (size_t)snprintf(sig + pos, sizeof sig - pos, ", %s", a->name);
-        if (a->flags & GM_REQUIRED)
-            continue;
-        if (a->flags & GM_NO_DEFAULT || a->kind == GM_ARRAY || a->kind == GM_OBJECT)
-            pos += (size_t)snprintf(sig + pos, sizeof sig - pos, "=None");
-        else if (a->kind == GM_CHOICE)
-            pos += (size_t)snprintf(sig + pos, sizeof sig - pos, "='%s'", a->choices[a->def]);
-        else if (a->kind == GM_VARIANT)
-            pos += (size_t)snprintf(sig + pos, sizeof sig - pos, "='%s'", a->sdef);
-        else if (a->kind == GM_BOOL)
-            pos += (size_t)snprintf(sig + pos, sizeof sig - pos, "=%s", a->def ? "True" : "False");
-        else
-            pos += (size_t)snprintf(sig + pos, sizeof sig - pos, "=%lld", a->def);
-    }
-    if (f->has_out && pos < sizeof sig)
-        pos += (size_t)snprintf(sig + pos, sizeof sig - pos, "%s, out=None", star ? "" : ", *");
-    size_t len = strlen(sig) + strlen(f->doc) + 16;
-    char *doc = PyMem_Malloc(len);
-    if (doc)
-        snprintf(doc, len, "%s)\n--\n\n%s", sig, f->doc);
-    return doc;
+    const char *name;
+    if (gm_arg_str(a->obj[0], a->fn, "family", &name) < 0)
+        return NULL;
+    const gm_plain *p = gm_find_plain(name);
+    if (p)
+        return gm_args_describe(p->args, NULL, 0);
+    const gm_family *f = gm_find_family(a->fn, name);
+    return f ? gm_args_describe(f->args, &f->variants[0].name, sizeof(gm_variant)) : NULL;
 }
+
+static const gm_plain registry_plain[] = {
+    {"args",
+     "The argument table of a kernel family (or of one of _core's plain functions), one dict "
+     "per argument in order: name, kind ('array', 'int', 'bool', 'choice', 'variant', "
+     "'object'), positional, required, selects, record, hidden, whole_warps, default, lo, hi, "
+     "allowed, choices (a variant argument: the family's variants), ndim, what.",
+     args_args, args},
+    {NULL},
+};
 
 static PyObject *call_family(PyObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -137,33 +115,20 @@ static PyMethodDef registry_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int gm_registry_init(PyObject *module, const gm_family *const *families)
+int gm_registry_init(PyObject *module, const gm_lesson *const *lessons)
 {
-    gm_families = families;
-    PyObject *modname = PyModule_GetNameObject(module);
-    if (modname == NULL)
+    gm_lessons = lessons;
+    if (PyModule_AddFunctions(module, registry_methods) < 0 ||
+        gm_add_plain(module, registry_plain) < 0)
         return -1;
-    int r = PyModule_AddFunctions(module, registry_methods);
     FOR_EACH_FAMILY(f) {
-        if (r < 0)
-            break;
-        /* Lives as long as the process, as a static method table would. */
-        PyMethodDef *def = PyMem_Calloc(1, sizeof *def);
-        PyObject *cap = NULL, *fn = NULL;
-        r = -1;
-        if (def == NULL || (def->ml_doc = signature_doc(f)) == NULL) {
-            PyErr_NoMemory();
-            break;
-        }
-        def->ml_name = f->name;
-        def->ml_meth = (PyCFunction)(void (*)(void))call_family;
-        def->ml_flags = METH_VARARGS | METH_KEYWORDS;
-        cap = PyCapsule_New((void *)f, "gpumem.family", NULL);
-        fn = cap ? PyCFunction_NewEx(def, cap, modname) : NULL;
-        r = fn ? PyModule_AddObjectRef(module, f->name, fn) : -1;
-        Py_XDECREF(fn);
-        Py_XDECREF(cap);
+        if (gm_add_function(module, f->name, gm_signature_doc(f->name, f->args, f->has_out, f->doc),
+                            (PyCFunction)(void (*)(void))call_family, "gpumem.family", f) < 0)
+            return -1;
     }
-    Py_DECREF(modname);
-    return r;
+    for (const gm_lesson *const *l = lessons; *l; l++)
+        if (((*l)->plain && gm_add_plain(module, (*l)->plain) < 0) ||
+            ((*l)->init && (*l)->init(module) < 0))
+            return -1;
+    return 0;
 }

@@ -348,9 +348,11 @@ def latency_ladder(working_sets: Sequence[int] | None = None, *,
     lanes, steps = _int(fn, "lanes", lanes, 1, 32), _int(fn, "steps", steps, 1, MAX_STEPS)
     seed = _int(fn, "seed", seed, 0, _M32)
     progress = _flag(fn, "progress", progress)
-    rings = sorted({ws // stride * stride for ws in sets if ws >= stride})
-    if not rings:
-        raise ValueError(f"{fn}: every one of working_sets is smaller than stride={stride}")
+    small = sorted({ws for ws in sets if ws < stride})
+    if small:               # a ring holds at least one node: never dropped silently
+        raise ValueError(f"{fn}: working_sets has {', '.join(map(str, small))}, smaller than "
+                         f"stride={stride}; a ring holds at least one node of stride bytes")
+    rings = sorted({ws // stride * stride for ws in sets})
     points = [(c, ws) for c in variants for ws in rings if ws <= _cap(c)]
     if not points:
         raise ValueError(f"{fn}: none of working_sets fits variants={variants} (shared: at most "
@@ -450,6 +452,10 @@ def cache_sizes(table: Table | None = None, *, variant: Literal["ca", "ldg"] = "
         raise TypeError(f"{fn}: table must be a gpumem.Table from latency_ladder, not "
                         f"{type(table).__name__}")
     rows = _global_rows(table, variant)
+    if not rows and any(r.get("variant") == variant and r.get("cycles/load") is None
+                        for r in table):
+        raise ValueError(f"{fn}: the table's {variant} rows were not measured (a ladder made "
+                         "without a GPU lists what it would measure); measure one on a GPU")
     if len(rows) < 8:
         raise ValueError(f"{fn}: the table has {len(rows)} measured one-lane rows of "
                          f"variant={variant!r}; reading the steps needs at least 8 (from L1-sized "

@@ -232,8 +232,10 @@ def occupancy(cc: str | tuple[int, int] = "9.0", threads_per_block: int | None =
         ``optin`` not a bool, a missing ``threads_per_block``, or both a
         parameter and its alias.
     ValueError
-        An unknown compute capability (the message lists :data:`ARCHS`) or a
-        negative count.
+        An unknown compute capability (the message lists :data:`ARCHS`), a
+        negative count or a block of no threads.  (A launch that asks for more
+        than the GPU allows is no error here: its ``limiter`` is ``"invalid"``
+        and ``reason`` says which limit it breaks.)
 
     Examples
     --------
@@ -260,6 +262,9 @@ def occupancy(cc: str | tuple[int, int] = "9.0", threads_per_block: int | None =
         raise TypeError("occupancy: threads_per_block is required")
     a = ARCHS[cc]
     tpb = _int("threads_per_block", threads_per_block)
+    if tpb < 1:       # no launch has no threads: a question, not an occupancy to report
+        raise ValueError(f"occupancy: threads_per_block={tpb} is not allowed; a block has at "
+                         "least 1 thread")
     regs = _int("regs_per_thread", 0 if regs_per_thread is None else regs_per_thread)
     smem = _int("smem_per_block", 0 if smem_per_block is None else smem_per_block)
 
@@ -279,8 +284,6 @@ def occupancy(cc: str | tuple[int, int] = "9.0", threads_per_block: int | None =
         return OccupancyResult(cc, tpb, regs, smem, 0, 0, 0, a.warps_per_sm, 0.0, "invalid",
                                ("invalid",), {}, reason, regs_block, smem_alloc)
 
-    if tpb < 1:
-        return invalid("threads_per_block must be at least 1")
     if tpb > a.threads_per_block:
         return invalid(f"{tpb} threads per block exceed the {a.threads_per_block} allowed on "
                        f"compute capability {cc}")

@@ -23,7 +23,11 @@ each kernel launch under that roof:
 """
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any, Mapping
+
+import numpy as np
 
 from .. import runtime
 from ..runtime.hardware import FP32_LANES
@@ -53,19 +57,28 @@ def _roof(device: Any, peak_gflops: Any, bandwidth_gbps: Any) -> tuple[str, floa
         name, peak, bw = d.name, d.peak_fp32_gflops, d.theoretical_bandwidth_gbps
     else:
         name, peak, bw = H100_SXM["name"], H100_SXM["peak_gflops"], H100_SXM["bandwidth_gbps"]
-    for what, v in (("peak_gflops", peak_gflops), ("bandwidth_gbps", bandwidth_gbps)):
-        if v is None:
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError(f"{fn}: {what} must be a number, not {type(v).__name__}")
-        if not 0 < v < float("inf"):
-            raise ValueError(f"{fn}: {what}={v!r} is not allowed; it must be a positive number")
-    peak = float(peak_gflops) if peak_gflops is not None else peak
-    bw = float(bandwidth_gbps) if bandwidth_gbps is not None else bw
+    if peak_gflops is not None:
+        peak = _number(fn, "peak_gflops", peak_gflops, positive=True)
+    if bandwidth_gbps is not None:
+        bw = _number(fn, "bandwidth_gbps", bandwidth_gbps, positive=True)
     if not peak or not bw:
         raise ValueError(f"{fn}: the FP32 peak or the bandwidth of {name} is unknown; pass "
                          "peak_gflops= and bandwidth_gbps=")
     return name, peak, bw
+
+
+def _number(fn: str, what: str, v: Any, *, positive: bool = False) -> float:
+    """``v`` as a finite float: Python and NumPy ints and floats (not bool), TypeError
+    naming ``what`` otherwise; NaN, infinities and negatives (zero too with
+    ``positive``) are ValueErrors."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.integer,
+                                                             np.floating)):
+        raise TypeError(f"{fn}: {what} must be a number, not {type(v).__name__}")
+    f = float(v)
+    if not math.isfinite(f) or f < 0 or (positive and f == 0):
+        need = "a finite number > 0" if positive else "a finite number >= 0"
+        raise ValueError(f"{fn}: {what}={v!r} is not allowed; it must be {need}")
+    return f
 
 
 def _label(kernel: str, variant: str, params: Mapping[str, Any]) -> str:
@@ -84,12 +97,15 @@ def _points(fn: str, source: Any) -> list[dict]:
                              "flops and bytes (or dram_read_bytes and dram_write_bytes); ms and "
                              f"source are optional; it has {source.columns}")
         out = []
-        for r in source:
+        for i, r in enumerate(source):
             label = r.get("label")
             if label is None:
+                if r.get("kernel") is None or r.get("variant") is None:
+                    raise ValueError(f"{fn}: row {i} has no label (and no kernel and variant "
+                                     "to name it by)")
                 label = f"{r['kernel']}/{r['variant']}" + (f" ({r['params']})"
                                                            if r.get("params") else "")
-            if all(isinstance(r.get(k), (int, float)) for k in _DRAM):
+            if all(r.get(k) is not None for k in _DRAM) and set(_DRAM) <= cols:
                 nbytes, src = r[_DRAM[0]] + r[_DRAM[1]], "measured"   # Profile.table()
             else:
                 nbytes, src = r.get("bytes"), r.get("source") or "given"
@@ -154,13 +170,10 @@ def roofline(points: Any, *, device: Any = None, peak_gflops: float | None = Non
     ridge = peak / bw
     rows = []
     for p in _points(fn, points):
-        flops, nbytes, ms = p["flops"], p["bytes"], p["ms"]
-        for what, v in (("flops", flops), ("bytes", nbytes)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise ValueError(f"{fn}: {p['label']}: {what}={v!r} must be a number >= 0")
-        if ms is not None and (isinstance(ms, bool) or not isinstance(ms, (int, float))
-                               or not ms > 0):
-            raise ValueError(f"{fn}: {p['label']}: ms={ms!r} must be a time > 0 or None")
+        where = f"{p['label']}: "
+        flops = _number(fn, where + "flops", p["flops"])
+        nbytes = _number(fn, where + "bytes", p["bytes"])
+        ms = None if p["ms"] is None else _number(fn, where + "ms", p["ms"], positive=True)
         intensity = flops / nbytes if nbytes > 0 else float("inf")
         roof = min(peak, intensity * bw)
         achieved = flops / (ms * 1e-3) / 1e9 if ms else None
@@ -187,10 +200,13 @@ def plot_roofline(table: Table, ax=None):
         raise TypeError("plot_roofline: table must be the Table of gpumem.roofline, not "
                         f"{type(table).__name__}")
     import matplotlib.pyplot as plt
-    import numpy as np
+    from matplotlib.axes import Axes
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.5))
+    elif not isinstance(ax, Axes):
+        raise TypeError(f"plot_roofline: ax must be a matplotlib Axes or None, not "
+                        f"{type(ax).__name__}")
     peak, bw, ridge = roof["peak_gflops"], roof["bandwidth_gbps"], roof["ridge"]
     xs = [r["FLOP/byte"] for r in table if 0 < r["FLOP/byte"] < float("inf")]
     lo = min(xs + [ridge]) / 4

@@ -364,3 +364,12 @@ def test_occupancy_equals_the_cuda_occupancy_api():
                                f"{occ.blocks_per_sm} ({occ.limiter})")
     assert checked > 100
     assert not bad, f"{len(bad)} of {checked} disagree:\n" + "\n".join(bad[:40])
+
+
+@pytest.mark.parametrize("threads", [0])
+def test_a_block_of_no_threads_is_refused(threads):
+    # a calculator answers for launches that can be; over-limit launches say "invalid" instead
+    with pytest.raises(ValueError, match=rf"occupancy: threads_per_block={threads} is not "
+                                         "allowed; a block has at least 1 thread"):
+        occupancy("9.0", threads, 32, 0)
+    assert occupancy("9.0", 1025, 32, 0).limiter == "invalid"

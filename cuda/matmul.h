@@ -1,0 +1,33 @@
+/* matmul.h -- the C ABI of cuda/matmul.cu (the matmul lesson's kernels):
+ * included through gm_kernels.h only (which the build gives the list of
+ * lesson headers, gm_lesson_headers.inc), inside its extern "C" and with its
+ * GM_FAMILY.  No other lesson's header or file uses these. */
+#ifndef GM_MATMUL_H
+#define GM_MATMUL_H
+
+/* ==== lesson matmul (cuda/matmul.cu) ===================================== */
+/* C[M,N] = A[M,K] @ B[K,N], float32, row-major. */
+typedef enum {
+    GM_MATMUL_NAIVE = 0,
+    GM_MATMUL_TILED = 1,
+    GM_MATMUL_PREFETCH = 2,       /* tiled, the next tiles loaded during this one's product */
+    GM_MATMUL_COARSENED = 3,      /* 32 x 32 tiles, 4 outputs of a column per thread */
+    GM_MATMUL_REGISTER_TILED = 4, /* 64 x 64 tiles, a 4 x 4 block of C per thread */
+    GM_MATMUL_WARPTILED = 5       /* block, warp and thread tiles; cp.async double buffering */
+} gm_matmul_variant;
+#define GM_MATMUL_COARSENED_TILE 32      /* rows and columns of C per block (coarsened) */
+#define GM_MATMUL_REGISTER_TILED_TILE 64 /* ... (register_tiled) */
+#define GM_MATMUL_WARPTILED_TILE 128     /* ... (warptiled's default; 64 also built) */
+
+typedef struct {
+    int variant; /* gm_matmul_variant */
+    const float *a;
+    const float *b;
+    float *c;
+    int m, n, k;
+    int tile; /* naive, tiled: 8, 16 or 32; prefetch: 16 or 32 (0: 16); coarsened: 32;
+                 register_tiled: 64; warptiled: 64 or 128 (0: 128) */
+} gm_matmul_params;
+GM_FAMILY(matmul)
+
+#endif /* GM_MATMUL_H */
