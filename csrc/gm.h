@@ -178,6 +178,10 @@ typedef struct {
  * value (GM_CHOICE: the index, *s its name).  Every check of the row, its
  * error naming fn, the argument, the value and what is allowed.  0 / -1. */
 int gm_arg_value(const gm_arg *a, PyObject *obj, const char *fn, long long *v, const char **s);
+/* Whether None stands for "the default" for argument a: its signature says =None
+ * (GM_NO_DEFAULT, or an optional array or object).  Everywhere else None is a
+ * wrong type, refused like any other before the device is touched. */
+int gm_none_is_default(const gm_arg *a);
 /* Bind positional and keyword arguments to the visible (not GM_HIDDEN) rows
  * of `args` -- bound[i], borrowed, NULL when not passed -- and, when has_out,
  * out= to bound[n] (n rows).  TypeError as CPython words it otherwise. */

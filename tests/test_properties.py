@@ -273,3 +273,97 @@ def test_every_public_function_is_covered():
     assert {"vec_add", "bench", "block_size_sweep", "offset_sweep", "Table", "variants",
             "matmul_reference", "compiler_report", "profile", "lifetimes"} <= set(FUNCTIONS)
     assert "predict" not in FUNCTIONS      # gpumem.model: tests/model/
+
+
+# ---- classes of inputs, generated for every argument of every kernel function (issue 29) ----
+def _kernel_functions() -> list[tuple[str, object, list[dict]]]:
+    out = []
+    for lesson in gm.lessons.declarations():
+        module = importlib.import_module(f"gpumem.lessons.{lesson.name}")
+        for fam in lesson.families:
+            fn = getattr(module, fam, None)
+            if fn is not None:
+                out.append((fam, fn, [r for r in gm._core.args(fam) if not r["hidden"]]))
+    return out
+
+
+KERNEL_FUNCTIONS = _kernel_functions()
+
+
+#: Required values whose valid shape or size the table alone does not say (its shape rules).
+_BASE = {("struct_update", "data"): np.ones((8, 2), np.float32),
+         ("distance", "points"): np.ones((8, 3), np.float32),
+         ("register_pressure", "x"): np.ones((64, 8), np.float32),
+         ("matmul", "a"): np.ones((8, 8), np.float32), ("matmul", "b"): np.ones((8, 8), np.float32),
+         ("latency", "working_set"): 4096}
+
+
+def _base_call(fn, rows: list[dict]) -> tuple[list, dict]:
+    """The smallest valid call: every required argument, from its table row."""
+    sig = inspect.signature(fn).parameters
+    args, kw = [], {}
+    for r in rows:
+        if not r["required"]:
+            continue
+        if (fn.__name__, r["name"]) in _BASE:
+            v = _BASE[fn.__name__, r["name"]]
+        elif r["kind"] == "array":
+            v = np.ones((8,) * max(r["ndim"], 1), np.float32)
+        else:
+            v = max(r["lo"], 8) if r["lo"] is not None and r["hi"] >= 8 else r["lo"]
+        if sig[r["name"]].kind is inspect.Parameter.KEYWORD_ONLY:
+            kw[r["name"]] = v
+        else:
+            args.append(v)
+    return args, kw
+
+
+def _checked(fn, args, kw):
+    """fn(*args, **kw) with the C entry points checking only (nothing reaches a GPU)."""
+    with gm.runtime.args._checking():
+        return fn(*args, **kw)
+
+
+@pytest.mark.parametrize("fam,fn,rows", KERNEL_FUNCTIONS, ids=[k[0] for k in KERNEL_FUNCTIONS])
+def test_the_base_call_of_every_kernel_function_is_valid(fam, fn, rows):
+    args, kw = _base_call(fn, rows)
+    assert _checked(fn, args, kw) is None
+
+
+@pytest.mark.parametrize("fam,fn,rows", KERNEL_FUNCTIONS, ids=[k[0] for k in KERNEL_FUNCTIONS])
+def test_none_is_the_default_exactly_where_the_signature_says_so(fam, fn, rows):
+    sig = inspect.signature(fn).parameters
+    args, kw = _base_call(fn, rows)
+    for r in rows:
+        name = r["name"]
+        if r["required"] or name not in sig:
+            continue
+        default_is_none = sig[name].default is None
+        # the Python signature and the C table agree on what None means (lifetimes is
+        # several launches: its value= is set before the first, the kernel's only there)
+        if fam != "lifetimes":
+            assert default_is_none == (r["default"] is None), (fam, name, r)
+        if default_is_none:
+            continue
+        with pytest.raises(TypeError, match=rf"^{fam}: {name} must be .*, not NoneType"):
+            _checked(fn, args, {**kw, name: None})
+
+
+_NOT_INTS = [float("nan"), float("inf"), -float("inf"), 8.0, np.float32(8), "8", True, np.True_]
+
+
+@pytest.mark.parametrize("fam,fn,rows", KERNEL_FUNCTIONS, ids=[k[0] for k in KERNEL_FUNCTIONS])
+def test_every_integer_argument_refuses_floats_and_takes_numpy_integers(fam, fn, rows):
+    args, kw = _base_call(fn, rows)
+    for r in rows:
+        if r["kind"] != "int" or r["required"] or r["name"] not in inspect.signature(fn).parameters:
+            continue
+        for bad in _NOT_INTS:
+            with pytest.raises(TypeError, match=rf"^{fam}: {r['name']} must be an int"):
+                _checked(fn, args, {**kw, r["name"]: bad})
+        good = r["default"] if r["default"] is not None else r["lo"]
+        if r["allowed"]:
+            good = r["allowed"][0]
+        for np_type in (np.int32, np.int64, np.uint16):
+            if 0 <= good < 2**15:
+                assert _checked(fn, args, {**kw, r["name"]: np_type(good)}) is None

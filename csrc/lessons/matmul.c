@@ -80,7 +80,7 @@ static int pick_tile(gm_call *c)
 static const gm_arg args[] = {
     [A] = {"a", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 2},
     [B] = {"b", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 2},
-    [TILE] = {"tile", GM_INT, GM_SELECTS | GM_RECORD, .def = 16, .allowed = tiles},
+    [TILE] = {"tile", GM_INT, GM_SELECTS | GM_RECORD | GM_NO_DEFAULT, .def = 16, .allowed = tiles},
     [VARIANT] = {"variant", GM_VARIANT, 0, .sdef = "tiled"},
     {NULL},
 };

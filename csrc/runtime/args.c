@@ -109,6 +109,12 @@ static int int_value(const gm_arg *a, PyObject *obj, const char *fn, long long *
     return -1;
 }
 
+int gm_none_is_default(const gm_arg *a)
+{
+    return !(a->flags & GM_REQUIRED) &&
+           ((a->flags & GM_NO_DEFAULT) || a->kind == GM_ARRAY || a->kind == GM_OBJECT);
+}
+
 int gm_arg_value(const gm_arg *a, PyObject *obj, const char *fn, long long *v, const char **s)
 {
     char buf[256];
@@ -329,7 +335,7 @@ char *gm_signature_doc(const char *name, const gm_arg *args, int has_out, const 
         pos += (size_t)snprintf(sig + pos, sizeof sig - pos, ", %s", a->name);
         if (a->flags & GM_REQUIRED)
             continue;
-        if (a->flags & GM_NO_DEFAULT || a->kind == GM_ARRAY || a->kind == GM_OBJECT)
+        if (gm_none_is_default(a))
             pos += (size_t)snprintf(sig + pos, sizeof sig - pos, "=None");
         else if (a->kind == GM_CHOICE)
             pos += (size_t)snprintf(sig + pos, sizeof sig - pos, "='%s'", a->choices[a->def]);
@@ -488,8 +494,8 @@ int gm_parse(const char *fn, const gm_arg *args, PyObject *tuple, PyObject *kwar
     if (gm_bind(fn, args, 0, tuple, kwargs, bound) < 0)
         return -1;
     for (int i = 0; args[i].name; i++) {
-        /* None means "the default", except for a required argument. */
-        if (bound[i] == NULL || (bound[i] == Py_None && !(args[i].flags & GM_REQUIRED)))
+        /* None means "the default" only where the signature says so (=None). */
+        if (bound[i] == NULL || (bound[i] == Py_None && gm_none_is_default(&args[i])))
             continue;
         p->obj[i] = bound[i];
         p->given[i] = 1;

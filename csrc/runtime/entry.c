@@ -142,8 +142,9 @@ static int validate(gm_call *c, PyObject *args, PyObject *kwargs)
     if (gm_bind(f->name, f->args, f->has_out, args, kwargs, bound) < 0)
         return -1;
     for (int i = 0; f->args[i].name; i++) {
-        /* None means "the default", except for a required argument. */
-        if (bound[i] == NULL || (bound[i] == Py_None && !(f->args[i].flags & GM_REQUIRED)))
+        /* None means "the default" only where the signature says so (=None);
+         * elsewhere it is converted, and refused, like any other wrong type. */
+        if (bound[i] == NULL || (bound[i] == Py_None && gm_none_is_default(&f->args[i])))
             continue;
         c->obj[i] = bound[i];
         c->given[i] = 1;

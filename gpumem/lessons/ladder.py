@@ -44,7 +44,7 @@ from .. import runtime
 
 from .. import _core
 from .._core import DeviceArray
-from ..runtime.args import _checking_only, _flag, _given, _host, _index, _indices
+from ..runtime.args import arg_range, _checking_only, _flag, _given, _host, _index, _indices
 from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress, _repeat
 from ..model.ring import _M32, chain_image, chain_order, latency_chain, latency_reference
 from ..runtime.measure import device_copy
@@ -65,11 +65,12 @@ KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 LATENCY_VARIANTS = tuple(v[1] for v in _core.variants("latency"))
 SHARED_MAX = 48 * KiB        #: bytes: the shared ring lives in one block's default dynamic smem
 CONSTANT_MAX = 64 * KiB      #: bytes: the constant ring fills the user constant bank
-MAX_WORKING_SET = 1 << 32    #: bytes: the largest ring (and the largest bandwidth set)
-MAX_STRIDE = 1 << 20
-MAX_STEPS = 1 << 20
-MAX_WARMUP = 2**31 - 1
-MAX_PASSES = 1 << 20
+#: The kernels' limits, read from the C argument tables (``gpumem._core.args``).
+MAX_WORKING_SET = arg_range("latency", "working_set")[1]   #: bytes: the largest ring
+MAX_STRIDE = arg_range("latency", "stride")[1]
+MAX_STEPS = arg_range("latency", "steps")[1]
+MAX_WARMUP = arg_range("latency", "warmup")[1]
+MAX_PASSES = arg_range("bandwidth", "passes")[1]
 BANDWIDTH_SHARED_MAX = 48 * KiB   #: bytes of x for the bandwidth ``shared`` variant
 
 #: The latency ladder's rings: powers of two from 1 KiB to 2 GiB, plus 48 KiB (the
@@ -564,7 +565,7 @@ def latency_levels(table: Table, *, device: Any = None) -> Table:
 
 
 # ---- the bandwidth ladder ------------------------------------------------------------------
-BANDWIDTH_VARIANTS = ("read", "copy", "shared")
+BANDWIDTH_VARIANTS = tuple(v[1] for v in _core.variants("bandwidth"))
 
 
 def _bandwidth_plan(sets: list[int], variants: list[str]) -> list[tuple[str, str, int]]:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _core, runtime, model
 from .._core import DeviceArray
-from ..runtime.args import _checking_only, _given, _host, _indices, _validate
+from ..runtime.args import arg_range, _checking_only, _given, _host, _index, _indices, _validate
 from ..tools.introspect import kernel_attributes, kernel_occupancy
 from ..tools.sweep import MAX_N, _bench, _choices, _int, _need_gpu, _repeat, _str
 from ..runtime.table import Table
@@ -44,8 +44,8 @@ REGCAP_LIVE = 64          #: floats each register_pressure thread keeps live
 REGCAP_CAPS = {name: min(255, 65536 // (256 * select) // 8 * 8)
                for _, name, *_, select in _core.variants("register_pressure")}
 HISTOGRAM_BINS = 16
-MAX_THREADS = 2**31 - 1025   #: thread_histogram's most histograms (as the kernel checks)
-MAX_ITERS = 1 << 20          #: register_pressure's rounds, divergence's iters: at most this
+MAX_THREADS = arg_range("thread_histogram", "threads")[1]  #: the most histograms
+MAX_ITERS = arg_range("register_pressure", "rounds")[1]    #: rounds (and divergence's iters)
 MAX_LAUNCHES = 10_000        #: lifetimes' launches: at most this
 
 # ---- local memory vs registers -------------------------------------------------------
@@ -122,7 +122,9 @@ def lifetimes(launches: int = 3, *, blocks: int = 4, block: int = 64, value: int
     """
     launches = _int("lifetimes", "launches", launches, 1, MAX_LAUNCHES)
     # the kernel's own checks of blocks, block, value and counter, before the first launch
-    ints = _indices("lifetimes", blocks=blocks, block=block, value=value, counter=counter)
+    # (every one an int: None is no default here)
+    ints = {k: _index("lifetimes", k, v) for k, v in (("blocks", blocks), ("block", block),
+                                                      ("value", value), ("counter", counter))}
     _validate(_core.lifetimes, (), ints)
     if _checking_only():            # bench(gm.lifetimes, ...) checking its call
         return None

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _core, runtime
 from .._core import DeviceArray
-from ..runtime.args import _given, _host, _index, _indices
+from ..runtime.args import arg_range, _given, _host, _index, _indices
 from ..tools.sweep import _bench, _int, _ints, _repeat
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
@@ -35,7 +35,7 @@ STENCIL_8TH_ORDER = np.array([0.00357, -0.03809, 0.2, -0.8, 0.0, 0.8, -0.2, 0.03
 BROADCAST_TABLE = 256     #: floats in the broadcast table (1 KiB)
 MAX_RADIUS = 16           #: the largest stencil radius (2R + 1 = 33 weights)
 #: constant_broadcast's ranges (as the kernel checks them): distinct, n, iters.
-BROADCAST_RANGES = {"distinct": (1, 32), "n": (1, 2**31), "iters": (1, 2**16)}
+BROADCAST_RANGES = {k: arg_range("constant_broadcast", k) for k in ("distinct", "n", "iters")}
 
 
 # ---- stencil ----------------------------------------------------------------

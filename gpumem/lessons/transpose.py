@@ -25,7 +25,7 @@ from .. import runtime
 
 from .. import _core
 from .._core import DeviceArray
-from ..runtime.args import _flag, _given, _host, _index
+from ..runtime.args import arg_range, _flag, _given, _host, _index
 from ..tools.sweep import (_choices, _counters_available, _int, _ints, _model_predict, _progress,
                      _repeat)
 from ..runtime.measure import device_copy
@@ -46,7 +46,7 @@ WORDS = {"float": 4, "float2": 8, "float4": 16}
 #: Shared array of :func:`shared_stride` (bytes) and its threads per block.
 STRIDE_BYTES, STRIDE_BLOCK = 16384, 256
 #: shared_stride's ranges (as the kernel checks them).
-STRIDE_RANGES = {"stride": (1, 32), "iters": (1, 65536), "blocks": (1, 1 << 20)}
+STRIDE_RANGES = {k: arg_range("shared_stride", k) for k in ("stride", "iters", "blocks")}
 
 #: The counters :func:`transpose_compare` reports (measured, and the model's beside them).
 TRANSPOSE_METRICS = ("gld_transactions", "gst_transactions", "gld_efficiency",

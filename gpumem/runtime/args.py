@@ -130,3 +130,23 @@ def _given(fn: str, **arrays: Any) -> None:
         if v is None:
             raise TypeError(f"{fn}: {name} must be a numpy.ndarray or gpumem.DeviceArray, "
                             "not None")
+
+
+# ---- the C argument tables (one statement of every range and choice) ------------------------
+_TABLES: dict[str, dict[str, dict]] = {}
+
+
+def arg_row(family: str, name: str) -> dict:
+    """The row of ``name`` in the C argument table of ``family`` (``_core.args``): its
+    kind, default, range (``lo``, ``hi``), allowed values and choices.  Python code reads
+    ranges and choices here instead of restating them."""
+    table = _TABLES.get(family)
+    if table is None:
+        table = _TABLES[family] = {row["name"]: row for row in _core.args(family)}
+    return table[name]
+
+
+def arg_range(family: str, name: str) -> tuple[int, int]:
+    """``(lo, hi)`` of an integer argument of ``family``'s C table."""
+    row = arg_row(family, name)
+    return row["lo"], row["hi"]

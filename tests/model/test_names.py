@@ -68,3 +68,14 @@ assert loaded == ["gpumem"], loaded
 """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=str(MODEL.parent.parent))
+
+
+def test_the_rings_limits_are_the_latency_kernels():
+    # the model restates the latency kernel's limits (it never imports _core): checked here
+    from gpumem import _core
+    from gpumem.model import ring
+
+    rows = {r["name"]: r for r in _core.args("latency")}
+    assert (ring.MAX_WORKING_SET, ring.MAX_STRIDE, ring.MAX_STEPS, ring.MAX_WARMUP) == (
+        rows["working_set"]["hi"], rows["stride"]["hi"], rows["steps"]["hi"],
+        rows["warmup"]["hi"])
