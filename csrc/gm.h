@@ -89,6 +89,14 @@ void gm_set_attr(PyObject *obj, const char *name, PyObject *value);
 
 /* Turn a failed CUDA call into a Python exception; returns -1. */
 int gm_set_cuda_error(cudaError_t err, const char *call);
+/* After an error the context cannot recover from (a kernel's fault: an illegal
+ * address, a trap ...), remembered by gm_set_cuda_error: -1 with CudaError
+ * saying the context is lost and the process must restart; else 0.  Every
+ * GPU entry (gm_ensure_device) asks first. */
+int gm_context_lost(void);
+/* Raise `type` with the formatted message, the exception being handled chained
+ * as its __cause__ (raise ... from e).  Returns -1. */
+int gm_raise_from(PyObject *type, const char *format, ...);
 
 /* The one checking macro: every CUDA call of the extension goes through it.
  * On failure it sets the exception and jumps to the function's `fail:`. */
@@ -272,6 +280,10 @@ PyObject *gm_dlpack_device(void); /* (2, 0) */
 /* x's device memory (__dlpack__ or __cuda_array_interface__, on device 0,
  * C-contiguous) into *out; fn names the caller.  0 / -1. */
 int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out);
+/* Whether obj has attribute attr (a protocol): 1, 0, or -1 when looking it up
+ * raised something other than AttributeError (then a TypeError naming fn and
+ * the argument, that exception chained). */
+int gm_has_protocol(PyObject *obj, const char *attr, const char *fn, const char *name);
 
 /* ---- DeviceArray and kernel operands (devarray.c) ------------------------------ */
 #define GM_MAXDIM 32

@@ -26,8 +26,9 @@ UNMODELLED = {"transfer"}        #: host copies: the link decides, nothing to pr
 
 @pytest.fixture
 def model_mode(monkeypatch):
-    """The CLI as on a machine without a GPU."""
+    """The CLI as on a machine without a GPU (the lessons' sweeps ask the runtime too)."""
     monkeypatch.setattr(report, "no_gpu_reason", lambda: "forced by the test")
+    monkeypatch.setattr(gm.runtime, "is_available", lambda: False)
 
 
 def by_lesson(rows):

@@ -145,6 +145,9 @@ static int latency_prepare(gm_call *c)
     Py_DECREF(u8);
     if (c->tmp == NULL)
         return -1;
+    /* Zeroed first: the build writes only the nodes, and the shared and constant
+     * chases copy the whole working set (untimed, like the build). */
+    GM_CUDA(cudaMemsetAsync(c->tmp->ptr, 0, (size_t)ws, 0));
     /* The ring holds addresses of itself (or lives in the constant bank):
      * it can only be replayed where it is. */
     c->apart = 1;

@@ -242,7 +242,28 @@ int gm_shape_dtype(const char *fn, PyObject *shape_obj, PyObject *dtype_obj,
     shape->ptr = NULL;
     shape->len = 0;
     *dtype = NULL;
-    if (shape_obj == Py_None || !PyArray_IntpConverter(shape_obj, shape)) {
+    if (shape_obj == Py_None || PyBool_Check(shape_obj) ||
+        !PyArray_IntpConverter(shape_obj, shape)) {
+        PyErr_Clear();
+        /* say which element is wrong where one is: (4.0,) is a tuple, but of a float
+         * (a converter refuses more than NPY_MAXDIMS, so few are looked at) */
+        Py_ssize_t n = PySequence_Check(shape_obj) && !PyUnicode_Check(shape_obj) &&
+                               !PyBytes_Check(shape_obj)
+                           ? PySequence_Size(shape_obj)
+                           : -1;
+        for (Py_ssize_t i = 0; i < n && i <= NPY_MAXDIMS; i++) {
+            PyObject *e = PySequence_GetItem(shape_obj, i);
+            int ok = e != NULL && PyIndex_Check(e) && !PyBool_Check(e);
+            if (!ok && e != NULL) {
+                PyErr_Format(PyExc_TypeError, "%s: shape[%zd] must be an int, not %.200s", fn, i,
+                             Py_TYPE(e)->tp_name);
+                Py_DECREF(e);
+                goto fail;
+            }
+            Py_XDECREF(e);
+            if (!ok)
+                break;
+        }
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "%s: shape must be an int or a sequence of ints, not %.200s",
                      fn, Py_TYPE(shape_obj)->tp_name);

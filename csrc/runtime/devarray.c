@@ -181,6 +181,29 @@ PyObject *gm_devarray_get_into(gm_DeviceArray *d, PyObject *out)
 
 PyObject *gm_devarray_get(gm_DeviceArray *d) { return gm_devarray_get_into(d, NULL); }
 
+/* numpy.ma arrays are ndarrays whose mask a kernel would silently drop: refused,
+ * naming fn and the argument.  0, or -1 with TypeError. */
+static int refuse_masked(PyObject *obj, const char *fn, const char *name)
+{
+    static PyObject *masked_type; /* numpy.ma.MaskedArray, looked up once */
+    if (PyArray_CheckExact(obj) || !PyArray_Check(obj))
+        return 0;
+    if (masked_type == NULL) {
+        PyObject *ma = PyImport_ImportModule("numpy.ma");
+        masked_type = ma ? PyObject_GetAttrString(ma, "MaskedArray") : NULL;
+        Py_XDECREF(ma);
+        if (masked_type == NULL)
+            return -1;
+    }
+    int masked = PyObject_IsInstance(obj, masked_type);
+    if (masked > 0)
+        PyErr_Format(PyExc_TypeError,
+                     "%s: %s is a numpy.ma masked array; gpumem's kernels would ignore its mask "
+                     "-- pass %s.filled(value) (or numpy.asarray(%s) to drop the mask)",
+                     fn, name, name, name);
+    return masked ? -1 : 0;
+}
+
 static PyObject *gm_to_device(PyObject *self, PyObject *obj)
 {
     if (gm_DeviceArray_Check(obj)) {
@@ -190,10 +213,15 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
     }
     if (!PyArray_Check(obj)) {
         /* Another library's array: its device memory is shared, a host one
-         * (DLPack device kDLCPU) goes through NumPy and is copied. */
-        if (PyObject_HasAttrString(obj, "__cuda_array_interface__"))
+         * (DLPack device kDLCPU) goes through NumPy and is copied.  An interface
+         * that raises is the caller's error, chained (not "has no interface"). */
+        int cai = gm_has_protocol(obj, "__cuda_array_interface__", "to_device", "a");
+        int dl = cai ? 0 : gm_has_protocol(obj, "__dlpack__", "to_device", "a");
+        if (cai < 0 || dl < 0)
+            return NULL;
+        if (cai)
             return from_dlpack_obj(obj, "to_device");
-        if (!PyObject_HasAttrString(obj, "__dlpack__")) {
+        if (!dl) {
             PyErr_Format(PyExc_TypeError,
                          "to_device: a must be a numpy.ndarray or an array with __dlpack__ or "
                          "__cuda_array_interface__, not %.200s",
@@ -219,7 +247,8 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
         Py_DECREF(arr);
         return res;
     }
-    if (gm_check_plain_dtype(PyArray_DESCR((PyArrayObject *)obj), "to_device: a has dtype") < 0)
+    if (refuse_masked(obj, "to_device", "a") < 0 ||
+        gm_check_plain_dtype(PyArray_DESCR((PyArrayObject *)obj), "to_device: a has dtype") < 0)
         return NULL;
     if (gm_ensure_device() < 0)
         return NULL;
@@ -239,6 +268,8 @@ static PyObject *to_device_into(PyObject *obj, PyObject *out)
                      "%.200s", Py_TYPE(obj)->tp_name);
         return NULL;
     }
+    if (refuse_masked(obj, "to_device", "a") < 0)
+        return NULL;
     PyArrayObject *a = (PyArrayObject *)obj;
     gm_DeviceArray *d = (gm_DeviceArray *)out;
     if (same_layout("to_device", "a", a, d, "out") < 0 || gm_ensure_device() < 0)
@@ -461,6 +492,8 @@ int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenu
         op->shape = d->shape;
         dtype = d->dtype;
     } else if (PyArray_Check(obj)) {
+        if (refuse_masked(obj, fn, name) < 0)
+            return -1;
         op->ndim = PyArray_NDIM((PyArrayObject *)obj);
         op->shape = PyArray_DIMS((PyArrayObject *)obj);
         dtype = PyArray_DESCR((PyArrayObject *)obj);

@@ -40,7 +40,7 @@ int gm_ensure_device(void)
 {
     probe_device();
     if (gm_device_state == 1)
-        return 0;
+        return gm_context_lost();
     if (gm_device_err == cudaErrorInsufficientDriver && !driver_present()) {
         PyErr_SetString(gm_CudaUnavailableError,
                         "no usable CUDA GPU: no NVIDIA driver was found (libcuda.so.1 could not "

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <cuda.h>
+
 /* ---- the DLPack ABI ------------------------------------------------------------- */
 enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_HOST = 3, DL_CUDA_MANAGED = 13 };
 enum { DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_COMPLEX = 5, DL_BOOL = 6 };
@@ -326,6 +328,66 @@ static int device_ok(const char *fn, int32_t type, int32_t id)
     return -1;
 }
 
+/* ---- the memory a foreign array claims -------------------------------------------- */
+typedef CUresult (*pointer_attribute_fn)(void *data, CUpointer_attribute attribute,
+                                         CUdeviceptr ptr);
+static pointer_attribute_fn pointer_attribute; /* cuPointerGetAttribute, resolved once */
+
+/* [ptr, ptr + nbytes) must be device memory of device 0 inside one allocation:
+ * a foreign array that claims more than its memory holds would have kernels read
+ * and write past its end.  Pointer 0 only for no bytes.  0, or -1 with ValueError
+ * naming fn. */
+static int check_extent(const char *fn, void *ptr, size_t nbytes)
+{
+    if (nbytes == 0)
+        return 0;
+    if (ptr == NULL) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: x's data pointer is 0 (NULL) while it claims %zu bytes", fn, nbytes);
+        return -1;
+    }
+    struct cudaPointerAttributes a;
+    cudaError_t err = cudaPointerGetAttributes(&a, ptr);
+    if (err != cudaSuccess ||
+        (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) || a.device != 0) {
+        (void)cudaGetLastError();
+        PyErr_Format(PyExc_ValueError,
+                     "%s: x's data at %p is not device memory of CUDA device 0", fn, ptr);
+        return -1;
+    }
+    if (pointer_attribute == NULL) {
+        enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
+        err = cudaGetDriverEntryPointByVersion("cuPointerGetAttribute",
+                                               (void **)&pointer_attribute, 12000,
+                                               cudaEnableDefault, &q);
+        if (err != cudaSuccess || q != cudaDriverEntryPointSuccess || pointer_attribute == NULL) {
+            pointer_attribute = NULL;
+            return gm_set_cuda_error(err != cudaSuccess ? err : cudaErrorSymbolNotFound,
+                                     "cudaGetDriverEntryPointByVersion(\"cuPointerGetAttribute\")");
+        }
+    }
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    if (pointer_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)ptr) !=
+            CUDA_SUCCESS ||
+        pointer_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, (CUdeviceptr)ptr) !=
+            CUDA_SUCCESS) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: x's data at %p lies in no allocation the driver knows", fn, ptr);
+        return -1;
+    }
+    const uintptr_t p = (uintptr_t)ptr, end = (uintptr_t)start + size;
+    if (p < (uintptr_t)start || p > end || nbytes > end - p) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: x claims %zu bytes from %p, but the allocation there holds %zu bytes "
+                     "from %p: %zu bytes past its end",
+                     fn, nbytes, ptr, size, (void *)start,
+                     (size_t)(p + nbytes > end ? p + nbytes - end : 0));
+        return -1;
+    }
+    return 0;
+}
+
 static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
 {
     int versioned = PyCapsule_IsValid(cap, CAP_VERSIONED);
@@ -390,30 +452,115 @@ static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
         Py_DECREF(dtype);
         return -1;
     }
-    describe(out, (char *)t->data + t->byte_offset, t->ndim, shape, dtype, owner);
+    void *ptr = (char *)t->data + t->byte_offset;
+    size_t nbytes = 0;
+    if (gm_shape_nbytes(t->ndim, shape, dtype, &nbytes, fn) < 0 || check_extent(fn, ptr, nbytes) < 0) {
+        Py_DECREF(owner);              /* the producer's deleter runs: nothing is kept */
+        Py_DECREF(dtype);
+        return -1;
+    }
+    describe(out, ptr, t->ndim, shape, dtype, owner);
     Py_DECREF(dtype);
     return 0;
 }
 
+int gm_has_protocol(PyObject *obj, const char *attr, const char *fn, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(obj, attr);
+    if (v != NULL) {
+        Py_DECREF(v);
+        return 1;
+    }
+    if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        return 0;
+    }
+    gm_raise_from(PyExc_TypeError, "%s: %s.%s raised", fn, name,
+                  attr);
+    return -1;
+}
+
+/* One key of the interface dict, of a Python type; NULL (no error) when absent. */
+static int cai_item(PyObject *cai, const char *key, PyTypeObject *type, int required,
+                    const char *fn, PyObject **out)
+{
+    *out = PyDict_GetItemString(cai, key); /* borrowed */
+    if (*out == NULL || (*out == Py_None && !required)) {
+        *out = NULL;
+        if (!required)
+            return 0;
+        PyErr_Format(PyExc_ValueError, "%s: x.__cuda_array_interface__ has no '%s'", fn, key);
+        return -1;
+    }
+    if (!PyObject_TypeCheck(*out, type)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: x.__cuda_array_interface__['%s'] must be a %s, not %.200s", fn, key,
+                     type->tp_name, Py_TYPE(*out)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+/* A non-negative int (not bool) of the interface, into *v. */
+static int cai_index(PyObject *o, const char *fn, const char *what, long long *v)
+{
+    if (PyBool_Check(o) || !PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: x.__cuda_array_interface__%s must be an int, not %.200s",
+                     fn, what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *v = PyLong_AsLongLong(o);
+    if (*v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: x.__cuda_array_interface__%s=%R is out of range", fn,
+                     what, o);
+        return -1;
+    }
+    return 0;
+}
+
+/* The interface checked as a whole before any device call: a dict of version
+ * 0..3, data (pointer, read-only flag), shape (ints >= 0), typestr (a plain
+ * numeric NumPy type), strides (None or C-contiguous), no mask. */
 static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
 {
     if (!PyDict_Check(cai)) {
-        PyErr_Format(PyExc_TypeError, "%s: x.__cuda_array_interface__ is not a dict", fn);
+        PyErr_Format(PyExc_TypeError, "%s: x.__cuda_array_interface__ must be a dict, not %.200s",
+                     fn, Py_TYPE(cai)->tp_name);
         return -1;
     }
-    PyObject *data = PyDict_GetItemString(cai, "data"); /* borrowed */
-    PyObject *shape_obj = PyDict_GetItemString(cai, "shape");
-    PyObject *typestr = PyDict_GetItemString(cai, "typestr");
-    PyObject *strides = PyDict_GetItemString(cai, "strides");
-    PyObject *mask = PyDict_GetItemString(cai, "mask");
-    PyObject *stream = PyDict_GetItemString(cai, "stream");
-    if (data == NULL || shape_obj == NULL || typestr == NULL || !PyTuple_Check(data) ||
-        PyTuple_GET_SIZE(data) < 1 || !PyTuple_Check(shape_obj)) {
-        PyErr_Format(PyExc_TypeError, "%s: x.__cuda_array_interface__ lacks data, shape or "
-                     "typestr", fn);
+    PyObject *data, *shape_obj, *typestr, *strides, *mask, *stream, *version;
+    if (cai_item(cai, "data", &PyTuple_Type, 1, fn, &data) < 0 ||
+        cai_item(cai, "shape", &PyTuple_Type, 1, fn, &shape_obj) < 0 ||
+        cai_item(cai, "typestr", &PyUnicode_Type, 1, fn, &typestr) < 0 ||
+        cai_item(cai, "strides", &PyTuple_Type, 0, fn, &strides) < 0 ||
+        cai_item(cai, "mask", &PyBaseObject_Type, 0, fn, &mask) < 0 ||
+        cai_item(cai, "stream", &PyLong_Type, 0, fn, &stream) < 0 ||
+        cai_item(cai, "version", &PyLong_Type, 0, fn, &version) < 0)
+        return -1;
+    long long v;
+    if (version != NULL && (cai_index(version, fn, "['version']", &v) < 0 || v > 3)) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError,
+                         "%s: x.__cuda_array_interface__ has version %lld; gpumem reads 0..3", fn,
+                         v);
         return -1;
     }
-    if (mask != NULL && mask != Py_None) {
+    if (PyTuple_GET_SIZE(data) != 2) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: x.__cuda_array_interface__['data'] must be (pointer, read_only), not a "
+                     "tuple of %zd", fn, PyTuple_GET_SIZE(data));
+        return -1;
+    }
+    long long addr;
+    if (cai_index(PyTuple_GET_ITEM(data, 0), fn, "['data'][0]", &addr) < 0)
+        return -1;
+    if (addr < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: x.__cuda_array_interface__['data'][0]=%lld is not "
+                     "an address", fn, addr);
+        return -1;
+    }
+    if (mask != NULL) {
         PyErr_Format(PyExc_ValueError, "%s: x has a mask; gpumem takes unmasked arrays", fn);
         return -1;
     }
@@ -426,57 +573,63 @@ static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
     npy_intp shape[GM_MAXDIM];
     int64_t st[GM_MAXDIM];
     for (Py_ssize_t i = 0; i < ndim; i++) {
-        shape[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape_obj, i));
-        if (shape[i] < 0) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_ValueError, "%s: x has a negative dimension", fn);
+        char what[32];
+        snprintf(what, sizeof what, "['shape'][%zd]", i);
+        if (cai_index(PyTuple_GET_ITEM(shape_obj, i), fn, what, &v) < 0)
+            return -1;
+        if (v < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: x.__cuda_array_interface__%s=%lld is negative",
+                         fn, what, v);
             return -1;
         }
+        shape[i] = (npy_intp)v;
     }
     PyArray_Descr *dtype = NULL;
-    if (!PyArray_DescrConverter(typestr, &dtype))
+    if (!PyArray_DescrConverter(typestr, &dtype)) {
+        gm_raise_from(PyExc_ValueError,
+                      "%s: x.__cuda_array_interface__['typestr']=%R is not a NumPy type string",
+                      fn, typestr);
         return -1;
+    }
     char what[64];
     snprintf(what, sizeof what, "%s: x has dtype", fn);
-    if (gm_check_plain_dtype(dtype, what) < 0) {
+    size_t nbytes = 0;
+    if (gm_check_plain_dtype(dtype, what) < 0 || gm_shape_nbytes((int)ndim, shape, dtype, &nbytes, fn) < 0) {
         Py_DECREF(dtype);
         return -1;
     }
-    if (strides != NULL && strides != Py_None) {
-        int bad = !PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim;
+    if (strides != NULL) {
+        int bad = PyTuple_GET_SIZE(strides) != ndim;
         for (Py_ssize_t i = 0; !bad && i < ndim; i++) {
-            st[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, i));
-            bad = PyErr_Occurred() != NULL;
+            PyObject *o = PyTuple_GET_ITEM(strides, i);
+            bad = PyBool_Check(o) || !PyLong_Check(o);
+            st[i] = bad ? 0 : PyLong_AsLongLong(o);
+            bad = bad || PyErr_Occurred() != NULL;
         }
         PyErr_Clear();
         if (bad || !c_contiguous((int)ndim, shape, st, (int64_t)PyDataType_ELSIZE(dtype))) {
             Py_DECREF(dtype);
             PyErr_Format(PyExc_ValueError,
-                         "%s: x is not C-contiguous; a DeviceArray is (make a contiguous copy "
-                         "first, e.g. x.copy())",
-                         fn);
+                         "%s: x is not C-contiguous (or its strides are not %zd ints); a "
+                         "DeviceArray is (make a contiguous copy first, e.g. x.copy())",
+                         fn, ndim);
             return -1;
         }
     }
-    void *ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
-    if (ptr == NULL && PyErr_Occurred()) {
+    void *ptr = (void *)(uintptr_t)addr;
+    if (addr == 0 && nbytes > 0) {
+        Py_DECREF(dtype);
+        PyErr_Format(PyExc_ValueError,
+                     "%s: x's data pointer is 0 (NULL) while it claims %zu bytes", fn, nbytes);
+        return -1;
+    }
+    /* Only now the device: where the memory is, and how much of it there is. */
+    if (gm_ensure_device() < 0 || check_extent(fn, ptr, nbytes) < 0) {
         Py_DECREF(dtype);
         return -1;
     }
-    if (ptr != NULL) {
-        struct cudaPointerAttributes a;
-        cudaError_t err = cudaPointerGetAttributes(&a, ptr);
-        if (err != cudaSuccess || (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
-            || a.device != 0) {
-            (void)cudaGetLastError();
-            Py_DECREF(dtype);
-            PyErr_Format(PyExc_ValueError,
-                         "%s: x's data at %p is not device memory of CUDA device 0", fn, ptr);
-            return -1;
-        }
-    }
     /* Version 3: work on `stream` may still be writing x; wait for it. */
-    if (stream != NULL && stream != Py_None) {
+    if (stream != NULL) {
         void *s = PyLong_AsVoidPtr(stream);
         if (s == NULL && PyErr_Occurred()) {
             Py_DECREF(dtype);
@@ -502,9 +655,15 @@ int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out)
     memset(out, 0, sizeof *out);
     PyObject *method = PyObject_GetAttrString(x, "__dlpack__");
     if (method == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return gm_raise_from(PyExc_TypeError,
+                                 "%s: x.__dlpack__ raised", fn);
         PyErr_Clear();
         PyObject *cai = PyObject_GetAttrString(x, "__cuda_array_interface__");
         if (cai == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return gm_raise_from(PyExc_TypeError,
+                                     "%s: x.__cuda_array_interface__ raised", fn);
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError,
                          "%s: x must have __dlpack__ or __cuda_array_interface__ (a CuPy, "
@@ -512,7 +671,7 @@ int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out)
                          fn, Py_TYPE(x)->tp_name);
             return -1;
         }
-        int r = gm_ensure_device() < 0 ? -1 : from_cai(x, cai, fn, out);
+        int r = from_cai(x, cai, fn, out); /* the dict first, then the device */
         Py_DECREF(cai);
         return r;
     }

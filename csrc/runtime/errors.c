@@ -2,6 +2,7 @@
  * into them (args.c, beside it, converts arguments). */
 #include "gm.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 PyObject *gm_CudaError;
@@ -15,8 +16,92 @@ void gm_set_attr(PyObject *obj, const char *name, PyObject *value)
     Py_XDECREF(value);
 }
 
+/* The first error after which the context cannot work again (a fault in a
+ * kernel, an illegal address ...): every later call says so (gm_context_lost). */
+static cudaError_t lost_err = cudaSuccess;
+static char lost_call[160];
+
+static int is_sticky(cudaError_t err)
+{
+    switch (err) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorContextIsDestroyed:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int gm_context_lost(void)
+{
+    if (lost_err == cudaSuccess)
+        return 0;
+    PyObject *msg = PyUnicode_FromFormat(
+        "the CUDA context is lost: %s (%s) in %s; no later CUDA call of this process can "
+        "work -- restart the process (or the Jupyter kernel)",
+        cudaGetErrorString(lost_err), cudaGetErrorName(lost_err), lost_call);
+    PyObject *exc = msg ? PyObject_CallOneArg(gm_CudaError, msg) : NULL;
+    Py_XDECREF(msg);
+    if (exc == NULL)
+        return -1;
+    gm_set_attr(exc, "call", PyUnicode_FromString(lost_call));
+    gm_set_attr(exc, "name", PyUnicode_FromString(cudaGetErrorName(lost_err)));
+    gm_set_attr(exc, "code", PyLong_FromLong((long)lost_err));
+    PyErr_SetObject(gm_CudaError, exc);
+    Py_DECREF(exc);
+    return -1;
+}
+
+int gm_raise_from(PyObject *type, const char *format, ...)
+{
+    PyObject *cause_type, *cause, *tb;
+    PyErr_Fetch(&cause_type, &cause, &tb);
+    PyErr_NormalizeException(&cause_type, &cause, &tb);
+    if (cause != NULL && tb != NULL)
+        PyException_SetTraceback(cause, tb);
+    va_list va;
+    va_start(va, format);
+    PyObject *msg = PyUnicode_FromFormatV(format, va);
+    va_end(va);
+    if (msg != NULL && cause != NULL) {         /* "...: RuntimeError: what it said" */
+        PyObject *full = PyUnicode_FromFormat("%U: %s: %S", msg, Py_TYPE(cause)->tp_name, cause);
+        Py_SETREF(msg, full);
+    }
+    PyObject *exc = msg ? PyObject_CallOneArg(type, msg) : NULL;
+    Py_XDECREF(msg);
+    if (exc != NULL && cause != NULL) {
+        PyException_SetCause(exc, Py_NewRef(cause));          /* steals */
+        PyException_SetContext(exc, Py_NewRef(cause));        /* steals */
+    }
+    Py_XDECREF(cause_type);
+    Py_XDECREF(cause);
+    Py_XDECREF(tb);
+    if (exc == NULL)
+        return -1;
+    PyErr_SetObject(type, exc);
+    Py_DECREF(exc);
+    return -1;
+}
+
 int gm_set_cuda_error(cudaError_t err, const char *call)
 {
+    if (lost_err != cudaSuccess || is_sticky(err)) {
+        if (lost_err == cudaSuccess) {
+            lost_err = err;
+            snprintf(lost_call, sizeof lost_call, "%s", call);
+        }
+        (void)cudaGetLastError();
+        return gm_context_lost();
+    }
     PyObject *type = gm_CudaError;
     if (err == cudaErrorMemoryAllocation)
         type = gm_DeviceMemoryError;

@@ -27,6 +27,7 @@ import itertools
 import os
 import re
 import sys
+import threading
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -273,7 +274,19 @@ class Profile:
 
     _MODES = ("block", "launch", "kernel")
 
-    def __init__(self, metrics: Sequence[str], replay: str = "block"):
+    def __init__(self, metrics: Sequence[str], replay: str = "block",
+                 timeout: float | None = None):
+        if timeout is not None:
+            if isinstance(timeout, (bool, np.bool_)) or not isinstance(
+                    timeout, (int, float, np.integer, np.floating)):
+                raise TypeError(f"profile: timeout must be a number of seconds or None, not "
+                                f"{type(timeout).__name__}")
+            if not 0 <= float(timeout) < float("inf"):
+                raise ValueError(f"profile: timeout={timeout!r} is not allowed; it must be a "
+                                 "finite number of seconds >= 0, or None (wait as long as it "
+                                 "takes)")
+            timeout = float(timeout)
+        self.timeout = timeout
         if not isinstance(replay, str):
             raise TypeError(f"profile: replay must be a str ('block', 'launch' or 'kernel'), "
                             f"not {type(replay).__name__}")
@@ -297,7 +310,21 @@ class Profile:
     def __enter__(self) -> "Profile":
         if self._active:
             raise ProfilerError("this profile block is already active")
-        info = _core._profile_begin(self._raw, self._outputs, self.replay, _cupti_dirs())
+        me = threading.get_ident()
+        if _BLOCK_OWNER[0] == me:
+            raise ProfilerError("gpumem.profile() blocks do not nest: this thread has one open "
+                                "already (one block reads every launch inside it)")
+        # the counters are the context's: a block of another thread waits its turn
+        if not _BLOCK.acquire(timeout=-1 if self.timeout is None else self.timeout):
+            raise ProfilerError(f"profile: another thread's profile block was still open after "
+                                f"timeout={self.timeout} s")
+        _BLOCK_OWNER[0] = me
+        try:
+            info = _core._profile_begin(self._raw, self._outputs, self.replay, _cupti_dirs())
+        except BaseException:
+            _BLOCK_OWNER[0] = None
+            _BLOCK.release()
+            raise
         self.passes, self.chip, self.library = info["passes"], info["chip"], info["library"]
         self.ranges_per_start = info["ranges_per_start"]
         _core._sinks.append(self._records)
@@ -324,7 +351,11 @@ class Profile:
             if exc_type is None:
                 raise
         finally:
-            _core._profile_end()
+            try:
+                _core._profile_end()
+            finally:
+                _BLOCK_OWNER[0] = None
+                _BLOCK.release()
         return False
 
     def table(self) -> Table:
@@ -349,7 +380,14 @@ class Profile:
         return f"Profile({len(self.records)} launches, metrics={self.metrics})"
 
 
-def profile(metrics: Sequence[str], *, replay: str = "block") -> Profile:
+#: One profile block at a time in the process (the counters are the context's): a block
+#: opened in another thread waits for it; the thread that holds it.
+_BLOCK = threading.Lock()
+_BLOCK_OWNER: list = [None]
+
+
+def profile(metrics: Sequence[str], *, replay: str = "block",
+            timeout: float | None = None) -> Profile:
     """Read hardware counters for every gpumem launch inside a ``with`` block.
 
     Parameters
@@ -389,6 +427,12 @@ def profile(metrics: Sequence[str], *, replay: str = "block") -> Profile:
         Launches from other threads while the block is open are profiled
         too (their records join this one); the profiler holds the GIL while
         it profiles or replays, so they wait rather than interleave.
+    timeout : float, optional
+        One block is open at a time in a process (the counters belong to the
+        GPU context): a block opened in another thread meanwhile waits for
+        this one to end, at most ``timeout`` seconds (default: as long as it
+        takes), then raises ProfilerError.  A block inside a block of the
+        same thread is an error at once.
         ``gpumem.metrics()`` says which aliases are counted by instrumenting
         the kernel's instructions (``gld_efficiency``, ``gst_efficiency``,
         ``branch_efficiency``) and which by hardware counters; a set that
@@ -408,7 +452,7 @@ def profile(metrics: Sequence[str], *, replay: str = "block") -> Profile:
     CudaUnavailableError
         Without a usable GPU.
     """
-    return Profile(metrics, replay=replay)
+    return Profile(metrics, replay=replay, timeout=timeout)
 
 
 _available: bool | None = None

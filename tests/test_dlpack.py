@@ -1,0 +1,157 @@
+"""Foreign arrays (the CUDA array interface and DLPack, csrc/runtime/dlpack.c): every
+interface is checked as a whole before any device call, and on a GPU the memory it
+claims must lie inside one allocation of this context.  Also: masked arrays are
+refused, and after a fault the context cannot recover from, every call says so.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import gpumem as gm
+
+GOOD = {"data": (0, False), "shape": (0,), "typestr": "<f4", "version": 3}
+
+
+class Interface:
+    """An object with only a __cuda_array_interface__ (a dict, or an exception it raises)."""
+
+    def __init__(self, cai):
+        self.cai = cai
+
+    @property
+    def __cuda_array_interface__(self):
+        if isinstance(self.cai, BaseException):
+            raise self.cai
+        return self.cai
+
+
+MALFORMED = [
+    (5, TypeError, r"x.__cuda_array_interface__ must be a dict, not int"),
+    ({}, ValueError, r"has no 'data'"),
+    ({**GOOD, "data": None}, TypeError, r"\['data'\] must be a tuple, not NoneType"),
+    ({**GOOD, "data": [0, False]}, TypeError, r"\['data'\] must be a tuple, not list"),
+    ({**GOOD, "data": (0,)}, ValueError, r"\['data'\] must be \(pointer, read_only\)"),
+    ({**GOOD, "data": (-8, False)}, ValueError, r"\['data'\]\[0\]=-8 is not an address"),
+    ({**GOOD, "data": ("0x10", False)}, TypeError, r"\['data'\]\[0\] must be an int, not str"),
+    ({**GOOD, "shape": None}, TypeError, r"\['shape'\] must be a tuple, not NoneType"),
+    ({**GOOD, "shape": [3]}, TypeError, r"\['shape'\] must be a tuple, not list"),
+    ({**GOOD, "shape": (-3,)}, ValueError, r"\['shape'\]\[0\]=-3 is negative"),
+    ({**GOOD, "shape": (2.0,)}, TypeError, r"\['shape'\]\[0\] must be an int, not float"),
+    ({**GOOD, "shape": (True,)}, TypeError, r"\['shape'\]\[0\] must be an int, not bool"),
+    ({**GOOD, "typestr": "|O8"}, TypeError, r"x has dtype dtype\('O'\), which cannot live"),
+    ({**GOOD, "typestr": "zz"}, ValueError, r"\['typestr'\]='zz' is not a NumPy type string"),
+    ({**GOOD, "typestr": 4}, TypeError, r"\['typestr'\] must be a str, not int"),
+    ({**GOOD, "strides": (8,), "shape": (3,)}, ValueError, r"x is not C-contiguous"),
+    ({**GOOD, "strides": [4]}, TypeError, r"\['strides'\] must be a tuple, not list"),
+    ({**GOOD, "mask": object()}, ValueError, r"x has a mask"),
+    ({**GOOD, "version": 9}, ValueError, r"has version 9; gpumem reads 0..3"),
+    ({**GOOD, "stream": "s"}, TypeError, r"\['stream'\] must be a int, not str"),
+    ({**GOOD, "shape": (3,)}, ValueError, r"x's data pointer is 0 \(NULL\) while it claims 12 "
+                                          r"bytes"),
+    ({**GOOD, "shape": (2**62, 8)}, ValueError, r"shape: array is too big"),
+]
+
+
+@pytest.mark.parametrize("cai,exc,msg", MALFORMED, ids=[m[2][:40] for m in MALFORMED])
+def test_a_malformed_interface_is_refused_before_the_gpu(cai, exc, msg):
+    # no GPU is needed to say any of these: they never reach CudaUnavailableError
+    with pytest.raises(exc, match=r"^from_dlpack: .*" + msg):
+        gm.from_dlpack(Interface(cai))
+
+
+@pytest.mark.parametrize("fn", [gm.from_dlpack, gm.to_device])
+def test_an_interface_that_raises_is_chained_not_hidden(fn):
+    with pytest.raises(TypeError, match=r"x?a?.__cuda_array_interface__ raised: RuntimeError: "
+                                        r"driver on fire") as e:
+        fn(Interface(RuntimeError("driver on fire")))
+    assert isinstance(e.value.__cause__, RuntimeError)
+
+
+def test_no_interface_at_all_says_what_is_taken():
+    with pytest.raises(TypeError, match=r"from_dlpack: x must have __dlpack__ or "
+                                        r"__cuda_array_interface__"):
+        gm.from_dlpack(object())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: gm.copy(m), lambda m: gm.vec_add(m, m), lambda m: gm.to_device(m),
+    lambda m: gm.transpose(m.reshape(2, 4)), lambda m: gm.matmul(m.reshape(2, 4), m.reshape(4, 2)),
+    lambda m: gm.to_device(m, out=None)])
+def test_masked_arrays_are_refused_not_unmasked(call):
+    m = np.ma.masked_array(np.arange(8, dtype=np.float32), mask=[0, 1] * 4)
+    with pytest.raises(TypeError, match=r"is a numpy.ma masked array; gpumem's kernels would "
+                                        r"ignore its mask"):
+        call(m)
+
+
+@pytest.mark.parametrize("shape,msg", [((4.0,), r"shape\[0\] must be an int, not float"),
+                                       ((4, "2"), r"shape\[1\] must be an int, not str")])
+def test_shapes_name_the_element_that_is_wrong(shape, msg):
+    for fn in (gm.pinned_empty, gm.empty):
+        with pytest.raises(TypeError, match=rf"^{fn.__name__}: {msg}"):
+            fn(shape, np.float32)
+
+
+# ---- on a GPU: the memory itself --------------------------------------------------------------
+@pytest.fixture
+def cupy():
+    return pytest.importorskip("cupy", reason="CuPy makes the foreign allocations")
+
+
+class Claims:
+    """A real allocation's pointer with a shape the test chooses (a lying interface)."""
+
+    def __init__(self, ptr, shape, typestr="<f4"):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": shape,
+                                         "typestr": typestr, "version": 3}
+
+
+@pytest.mark.gpu
+def test_an_interface_that_claims_more_than_its_allocation_is_refused(cupy, no_leak):
+    x = cupy.arange(16, dtype=cupy.float32)                   # a 64-byte allocation
+    base = x.data.ptr
+    with pytest.raises(ValueError, match=r"from_dlpack: x claims 67108864 bytes from .*, but the "
+                                         r"allocation there holds \d+ bytes"):
+        gm.from_dlpack(Claims(base, (1 << 24,)))
+    # inside it: accepted, shared, right values
+    d = gm.from_dlpack(Claims(base + 16, (8,)))
+    np.testing.assert_array_equal(d.get(), np.arange(4, 12, dtype=np.float32))
+    np.testing.assert_array_equal(gm.copy(d).get(), np.arange(4, 12, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"x's data at .* is not device memory of CUDA device 0"):
+        gm.from_dlpack(Claims(np.zeros(4, np.float32).ctypes.data, (4,)))   # a host pointer
+    with pytest.raises(ValueError, match=r"data pointer is 0 \(NULL\) while it claims 64 bytes"):
+        gm.from_dlpack(Claims(0, (16,)))
+    assert gm.from_dlpack(Claims(0, (0,))).shape == (0,)
+    gm.copy(gm.to_device(np.ones(8, np.float32)))             # and the next call works
+
+
+@pytest.mark.gpu
+def test_after_a_fault_every_call_says_the_context_is_lost(tmp_path):
+    pytest.importorskip("cupy")
+    script = textwrap.dedent("""
+        import numpy as np, cupy, gpumem as gm
+        gm.copy(gm.to_device(np.ones(8, np.float32)))
+        bad = cupy.RawKernel('extern "C" __global__ void f(int *p) { *(volatile int *)8 = 1; }', 'f')
+        bad((1,), (1,), (cupy.zeros(1, cupy.int32),))
+        try:
+            cupy.cuda.runtime.deviceSynchronize()
+        except Exception as e:
+            print("cupy:", type(e).__name__)
+        for attempt in range(2):
+            try:
+                gm.copy(gm.to_device(np.ones(8, np.float32)))
+                print("ran")
+            except gm.CudaError as e:
+                print("gpumem:", e.name, "|", e)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("gpumem:")]
+    assert len(lines) == 2, out.stdout + out.stderr
+    for ln in lines:
+        assert "the CUDA context is lost" in ln and "restart the process" in ln, ln
+        assert "cudaErrorIllegalAddress" in ln, ln
