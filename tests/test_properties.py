@@ -367,3 +367,60 @@ def test_every_integer_argument_refuses_floats_and_takes_numpy_integers(fam, fn,
         for np_type in (np.int32, np.int64, np.uint16):
             if 0 <= good < 2**15:
                 assert _checked(fn, args, {**kw, r["name"]: np_type(good)}) is None
+
+
+# ---- malformed interface dicts, generated -------------------------------------------------------
+class _Interface:
+    def __init__(self, cai):
+        self.__cuda_array_interface__ = cai
+
+
+_CAI_VALUES = st.one_of(st.sampled_from(_ODD), st.sampled_from(_INTS), st.just((0, False)),
+                        st.just((3,)), st.just(()), st.just("<f4"), st.just("|O8"),
+                        st.just("<c8"), st.just((4,)), st.just((-1,)))
+_CAI = st.one_of(
+    st.dictionaries(st.sampled_from(["data", "shape", "typestr", "strides", "mask", "stream",
+                                     "version", "descr"]), _CAI_VALUES, max_size=7),
+    st.fixed_dictionaries({"data": _CAI_VALUES, "shape": _CAI_VALUES, "typestr": _CAI_VALUES},
+                          optional={"strides": _CAI_VALUES, "version": _CAI_VALUES}),
+    _CAI_VALUES)
+
+
+@_SETTINGS
+@given(cai=_CAI)
+def test_any_interface_dict_is_taken_or_refused_by_name(cai):
+    try:
+        d = gm.from_dlpack(_Interface(cai))
+    except (TypeError, ValueError) as e:
+        assert str(e).startswith("from_dlpack: "), f"{cai!r}: {e}"
+        return
+    except gm.CudaUnavailableError:
+        assert not GPU
+        return
+    # taken: only an interface that claims no bytes can be (pointer 0 is no allocation)
+    assert GPU and d.nbytes == 0, cai
+
+
+# ---- paths for every CLI option that takes one ---------------------------------------------------
+_PATHS = st.one_of(st.sampled_from(["", ".", "/", "/proc/gpumem-x", "/etc/hostname",
+                                    "/etc/hostname/sub", "/dev/null", "/dev/null/x",
+                                    "a" * 300, "nested/deeper/still", "with space",
+                                    "-dash", "--json", "ünï", "x\ty"]),
+                   st.text(alphabet="abc/._- ", min_size=1, max_size=12))
+
+
+@_SETTINGS
+@given(path=_PATHS)
+def test_every_cli_path_is_used_or_refused_with_exit_2(path, tmp_path_factory, monkeypatch):
+    from gpumem import report
+    from gpumem.__main__ import main
+
+    monkeypatch.chdir(tmp_path_factory.mktemp("cli"))
+    monkeypatch.setattr(report, "headlines", lambda **kw: [])   # the path is what is tested
+    monkeypatch.setattr(report, "write", lambda d, *a, **k: [str(d)])
+    try:
+        rc = main(["report", "--no-progress", "--out", path])
+    except SystemExit as e:                 # argparse: one line, exit 2
+        assert e.code == 2, (path, e.code)
+        return
+    assert rc == 0 and os.path.isdir(path), path
