@@ -49,9 +49,9 @@ except ImportError as _e:
 from . import lessons, model, runtime, tools
 from .runtime import (CudaError, CudaUnavailableError, DeviceArray, DeviceInfo,
                       DeviceMemoryError, LaunchRecord, BenchResult, Listing, ProfilerError, Table,
-                      Variant, bench, device, empty, from_dlpack, is_available, last_record,
-                      memory_info, metrics, pinned_empty, profile, profiler_available, record,
-                      to_device, variants)
+                      Variant, allocator, bench, device, empty, empty_cache, from_dlpack,
+                      is_available, last_record, memory_info, metrics, pinned_empty, profile,
+                      profiler_available, record, set_allocator, to_device, variants)
 from .tools.introspect import (KernelAttributes, Occupancy, block_size_sweep, compiler_report,
                                kernel_attributes, kernel_occupancy)
 from .tools.roofline import plot_roofline, roofline
@@ -62,7 +62,7 @@ _RUNTIME = ["CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArr
             "LaunchRecord", "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device",
             "empty", "is_available", "last_record", "memory_info", "record", "to_device",
             "variants", "from_dlpack", "pinned_empty", "ProfilerError", "metrics", "profile",
-            "profiler_available"]
+            "profiler_available", "allocator", "set_allocator", "empty_cache"]
 _TOOLS = ["KernelAttributes", "Occupancy", "block_size_sweep", "compiler_report",
           "kernel_attributes", "kernel_occupancy", "roofline", "plot_roofline"]
 

@@ -6,6 +6,9 @@ and on a GPU device discovery, memory accounting, records and bench.  Also the
 experiments face."""
 import gc
 import importlib
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -211,6 +214,90 @@ def test_memory_info_counts_what_gpumem_holds(no_leak):
     del d
     gc.collect()
     assert gm.memory_info()["gpumem_bytes"] == before["gpumem_bytes"]
+
+
+# ---- the allocator: a stream-ordered pool by default (issue 30) ---------------------------------
+def test_the_allocator_is_the_pool_unless_asked_otherwise():
+    assert gm.allocator() in ("pool", "cudaMalloc")
+    with pytest.raises(ValueError, match=r"set_allocator: name='bogus' is unknown; allowed: "
+                                         r"'cudaMalloc', 'pool'"):
+        gm.set_allocator("bogus")
+    with pytest.raises(TypeError, match="set_allocator: name must be a str"):
+        gm.set_allocator(None)
+
+
+@pytest.mark.parametrize("env,want", [("", "pool"), ("pool", "pool"),
+                                      ("cudaMalloc", "cudaMalloc"), ("bogus", "ValueError")])
+def test_gpumem_allocator_chooses_it(env, want):
+    code = ("import gpumem as gm\ntry:\n    print(gm.allocator())\n"
+            "except ValueError as e:\n    print('ValueError', e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "GPUMEM_ALLOCATOR": env}, timeout=120)
+    assert out.stdout.split()[0] == want, out.stdout + out.stderr
+    if want == "ValueError":
+        assert "GPUMEM_ALLOCATOR='bogus' is unknown" in out.stdout
+
+
+@pytest.mark.gpu
+def test_the_pool_keeps_freed_blocks_and_gives_them_back(no_leak):
+    if gm.allocator() != "pool":
+        pytest.skip("GPUMEM_ALLOCATOR chose cudaMalloc for this run")
+    gc.collect()
+    gm.empty_cache()
+    n = 64 << 20
+    d = gm.empty((n // 4,))
+    info = gm.memory_info()
+    assert info["allocator"] == "pool" and info["pool_in_use"] >= n
+    assert info["pool_reserved"] >= info["pool_in_use"] and info["pool_peak"] >= n
+    del d
+    gc.collect()
+    kept = gm.memory_info()
+    assert kept["gpumem_bytes"] == info["gpumem_bytes"] - n       # gpumem holds it no more
+    assert kept["pool_reserved"] >= n and kept["pool_in_use"] < n  # the pool keeps it
+    for _ in range(1000):                                           # reused, not reallocated
+        gm.empty((n // 4,))
+    assert gm.memory_info()["pool_reserved"] <= kept["pool_reserved"]
+    assert gm.empty_cache() >= n
+    assert gm.memory_info()["pool_reserved"] == 0
+
+
+@pytest.mark.gpu
+def test_out_of_memory_trims_the_pool_and_retries_once(no_leak):
+    if gm.allocator() != "pool":
+        pytest.skip("GPUMEM_ALLOCATOR chose cudaMalloc for this run")
+    gc.collect()
+    gm.empty_cache()
+    free = gm.memory_info()["free"]
+    kept = gm.empty((int(free * 0.5) // 4,))
+    del kept                               # half the device kept by the pool
+    gc.collect()
+    assert gm.memory_info()["pool_reserved"] >= int(free * 0.5) // 4 * 4
+    big = gm.empty((int(free * 0.8) // 4,))   # fits only once the pool gives back what it keeps
+    assert big.nbytes >= int(free * 0.8) // 4 * 4
+    del big
+    gc.collect()
+    gm.empty_cache()
+
+
+@pytest.mark.gpu
+def test_switching_the_allocator_needs_nothing_held(no_leak):
+    before = gm.allocator()
+    d = gm.empty((1024,))
+    other = "cudaMalloc" if before == "pool" else "pool"
+    with pytest.raises(ValueError, match=r"set_allocator: gpumem holds \d+ bytes from the"):
+        gm.set_allocator(other)
+    del d
+    gc.collect()
+    if gm.memory_info()["gpumem_bytes"]:
+        pytest.skip("another fixture holds device memory")
+    try:
+        gm.set_allocator(other)
+        a = np.arange(1000, dtype=np.float32)
+        np.testing.assert_array_equal(gm.vec_add(a, a), a + a)
+        assert gm.memory_info()["allocator"] == other
+    finally:
+        gc.collect()
+        gm.set_allocator(before)
 
 
 @pytest.mark.gpu

@@ -1,24 +1,112 @@
-/* alloc.c -- the allocators: every device allocation of gpumem (cudaMalloc;
- * a stream-ordered pool later) and every page-locked host allocation
+/* alloc.c -- the allocators: every device allocation of gpumem (a
+ * stream-ordered pool, or cudaMalloc) and every page-locked host allocation
  * (cudaHostAlloc), each through its account -- bytes_held() and
  * memory_info()'s gpumem_bytes and pinned_bytes. */
 #include "gm.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* ---- device memory ------------------------------------------------------------ */
+/* Two allocators, one chosen per process: the stream-ordered pool (default) -- a
+ * cudaMemPool_t of gpumem's own whose release threshold keeps freed blocks, so a
+ * call's output costs no cudaMalloc and no cudaFree (which synchronizes the
+ * device) -- or plain cudaMalloc/cudaFree (GPUMEM_ALLOCATOR=cudaMalloc, or
+ * set_allocator('cudaMalloc') while gpumem holds nothing), which the allocation
+ * lesson compares it with.  Allocations and frees are ordered on the legacy
+ * default stream, where gpumem's kernels run. */
+enum { ALLOC_UNSET = -1, ALLOC_CUDAMALLOC = 0, ALLOC_POOL = 1 };
+static const char *const allocator_names[] = {"cudaMalloc", "pool", NULL};
+static int allocator = ALLOC_UNSET;
+static cudaMemPool_t pool;
 static long long gm_held = 0; /* bytes of device memory gpumem holds now */
 
 long long gm_bytes_held(void) { return gm_held; }
+
+/* The allocator from GPUMEM_ALLOCATOR ('pool' when unset): 0, or -1 with ValueError. */
+static int choose_allocator(void)
+{
+    if (allocator != ALLOC_UNSET)
+        return 0;
+    const char *env = getenv("GPUMEM_ALLOCATOR");
+    if (env == NULL || *env == '\0' || strcmp(env, "pool") == 0) {
+        allocator = ALLOC_POOL;
+    } else if (strcmp(env, "cudaMalloc") == 0) {
+        allocator = ALLOC_CUDAMALLOC;
+    } else {
+        PyErr_Format(PyExc_ValueError,
+                     "GPUMEM_ALLOCATOR='%s' is unknown; allowed: 'pool' (the default), "
+                     "'cudaMalloc'", env);
+        return -1;
+    }
+    return 0;
+}
+
+/* gpumem's pool on device 0, made on first use: freed blocks are kept (release
+ * threshold: all of it) until empty_cache() or an allocation that finds the
+ * device full trims it. */
+static int ensure_pool(void)
+{
+    if (pool != NULL)
+        return 0;
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 0;
+    GM_CUDA(cudaMemPoolCreate(&pool, &props));
+    uint64_t keep = UINT64_MAX;
+    GM_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    return 0;
+fail:
+    if (pool != NULL) {
+        (void)cudaMemPoolDestroy(pool);
+        pool = NULL;
+    }
+    return -1;
+}
+
+static cudaError_t raw_alloc(void **ptr, size_t nbytes)
+{
+    if (allocator == ALLOC_POOL)
+        return cudaMallocFromPoolAsync(ptr, nbytes, pool, 0);
+    return cudaMalloc(ptr, nbytes);
+}
+
+/* The blocks the pool keeps, given back to the device (after the device's work,
+ * which may still use them).  Returns the bytes released, or -1. */
+static long long trim_pool(void)
+{
+    if (pool == NULL)
+        return 0;
+    uint64_t before = 0, after = 0;
+    GM_CUDA(cudaDeviceSynchronize());
+    GM_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &before));
+    GM_CUDA(cudaMemPoolTrimTo(pool, 0));
+    GM_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &after));
+    return (long long)(before - after);
+fail:
+    return -1;
+}
 
 int gm_device_alloc(size_t nbytes, void **ptr)
 {
     *ptr = NULL;
     if (nbytes == 0)
         return 0;
-    if (gm_ensure_device() < 0)
+    if (gm_ensure_device() < 0 || choose_allocator() < 0 ||
+        (allocator == ALLOC_POOL && ensure_pool() < 0))
         return -1;
-    cudaError_t err = cudaMalloc(ptr, nbytes);
+    cudaError_t err = raw_alloc(ptr, nbytes);
+    if (err == cudaErrorMemoryAllocation && allocator == ALLOC_POOL) {
+        /* out of memory: give the kept blocks back and try once more */
+        (void)cudaGetLastError();
+        if (trim_pool() < 0)
+            return -1;
+        err = raw_alloc(ptr, nbytes);
+    }
     if (err == cudaErrorMemoryAllocation) {
         size_t free_b = 0, total_b = 0;
         (void)cudaGetLastError();
@@ -26,14 +114,16 @@ int gm_device_alloc(size_t nbytes, void **ptr)
         (void)cudaGetLastError();
         *ptr = NULL;
         PyErr_Format(gm_DeviceMemoryError,
-                     "cudaMalloc of %zu bytes failed: out of device memory "
+                     "%s of %zu bytes failed: out of device memory "
                      "(%zu of %zu bytes free; gpumem holds %lld)",
-                     nbytes, free_b, total_b, gm_held);
+                     allocator == ALLOC_POOL ? "cudaMallocFromPoolAsync" : "cudaMalloc", nbytes,
+                     free_b, total_b, gm_held);
         return -1;
     }
     if (err != cudaSuccess) {
         *ptr = NULL;
-        return gm_set_cuda_error(err, "cudaMalloc");
+        return gm_set_cuda_error(err, allocator == ALLOC_POOL ? "cudaMallocFromPoolAsync"
+                                                              : "cudaMalloc");
     }
     gm_held += (long long)nbytes;
     return 0;
@@ -45,7 +135,8 @@ void gm_device_free(void *ptr, size_t nbytes)
         return;
     /* During interpreter shutdown the runtime may already be unloading;
      * a failed free then has nothing left to leak. */
-    if (cudaFree(ptr) != cudaSuccess)
+    cudaError_t err = allocator == ALLOC_POOL ? cudaFreeAsync(ptr, 0) : cudaFree(ptr);
+    if (err != cudaSuccess)
         (void)cudaGetLastError();
     gm_held -= (long long)nbytes;
 }
@@ -92,14 +183,54 @@ void gm_pinned_count(long long delta) { gm_pinned += delta; }
 static PyObject *gm_memory_info(PyObject *self, PyObject *unused)
 {
     size_t free_b = 0, total_b = 0;
-    if (gm_ensure_device() < 0)
+    uint64_t reserved = 0, used = 0, peak = 0;
+    if (gm_ensure_device() < 0 || choose_allocator() < 0)
         return NULL;
     GM_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    return Py_BuildValue("{s:K,s:K,s:L,s:L}", "free", (unsigned long long)free_b, "total",
-                         (unsigned long long)total_b, "gpumem_bytes", gm_bytes_held(),
-                         "pinned_bytes", gm_pinned_bytes());
+    if (pool != NULL) {
+        GM_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+        GM_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+        GM_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &peak));
+    }
+    return Py_BuildValue("{s:K,s:K,s:L,s:L,s:s,s:K,s:K,s:K}", "free",
+                         (unsigned long long)free_b, "total", (unsigned long long)total_b,
+                         "gpumem_bytes", gm_bytes_held(), "pinned_bytes", gm_pinned_bytes(),
+                         "allocator", allocator_names[allocator], "pool_reserved",
+                         (unsigned long long)reserved, "pool_in_use", (unsigned long long)used,
+                         "pool_peak", (unsigned long long)peak);
 fail:
     return NULL;
+}
+
+static PyObject *gm_empty_cache(PyObject *self, PyObject *unused)
+{
+    if (gm_ensure_device() < 0)
+        return NULL;
+    long long released = trim_pool();
+    return released < 0 ? NULL : PyLong_FromLongLong(released);
+}
+
+static PyObject *gm_allocator(PyObject *self, PyObject *unused)
+{
+    if (choose_allocator() < 0)
+        return NULL;
+    return PyUnicode_FromString(allocator_names[allocator]);
+}
+
+static PyObject *gm_set_allocator(PyObject *self, PyObject *name)
+{
+    int which;
+    if (gm_arg_choice(name, "set_allocator", "name", allocator_names, &which) < 0)
+        return NULL;
+    if (which != allocator && gm_held != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "set_allocator: gpumem holds %lld bytes from the %s allocator; free them "
+                     "(del the DeviceArrays) before switching to name='%s'", gm_held,
+                     allocator_names[allocator], allocator_names[which]);
+        return NULL;
+    }
+    allocator = which;
+    Py_RETURN_NONE;
 }
 
 static PyObject *gm_bytes_held_py(PyObject *self, PyObject *unused)
@@ -109,8 +240,18 @@ static PyObject *gm_bytes_held_py(PyObject *self, PyObject *unused)
 
 static PyMethodDef alloc_methods[] = {
     {"memory_info", gm_memory_info, METH_NOARGS,
-     "memory_info($module, /)\n--\n\nFree and total device memory, and the bytes gpumem holds "
-     "now (dict)."},
+     "memory_info($module, /)\n--\n\nFree and total device memory, the bytes gpumem holds "
+     "now (gpumem_bytes, pinned_bytes), its allocator, and its pool: reserved from the device, "
+     "in use, and the most it ever reserved (dict)."},
+    {"empty_cache", gm_empty_cache, METH_NOARGS,
+     "empty_cache($module, /)\n--\n\nGive the device memory gpumem's pool keeps back to the "
+     "device (after the device's work); returns the bytes released."},
+    {"allocator", gm_allocator, METH_NOARGS,
+     "allocator($module, /)\n--\n\nThe device allocator in use: 'pool' (stream-ordered, "
+     "freed blocks kept) or 'cudaMalloc' (GPUMEM_ALLOCATOR chooses; default 'pool')."},
+    {"set_allocator", gm_set_allocator, METH_O,
+     "set_allocator($module, name, /)\n--\n\nUse 'pool' or 'cudaMalloc' for gpumem's device "
+     "memory from now on (only while gpumem holds none)."},
     {"bytes_held", gm_bytes_held_py, METH_NOARGS,
      "bytes_held($module, /)\n--\n\nDevice bytes gpumem holds now (works without a GPU)."},
     {NULL, NULL, 0, NULL},

@@ -11,8 +11,8 @@ It imports ``gpumem._core`` and nothing above it: no tool, lesson or the
 package's face (``gpumem/__init__.py``).
 """
 from .._core import (CudaError, CudaUnavailableError, DeviceArray, DeviceMemoryError,
-                     LaunchRecord, empty, from_dlpack, is_available, memory_info, pinned_empty,
-                     to_device)
+                     LaunchRecord, allocator, empty, empty_cache, from_dlpack, is_available,
+                     memory_info, pinned_empty, set_allocator, to_device)
 from .hardware import FP32_LANES, DeviceInfo, device
 from .launches import (BENCH_COUNTERS, BenchResult, Variant, bench, last_record, record,
                        variants)
@@ -20,7 +20,8 @@ from .counters import ProfilerError, metrics, profile, profiler_available
 from .table import Listing, Table
 
 __all__ = ["CudaError", "CudaUnavailableError", "DeviceArray", "DeviceMemoryError",
-           "LaunchRecord", "empty", "from_dlpack", "is_available", "memory_info", "pinned_empty",
-           "to_device", "FP32_LANES", "DeviceInfo", "device", "BENCH_COUNTERS", "BenchResult",
-           "Variant", "bench", "last_record", "record", "variants", "ProfilerError", "metrics",
-           "profile", "profiler_available", "Listing", "Table"]
+           "LaunchRecord", "allocator", "empty", "empty_cache", "from_dlpack", "is_available",
+           "memory_info", "pinned_empty", "set_allocator", "to_device", "FP32_LANES",
+           "DeviceInfo", "device", "BENCH_COUNTERS", "BenchResult", "Variant", "bench",
+           "last_record", "record", "variants", "ProfilerError", "metrics", "profile",
+           "profiler_available", "Listing", "Table"]
