@@ -318,11 +318,12 @@ int gm_memory_init(PyObject *module);
  * gm_operand_upload makes `dev` valid; gm_operand_release frees what the
  * call allocated. */
 typedef struct {
-    PyObject *obj;        /* borrowed: what the caller passed */
-    int on_device;        /* the caller passed a DeviceArray */
+    PyObject *obj;        /* borrowed: what the caller passed (or `wrapped`) */
+    int on_device;        /* the caller passed a DeviceArray (or another library's array) */
     int ndim;
     const npy_intp *shape;
     gm_DeviceArray *dev;  /* owned reference once uploaded */
+    PyObject *wrapped;    /* owned: a DeviceArray over another library's CUDA array, or NULL */
 } gm_operand;
 
 int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenum,
@@ -330,6 +331,10 @@ int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenu
 int gm_operand_upload(gm_operand *op);
 long long gm_operand_size(const gm_operand *op); /* elements */
 void gm_operand_release(gm_operand *op);
+/* `out=` given as another library's CUDA array (__cuda_array_interface__ or
+ * __dlpack__): a new DeviceArray sharing its memory, checked as from_dlpack()
+ * checks; out itself (new reference) when it is no such array.  NULL on error. */
+PyObject *gm_out_operand(PyObject *out, const char *fn);
 /* Check an `out=` argument: a DeviceArray with this shape and dtype. */
 int gm_check_out(PyObject *out, const char *fn, int ndim, const npy_intp *shape, int typenum);
 
@@ -483,6 +488,7 @@ typedef struct {
     PyObject *record;            /* LaunchRecord.params (owned) */
     gm_DeviceArray *res;         /* the result (owned) */
     gm_DeviceArray *tmp;         /* a device buffer the kernel reads (owned), or NULL */
+    PyObject *out_wrapped;       /* out= as another library's array: its DeviceArray (owned) */
     gm_buffer inout[1];          /* an in-place buffer a profiler replay restores */
     int n_inout;
     /* Set by prepare() when the launch reads device state that is not in its

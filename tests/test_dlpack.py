@@ -155,3 +155,64 @@ def test_after_a_fault_every_call_says_the_context_is_lost(tmp_path):
     for ln in lines:
         assert "the CUDA context is lost" in ln and "restart the process" in ln, ln
         assert "cudaErrorIllegalAddress" in ln, ln
+
+
+# ---- another library's CUDA arrays as operands and out= (issue 30) ------------------------------
+def test_a_foreign_operand_is_checked_like_from_dlpack():
+    with pytest.raises(TypeError, match=r"^copy: x.__cuda_array_interface__ must be a dict"):
+        gm.copy(Interface(5))
+    with pytest.raises(TypeError, match=r"^vec_add: b.__cuda_array_interface__ raised: "
+                                        r"RuntimeError: no"):
+        gm.vec_add(np.ones(4, np.float32), Interface(RuntimeError("no")))
+    with pytest.raises(TypeError, match=r"^copy: a must be a numpy.ndarray or gpumem.DeviceArray, "
+                                        r"not object \(a CUDA array with __cuda_array_interface__ "
+                                        r"or __dlpack__ is taken too\)"):
+        gm.copy(object())
+
+
+@pytest.mark.gpu
+def test_cupy_arrays_are_operands_and_outputs_without_a_copy(cupy, no_leak):
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal(1001).astype(np.float32) for _ in range(2))
+    ca, cb = cupy.asarray(a), cupy.asarray(b)
+    got = gm.vec_add(ca, cb)
+    assert isinstance(got, gm.DeviceArray)
+    np.testing.assert_array_equal(got.get(), a + b)
+    out = cupy.full(1001, cupy.nan, dtype=cupy.float32)
+    assert gm.vec_add(ca, cb, out=out) is not None
+    np.testing.assert_array_equal(cupy.asnumpy(out), a + b)    # written in CuPy's memory
+    m = rng.standard_normal((37, 41)).astype(np.float32)
+    np.testing.assert_allclose(gm.transpose(cupy.asarray(m)).get(), m.T)
+    with pytest.raises(TypeError, match=r"vec_add: a has dtype float64"):
+        gm.vec_add(cupy.ones(8), cupy.ones(8))
+    with pytest.raises(ValueError, match=r"x is not C-contiguous"):
+        gm.copy(cupy.ones(64, dtype=cupy.float32)[::2])
+
+
+@pytest.mark.gpu
+def test_work_on_the_producers_stream_is_waited_for(cupy):
+    # CuPy fills x on a stream of its own and hands it over at once: gpumem waits for that
+    # stream (the interface's 'stream', version 3) before its kernel reads x
+    s = cupy.cuda.Stream(non_blocking=True)
+    for _ in range(5):
+        with s:
+            x = cupy.zeros(1 << 24, dtype=cupy.float32)
+            for _ in range(20):
+                x += 1.0
+            got = gm.copy(x)
+        assert float(got.get().min()) == 20.0
+    s.synchronize()
+
+
+@pytest.mark.gpu
+def test_torch_tensors_are_operands_through_dlpack():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(1000, dtype=torch.float32, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):                 # the producer's stream: DLPack's stream= handshake
+        u = t * 3
+        got = gm.vec_add(u, t)
+    np.testing.assert_array_equal(got.get(), 4 * np.arange(1000, dtype=np.float32))
+    out = torch.empty(1000, dtype=torch.float32, device="cuda")
+    gm.copy(t, out=out)
+    assert torch.equal(out, t)

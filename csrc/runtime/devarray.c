@@ -498,10 +498,28 @@ int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenu
         op->shape = PyArray_DIMS((PyArrayObject *)obj);
         dtype = PyArray_DESCR((PyArrayObject *)obj);
     } else {
-        PyErr_Format(PyExc_TypeError,
-                     "%s: %s must be a numpy.ndarray or gpumem.DeviceArray, not %.200s", fn, name,
-                     Py_TYPE(obj)->tp_name);
-        return -1;
+        /* Another library's CUDA array: shared, no copy, checked as from_dlpack() checks
+         * (its interface, then on the device its memory). */
+        int cai = gm_has_protocol(obj, "__cuda_array_interface__", fn, name);
+        int dl = cai ? 0 : gm_has_protocol(obj, "__dlpack__", fn, name);
+        if (cai < 0 || dl < 0)
+            return -1;
+        if (!cai && !dl) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s: %s must be a numpy.ndarray or gpumem.DeviceArray, not %.200s (a "
+                         "CUDA array with __cuda_array_interface__ or __dlpack__ is taken too)",
+                         fn, name, Py_TYPE(obj)->tp_name);
+            return -1;
+        }
+        op->wrapped = from_dlpack_obj(obj, fn);
+        if (op->wrapped == NULL)
+            return -1;
+        gm_DeviceArray *d = (gm_DeviceArray *)op->wrapped;
+        op->obj = op->wrapped;
+        op->on_device = 1;
+        op->ndim = d->ndim;
+        op->shape = d->shape;
+        dtype = d->dtype;
     }
     if (dtype->type_num != typenum || !PyArray_ISNBO(dtype->byteorder)) {
         PyArray_Descr *want = PyArray_DescrFromType(typenum);
@@ -534,13 +552,29 @@ int gm_operand_upload(gm_operand *op)
     return op->dev ? 0 : -1;
 }
 
-void gm_operand_release(gm_operand *op) { Py_CLEAR(op->dev); }
+void gm_operand_release(gm_operand *op)
+{
+    Py_CLEAR(op->dev);
+    Py_CLEAR(op->wrapped);
+}
+
+PyObject *gm_out_operand(PyObject *out, const char *fn)
+{
+    if (gm_DeviceArray_Check(out) || PyArray_Check(out))
+        return Py_NewRef(out);
+    int cai = gm_has_protocol(out, "__cuda_array_interface__", fn, "out");
+    int dl = cai ? 0 : gm_has_protocol(out, "__dlpack__", fn, "out");
+    if (cai < 0 || dl < 0)
+        return NULL;
+    return cai || dl ? from_dlpack_obj(out, fn) : Py_NewRef(out);
+}
 
 int gm_check_out(PyObject *out, const char *fn, int ndim, const npy_intp *shape, int typenum)
 {
     char want[256], got[256];
     if (!gm_DeviceArray_Check(out)) {
-        PyErr_Format(PyExc_TypeError, "%s: out must be a gpumem.DeviceArray, not %.200s", fn,
+        PyErr_Format(PyExc_TypeError, "%s: out must be a gpumem.DeviceArray, not %.200s (a CUDA "
+                     "array with __cuda_array_interface__ or __dlpack__ is taken too)", fn,
                      Py_TYPE(out)->tp_name);
         return -1;
     }

@@ -152,6 +152,12 @@ static int validate(gm_call *c, PyObject *args, PyObject *kwargs)
             return -1;
     }
     PyObject *out = bound[nargs(f)];
+    if (out != NULL && out != Py_None) {     /* another library's array: its DeviceArray */
+        c->out_wrapped = gm_out_operand(out, f->name);
+        if (c->out_wrapped == NULL)
+            return -1;
+        out = c->out_wrapped;
+    }
     c->out = out == Py_None ? NULL : out;
     c->record = PyDict_New();
     if (c->record == NULL || f->check(c) < 0 || record_args(c) < 0)
@@ -304,6 +310,7 @@ PyObject *gm_entry_call(const gm_family *f, PyObject *args, PyObject *kwargs)
     Py_XDECREF(c.res);
     Py_XDECREF(c.tmp);
     Py_XDECREF(c.record);
+    Py_XDECREF(c.out_wrapped);
     return result;
 }
 
