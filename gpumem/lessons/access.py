@@ -32,7 +32,7 @@ from ..runtime.args import _given, _indices
 from ..tools.sweep import (MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run,
                      _str)
 from ..runtime.table import Table
-from ..tools.lesson import Lesson
+from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools import headline as hl
 
 __all__ = ["vec_add", "read_offset", "write_offset", "copy", "CACHE_PATHS", "offset_sweep",
@@ -364,13 +364,6 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
-_SANITIZE_RNG = np.random.default_rng(0)
-
-
-def _f32(*shape):
-    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
-
-
 def _sanitize_vec_add():
     for block in (1, 100, 256, 1024):
         vec_add(_f32(1000), _f32(1000), block=block)

@@ -50,7 +50,7 @@ from ..model.ring import _M32, chain_image, chain_order, latency_chain, latency_
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
 from ..tools import headline as hl
-from ..tools.lesson import Lesson
+from ..tools.lesson import Lesson, sanitize_f32 as _f32
 
 __all__ = ["Chase", "latency", "latency_reference", "chain_order", "latency_chain", "chain_image",
            "bandwidth", "bandwidth_reference", "latency_ladder", "bandwidth_ladder",
@@ -717,13 +717,6 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
-_SANITIZE_RNG = np.random.default_rng(0)
-
-
-def _f32(*shape):
-    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
-
-
 def _sanitize_latency():
     # every path; one node, a ring that wraps many times, 32 lanes, an odd stride
     for v in runtime.variants("latency"):

@@ -22,7 +22,7 @@ from .._core import DeviceArray
 from ..runtime.args import _given, _indices
 from ..tools.sweep import MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run
 from ..runtime.table import Table
-from ..tools.lesson import Lesson
+from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools import headline as hl
 
 __all__ = ["strided_read", "struct_update", "distance", "stride_sweep", "aos_vs_soa"]
@@ -232,13 +232,6 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
-_SANITIZE_RNG = np.random.default_rng(0)
-
-
-def _f32(*shape):
-    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
-
-
 def _sanitize_strided_read():
     for stride in (1, 2, 7, 32, 64):
         for block in (1, 100, 512):

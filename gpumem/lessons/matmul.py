@@ -32,7 +32,7 @@ from .. import _core, runtime, model
 from .._core import DeviceArray
 from ..runtime.args import _given, _host, _index, _indices
 from ..runtime.table import Table
-from ..tools.lesson import Lesson
+from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools import headline as hl
 
 __all__ = ["matmul", "matmul_reference", "matmul_model_points"]
@@ -264,13 +264,6 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
-_SANITIZE_RNG = np.random.default_rng(0)
-
-
-def _f32(*shape):
-    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
-
-
 def _sanitize_matmul():
     tiles = {"naive": (8, 16, 32), "tiled": (8, 16, 32), "prefetch": (16, 32), "coarsened": (32,),
              "register_tiled": (64,), "warptiled": (64, 128)}

@@ -26,7 +26,7 @@ from ..runtime.args import arg_range, _checking_only, _given, _host, _index, _in
 from ..tools.introspect import kernel_attributes, kernel_occupancy
 from ..tools.sweep import MAX_N, _bench, _choices, _int, _need_gpu, _repeat, _str
 from ..runtime.table import Table
-from ..tools.lesson import Lesson
+from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools import headline as hl
 
 __all__ = [
@@ -427,13 +427,6 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
-_SANITIZE_RNG = np.random.default_rng(0)
-
-
-def _f32(*shape):
-    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
-
-
 def _sanitize_thread_histogram():
     for v in runtime.variants("thread_histogram"):
         thread_histogram(_f32(1000), variant=v.name, threads=77, block=32)

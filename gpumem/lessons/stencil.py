@@ -19,7 +19,7 @@ from ..runtime.args import arg_range, _given, _host, _index, _indices
 from ..tools.sweep import _bench, _int, _ints, _repeat
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
-from ..tools.lesson import Lesson
+from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools import headline as hl
 
 __all__ = ["STENCIL_8TH_ORDER", "stencil_1d", "stencil_1d_reference", "constant_broadcast",
@@ -227,13 +227,6 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
-_SANITIZE_RNG = np.random.default_rng(0)
-
-
-def _f32(*shape):
-    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
-
-
 def _sanitize_stencil_1d():
     sym = np.array([0.25, 0.5, 1.0, 0.5, 0.25], np.float32)
     for v in runtime.variants("stencil_1d"):

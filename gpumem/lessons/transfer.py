@@ -45,7 +45,7 @@ from ..runtime.args import _flag, _given, _host
 from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress
 from ..runtime.table import Table
 from ..tools import headline as hl
-from ..tools.lesson import Lesson
+from ..tools.lesson import Lesson, sanitize_f32 as _f32
 
 __all__ = ["read_sum", "read_sum_reference", "scale", "scale_reference", "pinned_like",
            "transfer_sweep", "zero_copy_compare", "managed_compare", "overlap_timeline",
@@ -414,13 +414,6 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
-_SANITIZE_RNG = np.random.default_rng(0)
-
-
-def _f32(*shape):
-    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
-
-
 def _sanitize_read_sum():
     for n in (0, 1, 3, 1001, 4099):
         for block in (32, 256, 1024):

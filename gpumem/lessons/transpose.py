@@ -31,7 +31,7 @@ from ..tools.sweep import (_choices, _counters_available, _int, _ints, _model_pr
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
 from ..tools import headline as hl
-from ..tools.lesson import Lesson
+from ..tools.lesson import Lesson, sanitize_f32 as _f32
 
 __all__ = ["transpose", "transpose_reference", "shared_stride", "shared_stride_reference",
            "transpose_compare", "bank_conflict_sweep", "TRANSPOSE_VARIANTS", "WORDS",
@@ -323,13 +323,6 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
-_SANITIZE_RNG = np.random.default_rng(0)
-
-
-def _f32(*shape):
-    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
-
-
 def _sanitize_transpose():
     for v in runtime.variants("transpose"):
         for m, n in ((1, 1), (37, 41), (64, 68), (65, 68), (100, 3)):

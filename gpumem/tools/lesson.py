@@ -16,7 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-__all__ = ["Lesson"]
+import numpy as np
+
+__all__ = ["Lesson", "sanitize_f32"]
+
+_SANITIZE_RNG = np.random.default_rng(0)
+
+
+def sanitize_f32(*shape: int) -> np.ndarray:
+    """Fresh float32 normal data of ``shape`` for a lesson's sanitizer calls (one seeded
+    stream for the whole run, so a sanitizer's report can be reproduced)."""
+    return _SANITIZE_RNG.standard_normal(shape).astype(np.float32)
 
 
 @dataclass(frozen=True)
