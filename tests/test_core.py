@@ -244,21 +244,26 @@ def test_the_pool_keeps_freed_blocks_and_gives_them_back(no_leak):
         pytest.skip("GPUMEM_ALLOCATOR chose cudaMalloc for this run")
     gc.collect()
     gm.empty_cache()
-    n = 64 << 20
+    start = gm.memory_info()
+    n = 256 << 20
     d = gm.empty((n // 4,))
     info = gm.memory_info()
-    assert info["allocator"] == "pool" and info["pool_in_use"] >= n
-    assert info["pool_reserved"] >= info["pool_in_use"] and info["pool_peak"] >= n
+    assert info["allocator"] == "pool" and info["pool_peak"] >= n
+    assert info["pool_in_use"] - start["pool_in_use"] >= n, (start, info)
+    assert info["pool_reserved"] >= info["pool_in_use"]
     del d
     gc.collect()
+    gm.to_device(np.zeros(1, np.float32)).get()                    # the free done in stream order
     kept = gm.memory_info()
     assert kept["gpumem_bytes"] == info["gpumem_bytes"] - n       # gpumem holds it no more
-    assert kept["pool_reserved"] >= n and kept["pool_in_use"] < n  # the pool keeps it
+    assert kept["pool_in_use"] <= info["pool_in_use"] - n + (1 << 20)   # nothing uses it ...
+    assert kept["pool_reserved"] >= info["pool_in_use"]            # ... and the pool keeps it
     for _ in range(1000):                                           # reused, not reallocated
         gm.empty((n // 4,))
     assert gm.memory_info()["pool_reserved"] <= kept["pool_reserved"]
-    assert gm.empty_cache() >= n
-    assert gm.memory_info()["pool_reserved"] == 0
+    released = gm.empty_cache()
+    after = gm.memory_info()
+    assert released > 0 and after["pool_reserved"] <= kept["pool_reserved"] - released, after
 
 
 @pytest.mark.gpu
