@@ -221,13 +221,16 @@ _WIDTHS = {"lesson": 9, "experiment": 30, "measured_text": 44, "model_text": 34,
 def as_text(rows: Sequence[dict], title: str = "gpumem report") -> str:
     """The rows as a plain-text table, left-aligned, long cells wrapped."""
     keys = list(COLUMNS)
-    head = "  ".join(COLUMNS[k].ljust(_WIDTHS[k]) for k in keys).rstrip()
-    rule = "  ".join("-" * _WIDTHS[k] for k in keys)
+    # a lesson's name is never wrapped: the column is as wide as the longest one
+    widths = dict(_WIDTHS, lesson=max([_WIDTHS["lesson"]] + [len(str(r.get("lesson", "")))
+                                                               for r in rows]))
+    head = "  ".join(COLUMNS[k].ljust(widths[k]) for k in keys).rstrip()
+    rule = "  ".join("-" * widths[k] for k in keys)
     lines = [title, head, rule] if title else [head, rule]
     for i, r in enumerate(rows):
-        cells = [_wrap(str(r.get(k, "")), _WIDTHS[k]) for k in keys]
+        cells = [_wrap(str(r.get(k, "")), widths[k]) for k in keys]
         for j in range(max(len(c) for c in cells)):
-            lines.append("  ".join((c[j] if j < len(c) else "").ljust(_WIDTHS[k])
+            lines.append("  ".join((c[j] if j < len(c) else "").ljust(widths[k])
                                    for c, k in zip(cells, keys)).rstrip())
         if i + 1 < len(rows) and rows[i + 1].get("lesson") != r.get("lesson"):
             lines.append("")

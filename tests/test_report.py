@@ -322,6 +322,13 @@ class FakeGPU:
         monkeypatch.setattr(sys.modules["gpumem.lessons.transfer"], "_core",
                             types.SimpleNamespace(_transfer_copy=lambda kind, d, nbytes, r, w: [
                                 nbytes / (50e9 if kind == "pinned" else 10e9) * 1e3] * r))
+        # the allocation lesson's host timings and first_touch launches
+        alloc = sys.modules["gpumem.lessons.allocation"]
+        monkeypatch.setattr(alloc, "_core", types.SimpleNamespace(
+            _alloc_cost=lambda kind, nbytes, r, w: {"alloc": [{"pool": 0.5}.get(kind, 20.0)] * r,
+                                                    "free": [{"pool": 0.5}.get(kind, 30.0)] * r}))
+        monkeypatch.setattr(alloc, "_touch_ms", lambda touch, nbytes, fresh, repeat: [
+            types.SimpleNamespace(ms=nbytes / 2.5e9, bytes=float(nbytes))] * repeat)
         monkeypatch.setattr(gm.runtime, "to_device", lambda a: a)
         monkeypatch.setattr(gm.runtime, "empty", lambda shape: np.empty(shape, np.float32))
         monkeypatch.setattr(gm.runtime, "bench", self.bench)

@@ -19,7 +19,8 @@ import importlib
 __all__ = ["LESSONS", "declarations"]
 
 #: The lessons, in lesson order (the notebooks' numbering follows it).
-LESSONS = ("matmul", "access", "layout", "stencil", "spaces", "transfer", "ladder", "transpose")
+LESSONS = ("matmul", "access", "layout", "stencil", "spaces", "transfer", "ladder", "transpose",
+           "allocation")
 
 
 def declarations() -> list:

@@ -1,0 +1,162 @@
+"""What gpumem's outputs cost to allocate: calls that make a fresh output each time
+against the same calls into an existing one, against CuPy and against the copies that
+bound them, in the same run.
+
+Rows (float32 data from ``np.random.default_rng(0)``):
+
+* ``vec_add`` of 2^20 floats on DeviceArrays: a fresh output each call, into ``out=``,
+  and CuPy's ``a + a`` (each call followed by a stream synchronize: gpumem's call
+  waits for its kernel).  Host wall clock (``time.perf_counter``) per call, median of
+  ``REPEAT`` after ``WARMUP``; each result freed after the clock stops.
+* ``vec_add`` of 1,024 floats, fresh output, against CuPy's ``a + a`` (the same clock).
+* ``gm.bench(gm.transpose, a)`` at 8192 x 8192 with a fresh output every call (kernel
+  time, CUDA events) against the device copy of the same bytes (``cudaMemcpy`` device
+  to device, ``_common.memcpy_d2d``).
+* ``gm.to_device(h)`` of a pinned 256 MiB array (``gm.pinned_empty``; quick: 64 MiB),
+  allocation included, host wall clock, against ``cudaMemcpy`` of pinned memory timed
+  with CUDA events (``gm._core._transfer_copy("pinned", "h2d", ...)``), measured
+  before and after: the faster is the reference.
+
+Targets: vec_add 2^20 fresh <= 1.3x the out= time and <= 1.2x CuPy's; vec_add 1,024
+<= 1.2x CuPy's; transpose with fresh outputs >= 0.93x the device copy's GB/s; pinned
+to_device >= 0.95x the pinned cudaMemcpy's GB/s.  Without CuPy its targets are not
+met (a note says so).  The allocator in use (``gm.allocator()``) is printed and kept.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+import gpumem as gm
+from _common import cupy_or_none, memcpy_d2d, stamp, write
+
+MiB = 1 << 20
+REPEAT, WARMUP = 2000, 200
+REPEAT_QUICK, WARMUP_QUICK = 300, 30
+T_FRESH_VS_OUT = 1.3      # fresh time <= 1.3x out= time
+T_VS_CUPY = 1.2           # gpumem time <= 1.2x CuPy's
+T_TRANSPOSE = 0.93        # x device copy GB/s
+T_PINNED = 0.95           # x cudaMemcpy pinned GB/s
+
+
+def _wall(fn, repeat: int, warmup: int) -> list[float]:
+    """Seconds of each timed ``fn()`` on the host clock; its result is freed after the
+    clock stops."""
+    for _ in range(warmup):
+        r = fn()
+        del r
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        r = fn()
+        out.append(time.perf_counter() - t0)
+        del r
+    return out
+
+
+def _us(samples: list[float]) -> float:
+    return statistics.median(samples) * 1e6
+
+
+def _row(what, unit, mine, anchor, anchor_v, target, lower_is_better):
+    """``x anchor``: gpumem's time over the anchor's (lower is better) or GB/s over GB/s."""
+    ratio = None if mine is None or anchor_v is None else mine / anchor_v
+    met = None if target is None else ratio is not None and (
+        ratio <= target if lower_is_better else ratio >= target)
+    return {"what": what, "unit": unit, "gpumem": mine, "anchor": anchor,
+            "anchor value": anchor_v, "x anchor": ratio,
+            "target": None if target is None else (f"<= {target}" if lower_is_better
+                                                   else f">= {target}"),
+            "met": met}
+
+
+def run(out_dir: str, quick: bool) -> bool:
+    st = stamp()  # without a GPU: CudaUnavailableError here, like the other benchmarks
+    allocator = gm.allocator()
+    print(f"allocation benchmark: gpumem's allocator is {allocator!r}", flush=True)
+    cp = cupy_or_none()
+    repeat, warmup = (REPEAT_QUICK, WARMUP_QUICK) if quick else (REPEAT, WARMUP)
+    rng = np.random.default_rng(0)
+    rows, notes = [], []
+
+    # ---- vec_add: fresh output, out=, CuPy --------------------------------------------------
+    for n in (1 << 20, 1024):
+        a = gm.to_device(rng.standard_normal(n).astype(np.float32))
+        want = 2 * a.get()
+        if not np.array_equal(gm.vec_add(a, a).get(), want):
+            raise AssertionError(f"vec_add of {n} floats differs from a + a")
+        fresh = _us(_wall(lambda: gm.vec_add(a, a), repeat, warmup))
+        label = "2^20" if n == 1 << 20 else "1,024"
+        if n == 1 << 20:
+            out = gm.empty((n,), np.float32)
+            into = _us(_wall(lambda: gm.vec_add(a, a, out=out), repeat, warmup))
+            rows.append(_row(f"vec_add {label} floats: fresh output vs out=", "us", fresh,
+                             "gm.vec_add(a, a, out=d)", into, T_FRESH_VS_OUT, True))
+            del out
+        cupy_us = None
+        if cp is not None:
+            c = cp.asarray(a.get())
+            stream = cp.cuda.get_current_stream()
+
+            def cupy_add():
+                r = c + c
+                stream.synchronize()
+                return r
+
+            cupy_us = _us(_wall(cupy_add, repeat, warmup))
+            del c
+        rows.append(_row(f"vec_add {label} floats: fresh output vs CuPy a + a", "us", fresh,
+                         "CuPy a + a, stream synchronized", cupy_us, T_VS_CUPY, True))
+        del a
+    if cp is None:
+        notes.append("CuPy is not installed: its rows have no anchor, and their targets are "
+                     "not met")
+
+    # ---- transpose with fresh outputs against the device copy ----------------------------------
+    side = 4096 if quick else 8192
+    m = gm.to_device(rng.standard_normal((side, side)).astype(np.float32))
+    if not np.array_equal(gm.transpose(m).get(), m.get().T):
+        raise AssertionError("transpose differs from a.T")
+    r = gm.bench(gm.transpose, m, repeat=20 if quick else 50, warmup=5)
+    dst = gm.empty((side, side), np.float32)
+    d2d = memcpy_d2d(dst, m, 20 if quick else 50, 5)
+    rows.append(_row(f"transpose {side}^2, fresh output each call (gm.bench)", "GB/s", r.gbps,
+                     "cudaMemcpy D2D of the same bytes", d2d["GB/s"], T_TRANSPOSE, False))
+    del m, dst
+
+    # ---- to_device of pinned memory against cudaMemcpy pinned ------------------------------------
+    nbytes = (64 if quick else 256) * MiB
+    h = gm.pinned_empty((nbytes // 4,), np.float32)
+    h[...] = rng.random(nbytes // 4, dtype=np.float32)
+    if not np.array_equal(gm.to_device(h).get(), h):
+        raise AssertionError("to_device of pinned memory differs from its input")
+    pin_rep, pin_warm = (3, 1) if quick else (10, 2)
+    ref = [statistics.median(gm._core._transfer_copy("pinned", "h2d", nbytes, pin_rep, pin_warm))]
+    mine = _wall(lambda: gm.to_device(h), pin_rep, pin_warm)
+    ref.append(statistics.median(gm._core._transfer_copy("pinned", "h2d", nbytes, pin_rep,
+                                                         pin_warm)))
+    mine_gbps = nbytes / statistics.median(mine) / 1e9
+    ref_gbps = nbytes / (min(ref) * 1e-3) / 1e9
+    rows.append(_row(f"to_device pinned {nbytes // MiB} MiB (with its allocation)", "GB/s",
+                     mine_gbps, "cudaMemcpy pinned h2d (events), best of before/after",
+                     ref_gbps, T_PINNED, False))
+    del h
+
+    met = all(r["met"] for r in rows if r["met"] is not None) and all(
+        r["met"] is not None for r in rows)
+    for r in rows:
+        notes.append(f"{'met' if r['met'] else 'MISSED'}: {r['what']} ({r['x anchor']:.2f}x, "
+                     f"target {r['target']})" if r["x anchor"] is not None else
+                     f"MISSED: {r['what']} (no anchor)")
+    notes.append(f"allocator: {allocator} (GPUMEM_ALLOCATOR or gm.set_allocator() chooses); "
+                 f"host wall clock rows: median of {repeat} calls after {warmup}")
+    cols = ["what", "unit", "gpumem", "anchor", "anchor value", "x anchor", "target", "met"]
+    table = gm.Table(rows, cols, sources={"gpumem": "measured", "anchor value": "measured",
+                                          "x anchor": "measured"},
+                     title=f"fresh outputs against reused ones, CuPy and the copies "
+                           f"(allocator: {allocator})")
+    write(out_dir, "allocation", {"stamp": st, "allocator": allocator, "rows": rows,
+                                  "met": met}, table, notes)
+    return met
