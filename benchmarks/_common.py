@@ -5,6 +5,7 @@ import datetime
 import json
 import os
 import statistics
+import time
 
 import gpumem as gm
 
@@ -24,6 +25,21 @@ def cupy_or_none():
         return cupy
     except Exception:
         return None
+
+
+def wall(fn, repeat: int, warmup: int) -> list[float]:
+    """Seconds of each timed ``fn()`` on the host clock (``warmup`` untimed calls first);
+    what it returns is freed after the clock stops (device memory back to its pool)."""
+    for _ in range(warmup):
+        r = fn()
+        del r
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        r = fn()
+        out.append(time.perf_counter() - t0)
+        del r
+    return out
 
 
 def time_cupy(cupy, fn, repeat: int, warmup: int = 3) -> float:

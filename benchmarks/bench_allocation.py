@@ -25,12 +25,11 @@ met (a note says so).  The allocator in use (``gm.allocator()``) is printed and 
 from __future__ import annotations
 
 import statistics
-import time
 
 import numpy as np
 
 import gpumem as gm
-from _common import cupy_or_none, memcpy_d2d, stamp, write
+from _common import cupy_or_none, memcpy_d2d, stamp, wall as _wall, write
 
 MiB = 1 << 20
 REPEAT, WARMUP = 2000, 200
@@ -39,21 +38,6 @@ T_FRESH_VS_OUT = 1.3      # fresh time <= 1.3x out= time
 T_VS_CUPY = 1.2           # gpumem time <= 1.2x CuPy's
 T_TRANSPOSE = 0.93        # x device copy GB/s
 T_PINNED = 0.95           # x cudaMemcpy pinned GB/s
-
-
-def _wall(fn, repeat: int, warmup: int) -> list[float]:
-    """Seconds of each timed ``fn()`` on the host clock; its result is freed after the
-    clock stops."""
-    for _ in range(warmup):
-        r = fn()
-        del r
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        r = fn()
-        out.append(time.perf_counter() - t0)
-        del r
-    return out
 
 
 def _us(samples: list[float]) -> float:

@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 
 import numpy as np
 
 import gpumem as gm
-from _common import cupy_or_none, stamp, write
+from _common import cupy_or_none, stamp, wall as _wall, write
 
 MiB, KiB = 1 << 20, 1 << 10
 REPEAT, REPEAT_QUICK = 7, 3
@@ -63,21 +62,6 @@ def _data(nbytes: int) -> np.ndarray:
 def _check(what: str, got: np.ndarray, want: np.ndarray) -> None:
     if not np.array_equal(got, want):
         raise AssertionError(f"transfer {what}: the round trip differs from the input")
-
-
-def _wall(fn, repeat: int, warmup: int) -> list[float]:
-    """Seconds of each timed ``fn()`` on the host clock; what it returns is freed after
-    the clock stops (device memory back to the driver or CuPy's pool)."""
-    for _ in range(warmup):
-        r = fn()
-        del r
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        r = fn()
-        out.append(time.perf_counter() - t0)
-        del r
-    return out
 
 
 def _events(kind: str, direction: str, nbytes: int, repeat: int, warmup: int) -> list[float]:
