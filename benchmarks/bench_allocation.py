@@ -5,9 +5,11 @@ bound them, in the same run.
 Rows (float32 data from ``np.random.default_rng(0)``):
 
 * ``vec_add`` of 2^20 floats on DeviceArrays: a fresh output each call, into ``out=``,
-  and CuPy's ``a + a`` (each call followed by a stream synchronize: gpumem's call
-  waits for its kernel).  Host wall clock (``time.perf_counter``) per call, median of
-  ``REPEAT`` after ``WARMUP``; each result freed after the clock stops.
+  and CuPy's ``a + a``: loops of ``LOOP`` calls and one synchronize at the end (calls
+  return once their kernel is queued, gpumem's as CuPy's), host wall clock
+  (``time.perf_counter``) per call, median of ``REPEAT`` loops after ``WARMUP``.  Beside
+  it, without a target, one call waited for (its record's ``ms`` read) against one CuPy
+  call and a stream synchronize.
 * ``vec_add`` of 1,024 floats, fresh output, against CuPy's ``a + a`` (the same clock).
 * ``gm.bench(gm.transpose, a)`` at 8192 x 8192 with a fresh output every call (kernel
   time, CUDA events) against the device copy of the same bytes (``cudaMemcpy`` device
@@ -38,10 +40,22 @@ T_FRESH_VS_OUT = 1.3      # fresh time <= 1.3x out= time
 T_VS_CUPY = 1.2           # gpumem time <= 1.2x CuPy's
 T_TRANSPOSE = 0.93        # x device copy GB/s
 T_PINNED = 0.95           # x cudaMemcpy pinned GB/s
+LOOP = 100                # calls per timed loop
 
 
 def _us(samples: list[float]) -> float:
     return statistics.median(samples) * 1e6
+
+
+def _per_call_us(call, sync, repeat: int, warmup: int) -> float:
+    """Microseconds per call of a loop of LOOP calls and one ``sync()`` at its end (calls
+    queue their kernels and return, as CuPy's do), median of ``repeat`` loops."""
+    def loop():
+        for _ in range(LOOP):
+            r = call()
+        sync()
+        return r
+    return _us(_wall(loop, max(10, repeat // 20), max(2, warmup // 20))) / LOOP
 
 
 def _row(what, unit, mine, anchor, anchor_v, target, lower_is_better):
@@ -65,34 +79,46 @@ def run(out_dir: str, quick: bool) -> bool:
     rng = np.random.default_rng(0)
     rows, notes = [], []
 
-    # ---- vec_add: fresh output, out=, CuPy --------------------------------------------------
+    # ---- vec_add: fresh output, out=, CuPy -- loops of LOOP calls, then one synchronize ----
     for n in (1 << 20, 1024):
         a = gm.to_device(rng.standard_normal(n).astype(np.float32))
         want = 2 * a.get()
         if not np.array_equal(gm.vec_add(a, a).get(), want):
             raise AssertionError(f"vec_add of {n} floats differs from a + a")
-        fresh = _us(_wall(lambda: gm.vec_add(a, a), repeat, warmup))
+        fresh = _per_call_us(lambda: gm.vec_add(a, a), gm.synchronize, repeat, warmup)
         label = "2^20" if n == 1 << 20 else "1,024"
         if n == 1 << 20:
             out = gm.empty((n,), np.float32)
-            into = _us(_wall(lambda: gm.vec_add(a, a, out=out), repeat, warmup))
+            into = _per_call_us(lambda: gm.vec_add(a, a, out=out), gm.synchronize, repeat,
+                                warmup)
             rows.append(_row(f"vec_add {label} floats: fresh output vs out=", "us", fresh,
                              "gm.vec_add(a, a, out=d)", into, T_FRESH_VS_OUT, True))
             del out
-        cupy_us = None
+        cupy_us = cupy_waited = None
         if cp is not None:
             c = cp.asarray(a.get())
             stream = cp.cuda.get_current_stream()
+            cupy_us = _per_call_us(lambda: c + c, stream.synchronize, repeat, warmup)
 
             def cupy_add():
                 r = c + c
                 stream.synchronize()
                 return r
 
-            cupy_us = _us(_wall(cupy_add, repeat, warmup))
+            cupy_waited = _us(_wall(cupy_add, repeat, warmup))
             del c
         rows.append(_row(f"vec_add {label} floats: fresh output vs CuPy a + a", "us", fresh,
-                         "CuPy a + a, stream synchronized", cupy_us, T_VS_CUPY, True))
+                         "CuPy a + a", cupy_us, T_VS_CUPY, True))
+        if n == 1 << 20:            # each call waited for: the latency of one call, no target
+
+            def waited():
+                r = gm.vec_add(a, a)
+                gm.last_record().ms
+                return r
+
+            rows.append(_row(f"vec_add {label} floats, each call waited for (record's ms "
+                             "read)", "us", _us(_wall(waited, repeat, warmup)),
+                             "CuPy a + a, stream synchronized", cupy_waited, None, True))
         del a
     if cp is None:
         notes.append("CuPy is not installed: its rows have no anchor, and their targets are "
@@ -126,16 +152,34 @@ def run(out_dir: str, quick: bool) -> bool:
     rows.append(_row(f"to_device pinned {nbytes // MiB} MiB (with its allocation)", "GB/s",
                      mine_gbps, "cudaMemcpy pinned h2d (events), best of before/after",
                      ref_gbps, T_PINNED, False))
+    # where the rest goes, without targets: the same copy into an existing array (no
+    # allocation), and the host wall clock of the events' anchor call itself
+    d = gm.empty(h.shape, np.float32)
+    into = _wall(lambda: gm.to_device(h, out=d), pin_rep, pin_warm)
+    rows.append(_row(f"to_device pinned {nbytes // MiB} MiB into out= (no allocation)", "GB/s",
+                     nbytes / statistics.median(into) / 1e9, "cudaMemcpy pinned h2d (events)",
+                     ref_gbps, None, False))
+    del d
+    if cp is not None:
+        cp_in = _wall(lambda: cp.asarray(h), pin_rep, pin_warm)   # CuPy's own copy of it
+        rows.append(_row(f"CuPy asarray of the pinned {nbytes // MiB} MiB (host wall clock)",
+                         "GB/s", nbytes / statistics.median(cp_in) / 1e9,
+                         "cudaMemcpy pinned h2d (events)", ref_gbps, None, False))
     del h
 
     met = all(r["met"] for r in rows if r["met"] is not None) and all(
-        r["met"] is not None for r in rows)
+        r["met"] is not None for r in rows if r["target"] is not None)
     for r in rows:
+        if r["target"] is None:
+            notes.append(f"no target: {r['what']}" + (f" ({r['x anchor']:.2f}x)"
+                                                      if r["x anchor"] is not None else ""))
+            continue
         notes.append(f"{'met' if r['met'] else 'MISSED'}: {r['what']} ({r['x anchor']:.2f}x, "
                      f"target {r['target']})" if r["x anchor"] is not None else
                      f"MISSED: {r['what']} (no anchor)")
     notes.append(f"allocator: {allocator} (GPUMEM_ALLOCATOR or gm.set_allocator() chooses); "
-                 f"host wall clock rows: median of {repeat} calls after {warmup}")
+                 f"host wall clock rows: loops of {LOOP} calls and a synchronize, median of "
+                 f"{max(10, repeat // 20)} loops; single calls median of {repeat} after {warmup}")
     cols = ["what", "unit", "gpumem", "anchor", "anchor value", "x anchor", "target", "met"]
     table = gm.Table(rows, cols, sources={"gpumem": "measured", "anchor value": "measured",
                                           "x anchor": "measured"},

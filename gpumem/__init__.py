@@ -1,8 +1,10 @@
 """gpumem: explore and measure the GPU memory hierarchy from NumPy.
 
 Kernels take NumPy arrays (and return NumPy arrays) or :class:`DeviceArray`
-(and return DeviceArray, with no host copies).  Every launch is timed with
-CUDA events and leaves a :class:`LaunchRecord`; :func:`bench` repeats a call
+(and return DeviceArray, with no host copies, and without waiting for the
+kernel).  Every launch is timed with CUDA events and leaves a
+:class:`LaunchRecord` whose ``ms`` waits for the kernel when first read;
+:func:`bench` repeats a call
 and reports median time, GB/s and GFLOP/s.  :mod:`gpumem.model` predicts the
 memory traffic of every kernel with no GPU at all.
 
@@ -51,7 +53,8 @@ from .runtime import (CudaError, CudaUnavailableError, DeviceArray, DeviceInfo,
                       DeviceMemoryError, LaunchRecord, BenchResult, Listing, ProfilerError, Table,
                       Variant, allocator, bench, device, empty, empty_cache, from_dlpack,
                       is_available, last_record, memory_info, metrics, pinned_empty, profile,
-                      profiler_available, record, set_allocator, to_device, variants)
+                      profiler_available, record, set_allocator, synchronize, to_device,
+                      variants)
 from .tools.introspect import (KernelAttributes, Occupancy, block_size_sweep, compiler_report,
                                kernel_attributes, kernel_occupancy)
 from .tools.roofline import plot_roofline, roofline
@@ -62,7 +65,7 @@ _RUNTIME = ["CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArr
             "LaunchRecord", "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device",
             "empty", "is_available", "last_record", "memory_info", "record", "to_device",
             "variants", "from_dlpack", "pinned_empty", "ProfilerError", "metrics", "profile",
-            "profiler_available", "allocator", "set_allocator", "empty_cache"]
+            "profiler_available", "allocator", "set_allocator", "empty_cache", "synchronize"]
 _TOOLS = ["KernelAttributes", "Occupancy", "block_size_sweep", "compiler_report",
           "kernel_attributes", "kernel_occupancy", "roofline", "plot_roofline"]
 

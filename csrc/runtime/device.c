@@ -1,5 +1,5 @@
 /* device.c -- which GPU gpumem runs on: discovery (once, on first use --
- * never at import), is_available(), device(), runtime_version().  It calls
+ * never at import), is_available(), device(), runtime_version(), synchronize().  It calls
  * nothing above errors.c (memory_info() is the memory layer's, alloc.c). */
 #include "gm.h"
 
@@ -138,7 +138,28 @@ fail:
     return NULL;
 }
 
+/* synchronize(): wait for everything queued on the device (calls return once their
+ * kernels are queued); a kernel's fault is raised here. */
+static PyObject *gm_synchronize(PyObject *self, PyObject *unused)
+{
+    cudaError_t err;
+    if (gm_ensure_device() < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    err = cudaDeviceSynchronize();
+    Py_END_ALLOW_THREADS
+    if (err != cudaSuccess)
+    {
+        gm_set_cuda_error(err, "cudaDeviceSynchronize");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef device_methods[] = {
+    {"synchronize", gm_synchronize, METH_NOARGS,
+     "synchronize($module, /)\n--\n\nWait until every kernel and copy gpumem (or anyone) "
+     "queued on the device has finished; raises CudaError for a fault among them."},
     {"is_available", gm_is_available, METH_NOARGS,
      "is_available($module, /)\n--\n\nTrue when a CUDA GPU and driver are usable; never raises."},
     {"device", gm_device_info, METH_NOARGS,

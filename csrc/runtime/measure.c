@@ -7,12 +7,24 @@
 #include "gm.h"
 
 /* ---- events ------------------------------------------------------------------- */
+/* Destroyed events are kept (all are created with the default flags) and handed
+ * out again: a launch takes two, and a LaunchRecord keeps them until its ms is
+ * read, so creating them fresh each time would cost every call.  Only ever
+ * touched with the GIL held. */
+enum { EVENT_CACHE = 256 };
+static cudaEvent_t event_cache[EVENT_CACHE];
+static int event_cached;
+
 int gm_events_create(cudaEvent_t *ev, int n)
 {
     for (int i = 0; i < n; i++)
         ev[i] = NULL;
-    for (int i = 0; i < n; i++)
-        GM_CUDA(cudaEventCreate(&ev[i]));
+    for (int i = 0; i < n; i++) {
+        if (event_cached > 0)
+            ev[i] = event_cache[--event_cached];
+        else
+            GM_CUDA(cudaEventCreate(&ev[i]));
+    }
     return 0;
 fail:
     gm_events_destroy(ev, n);
@@ -23,7 +35,10 @@ void gm_events_destroy(cudaEvent_t *ev, int n)
 {
     for (int i = 0; i < n; i++)
         if (ev[i]) {
-            cudaEventDestroy(ev[i]);
+            if (event_cached < EVENT_CACHE)
+                event_cache[event_cached++] = ev[i];
+            else
+                cudaEventDestroy(ev[i]);
             ev[i] = NULL;
         }
 }

@@ -12,7 +12,7 @@ package's face (``gpumem/__init__.py``).
 """
 from .._core import (CudaError, CudaUnavailableError, DeviceArray, DeviceMemoryError,
                      LaunchRecord, allocator, empty, empty_cache, from_dlpack, is_available,
-                     memory_info, pinned_empty, set_allocator, to_device)
+                     memory_info, pinned_empty, set_allocator, synchronize, to_device)
 from .hardware import FP32_LANES, DeviceInfo, device
 from .launches import (BENCH_COUNTERS, BenchResult, Variant, bench, last_record, record,
                        variants)
@@ -21,7 +21,7 @@ from .table import Listing, Table
 
 __all__ = ["CudaError", "CudaUnavailableError", "DeviceArray", "DeviceMemoryError",
            "LaunchRecord", "allocator", "empty", "empty_cache", "from_dlpack", "is_available",
-           "memory_info", "pinned_empty", "set_allocator", "to_device", "FP32_LANES",
+           "memory_info", "pinned_empty", "set_allocator", "synchronize", "to_device", "FP32_LANES",
            "DeviceInfo", "device", "BENCH_COUNTERS", "BenchResult", "Variant", "bench",
            "last_record", "record", "variants", "ProfilerError", "metrics", "profile",
            "profiler_available", "Listing", "Table"]
