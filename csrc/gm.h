@@ -278,7 +278,8 @@ PyObject *gm_dlpack_capsule(PyObject *keep, void *ptr, int ndim, const npy_intp 
                             PyArray_Descr *dtype, int versioned, int copied);
 PyObject *gm_dlpack_device(void); /* (2, 0) */
 /* x's device memory (__dlpack__ or __cuda_array_interface__, on device 0,
- * C-contiguous) into *out; fn names the caller.  0 / -1. */
+ * C-contiguous) into *out; fn names the caller and the argument ("copy: a"), as
+ * every message begins.  0 / -1. */
 int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out);
 /* Whether obj has attribute attr (a protocol): 1, 0, or -1 when looking it up
  * raised something other than AttributeError (then a TypeError naming fn and

@@ -160,8 +160,12 @@ def test_after_a_fault_every_call_says_the_context_is_lost(tmp_path):
 
 # ---- another library's CUDA arrays as operands and out= (issue 30) ------------------------------
 def test_a_foreign_operand_is_checked_like_from_dlpack():
-    with pytest.raises(TypeError, match=r"^copy: x.__cuda_array_interface__ must be a dict"):
+    with pytest.raises(TypeError, match=r"^copy: a.__cuda_array_interface__ must be a dict"):
         gm.copy(Interface(5))
+    with pytest.raises(TypeError, match=r"^copy: out.__cuda_array_interface__ must be a dict"):
+        gm.copy(np.ones(4, np.float32), out=Interface(5))
+    with pytest.raises(ValueError, match=r"^vec_add: b's data pointer is 0 \(NULL\)"):
+        gm.vec_add(np.ones(3, np.float32), Interface({**GOOD, "shape": (3,)}))
     with pytest.raises(TypeError, match=r"^vec_add: b.__cuda_array_interface__ raised: "
                                         r"RuntimeError: no"):
         gm.vec_add(np.ones(4, np.float32), Interface(RuntimeError("no")))
@@ -186,7 +190,7 @@ def test_cupy_arrays_are_operands_and_outputs_without_a_copy(cupy, no_leak):
     np.testing.assert_allclose(gm.transpose(cupy.asarray(m)).get(), m.T)
     with pytest.raises(TypeError, match=r"vec_add: a has dtype dtype\('float64'\)"):
         gm.vec_add(cupy.ones(8), cupy.ones(8))
-    with pytest.raises(ValueError, match=r"x is not C-contiguous"):
+    with pytest.raises(ValueError, match=r"^copy: a is not C-contiguous"):
         gm.copy(cupy.ones(64, dtype=cupy.float32)[::2])
 
 

@@ -47,13 +47,16 @@ gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *
     return d;
 }
 
-/* from_dlpack(x): x's device memory as a DeviceArray, shared (no copy). */
-static PyObject *from_dlpack_obj(PyObject *x, const char *fn)
+/* from_dlpack(x): x's device memory as a DeviceArray, shared (no copy).  Errors name
+ * fn and the argument (`name`). */
+static PyObject *from_dlpack_obj(PyObject *x, const char *fn, const char *name)
 {
     gm_foreign f;
+    char who[160];
     if (gm_DeviceArray_Check(x))
         return Py_NewRef(x);
-    if (gm_dlpack_import(x, fn, &f) < 0)
+    snprintf(who, sizeof who, "%s: %s", fn, name);
+    if (gm_dlpack_import(x, who, &f) < 0)
         return NULL;
     PyObject *d = (PyObject *)make(fn, f.ptr, f.ndim, f.shape, f.dtype, f.owner);
     Py_DECREF(f.dtype);
@@ -62,7 +65,7 @@ static PyObject *from_dlpack_obj(PyObject *x, const char *fn)
 
 static PyObject *from_dlpack(PyObject *self, PyObject *x)
 {
-    return from_dlpack_obj(x, "from_dlpack");
+    return from_dlpack_obj(x, "from_dlpack", "x");
 }
 
 /* __dlpack__: a capsule of this array's memory, or of a device copy (copy=True). */
@@ -220,7 +223,7 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
         if (cai < 0 || dl < 0)
             return NULL;
         if (cai)
-            return from_dlpack_obj(obj, "to_device");
+            return from_dlpack_obj(obj, "to_device", "a");
         if (!dl) {
             PyErr_Format(PyExc_TypeError,
                          "to_device: a must be a numpy.ndarray or an array with __dlpack__ or "
@@ -235,7 +238,7 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
         Py_XDECREF(dev);
         PyErr_Clear();
         if (!host)
-            return from_dlpack_obj(obj, "to_device");
+            return from_dlpack_obj(obj, "to_device", "a");
         PyObject *np = PyImport_ImportModule("numpy");
         PyObject *arr = np ? PyObject_CallMethod(np, "from_dlpack", "O", obj) : NULL;
         Py_XDECREF(np);
@@ -511,7 +514,7 @@ int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenu
                          fn, name, Py_TYPE(obj)->tp_name);
             return -1;
         }
-        op->wrapped = from_dlpack_obj(obj, fn);
+        op->wrapped = from_dlpack_obj(obj, fn, name);
         if (op->wrapped == NULL)
             return -1;
         gm_DeviceArray *d = (gm_DeviceArray *)op->wrapped;
@@ -566,7 +569,7 @@ PyObject *gm_out_operand(PyObject *out, const char *fn)
     int dl = cai ? 0 : gm_has_protocol(out, "__dlpack__", fn, "out");
     if (cai < 0 || dl < 0)
         return NULL;
-    return cai || dl ? from_dlpack_obj(out, fn) : Py_NewRef(out);
+    return cai || dl ? from_dlpack_obj(out, fn, "out") : Py_NewRef(out);
 }
 
 int gm_check_out(PyObject *out, const char *fn, int ndim, const npy_intp *shape, int typenum)

@@ -276,7 +276,7 @@ static PyArray_Descr *numpy_dtype(DLDataType dt, const char *fn)
     }
     if (type < 0) {
         PyErr_Format(PyExc_TypeError,
-                     "%s: x has DLPack dtype (code %d, %d bits, %d lanes), which gpumem does not "
+                     "%s has DLPack dtype (code %d, %d bits, %d lanes), which gpumem does not "
                      "hold (only bool, integers, float16/32/64 and complex64/128)",
                      fn, dt.code, dt.bits, dt.lanes);
         return NULL;
@@ -318,12 +318,12 @@ static int device_ok(const char *fn, int32_t type, int32_t id)
         return 0;
     if (type == DL_CPU || type == DL_CUDA_HOST)
         PyErr_Format(PyExc_ValueError,
-                     "%s: x is in host memory (DLPack device %d); copy it with "
+                     "%s is in host memory (DLPack device %d); copy it with "
                      "gpumem.to_device(x)",
                      fn, (int)type);
     else
         PyErr_Format(PyExc_ValueError,
-                     "%s: x is on DLPack device (%d, %d); gpumem uses CUDA device 0, (2, 0)", fn,
+                     "%s is on DLPack device (%d, %d); gpumem uses CUDA device 0, (2, 0)", fn,
                      (int)type, (int)id);
     return -1;
 }
@@ -343,7 +343,7 @@ static int check_extent(const char *fn, void *ptr, size_t nbytes)
         return 0;
     if (ptr == NULL) {
         PyErr_Format(PyExc_ValueError,
-                     "%s: x's data pointer is 0 (NULL) while it claims %zu bytes", fn, nbytes);
+                     "%s's data pointer is 0 (NULL) while it claims %zu bytes", fn, nbytes);
         return -1;
     }
     struct cudaPointerAttributes a;
@@ -352,7 +352,7 @@ static int check_extent(const char *fn, void *ptr, size_t nbytes)
         (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) || a.device != 0) {
         (void)cudaGetLastError();
         PyErr_Format(PyExc_ValueError,
-                     "%s: x's data at %p is not device memory of CUDA device 0", fn, ptr);
+                     "%s's data at %p is not device memory of CUDA device 0", fn, ptr);
         return -1;
     }
     if (pointer_attribute == NULL) {
@@ -373,13 +373,13 @@ static int check_extent(const char *fn, void *ptr, size_t nbytes)
         pointer_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, (CUdeviceptr)ptr) !=
             CUDA_SUCCESS) {
         PyErr_Format(PyExc_ValueError,
-                     "%s: x's data at %p lies in no allocation the driver knows", fn, ptr);
+                     "%s's data at %p lies in no allocation the driver knows", fn, ptr);
         return -1;
     }
     const uintptr_t p = (uintptr_t)ptr, end = (uintptr_t)start + size;
     if (p < (uintptr_t)start || p > end || nbytes > end - p) {
         PyErr_Format(PyExc_ValueError,
-                     "%s: x claims %zu bytes from %p, but the allocation there holds %zu bytes "
+                     "%s claims %zu bytes from %p, but the allocation there holds %zu bytes "
                      "from %p: %zu bytes past its end",
                      fn, nbytes, ptr, size, (void *)start,
                      (size_t)(p + nbytes > end ? p + nbytes - end : 0));
@@ -393,7 +393,7 @@ static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
     int versioned = PyCapsule_IsValid(cap, CAP_VERSIONED);
     if (!versioned && !PyCapsule_IsValid(cap, CAP_LEGACY)) {
         PyErr_Format(PyExc_TypeError,
-                     "%s: x.__dlpack__() returned %.200s, not an unused DLPack capsule", fn,
+                     "%s.__dlpack__() returned %.200s, not an unused DLPack capsule", fn,
                      Py_TYPE(cap)->tp_name);
         return -1;
     }
@@ -404,7 +404,7 @@ static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
     if (versioned) {
         DLManagedTensorVersioned *m = p;
         if (m->version.major != 1) {
-            PyErr_Format(PyExc_BufferError, "%s: x gave a DLPack %u.%u tensor; gpumem reads 1.x",
+            PyErr_Format(PyExc_BufferError, "%s gave a DLPack %u.%u tensor; gpumem reads 1.x",
                          fn, m->version.major, m->version.minor);
             return -1;
         }
@@ -415,21 +415,21 @@ static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
     if (device_ok(fn, t->device.device_type, t->device.device_id) < 0)
         return -1;
     if (t->ndim < 0 || t->ndim > GM_MAXDIM) {
-        PyErr_Format(PyExc_ValueError, "%s: x has %d dimensions; gpumem holds at most %d", fn,
+        PyErr_Format(PyExc_ValueError, "%s has %d dimensions; gpumem holds at most %d", fn,
                      (int)t->ndim, GM_MAXDIM);
         return -1;
     }
     npy_intp shape[GM_MAXDIM];
     for (int i = 0; i < t->ndim; i++) {
         if (t->shape[i] < 0) {
-            PyErr_Format(PyExc_ValueError, "%s: x has a negative dimension", fn);
+            PyErr_Format(PyExc_ValueError, "%s has a negative dimension", fn);
             return -1;
         }
         shape[i] = (npy_intp)t->shape[i];
     }
     if (t->strides && !c_contiguous(t->ndim, shape, t->strides, 1)) {
         PyErr_Format(PyExc_ValueError,
-                     "%s: x is not C-contiguous; a DeviceArray is (make a contiguous copy first, "
+                     "%s is not C-contiguous; a DeviceArray is (make a contiguous copy first, "
                      "e.g. x.copy() or x.contiguous())",
                      fn);
         return -1;
@@ -489,12 +489,12 @@ static int cai_item(PyObject *cai, const char *key, PyTypeObject *type, int requ
         *out = NULL;
         if (!required)
             return 0;
-        PyErr_Format(PyExc_ValueError, "%s: x.__cuda_array_interface__ has no '%s'", fn, key);
+        PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__ has no '%s'", fn, key);
         return -1;
     }
     if (!PyObject_TypeCheck(*out, type)) {
         PyErr_Format(PyExc_TypeError,
-                     "%s: x.__cuda_array_interface__['%s'] must be a %s, not %.200s", fn, key,
+                     "%s.__cuda_array_interface__['%s'] must be a %s, not %.200s", fn, key,
                      type->tp_name, Py_TYPE(*out)->tp_name);
         return -1;
     }
@@ -505,14 +505,14 @@ static int cai_item(PyObject *cai, const char *key, PyTypeObject *type, int requ
 static int cai_index(PyObject *o, const char *fn, const char *what, long long *v)
 {
     if (PyBool_Check(o) || !PyLong_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s: x.__cuda_array_interface__%s must be an int, not %.200s",
+        PyErr_Format(PyExc_TypeError, "%s.__cuda_array_interface__%s must be an int, not %.200s",
                      fn, what, Py_TYPE(o)->tp_name);
         return -1;
     }
     *v = PyLong_AsLongLong(o);
     if (*v == -1 && PyErr_Occurred()) {
         PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s: x.__cuda_array_interface__%s=%R is out of range", fn,
+        PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__%s=%R is out of range", fn,
                      what, o);
         return -1;
     }
@@ -525,7 +525,7 @@ static int cai_index(PyObject *o, const char *fn, const char *what, long long *v
 static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
 {
     if (!PyDict_Check(cai)) {
-        PyErr_Format(PyExc_TypeError, "%s: x.__cuda_array_interface__ must be a dict, not %.200s",
+        PyErr_Format(PyExc_TypeError, "%s.__cuda_array_interface__ must be a dict, not %.200s",
                      fn, Py_TYPE(cai)->tp_name);
         return -1;
     }
@@ -542,13 +542,13 @@ static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
     if (version != NULL && (cai_index(version, fn, "['version']", &v) < 0 || v > 3)) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_ValueError,
-                         "%s: x.__cuda_array_interface__ has version %lld; gpumem reads 0..3", fn,
+                         "%s.__cuda_array_interface__ has version %lld; gpumem reads 0..3", fn,
                          v);
         return -1;
     }
     if (PyTuple_GET_SIZE(data) != 2) {
         PyErr_Format(PyExc_ValueError,
-                     "%s: x.__cuda_array_interface__['data'] must be (pointer, read_only), not a "
+                     "%s.__cuda_array_interface__['data'] must be (pointer, read_only), not a "
                      "tuple of %zd", fn, PyTuple_GET_SIZE(data));
         return -1;
     }
@@ -556,17 +556,17 @@ static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
     if (cai_index(PyTuple_GET_ITEM(data, 0), fn, "['data'][0]", &addr) < 0)
         return -1;
     if (addr < 0) {
-        PyErr_Format(PyExc_ValueError, "%s: x.__cuda_array_interface__['data'][0]=%lld is not "
+        PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__['data'][0]=%lld is not "
                      "an address", fn, addr);
         return -1;
     }
     if (mask != NULL) {
-        PyErr_Format(PyExc_ValueError, "%s: x has a mask; gpumem takes unmasked arrays", fn);
+        PyErr_Format(PyExc_ValueError, "%s has a mask; gpumem takes unmasked arrays", fn);
         return -1;
     }
     Py_ssize_t ndim = PyTuple_GET_SIZE(shape_obj);
     if (ndim > GM_MAXDIM) {
-        PyErr_Format(PyExc_ValueError, "%s: x has %zd dimensions; gpumem holds at most %d", fn,
+        PyErr_Format(PyExc_ValueError, "%s has %zd dimensions; gpumem holds at most %d", fn,
                      ndim, GM_MAXDIM);
         return -1;
     }
@@ -578,7 +578,7 @@ static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
         if (cai_index(PyTuple_GET_ITEM(shape_obj, i), fn, what, &v) < 0)
             return -1;
         if (v < 0) {
-            PyErr_Format(PyExc_ValueError, "%s: x.__cuda_array_interface__%s=%lld is negative",
+            PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__%s=%lld is negative",
                          fn, what, v);
             return -1;
         }
@@ -587,12 +587,12 @@ static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
     PyArray_Descr *dtype = NULL;
     if (!PyArray_DescrConverter(typestr, &dtype)) {
         gm_raise_from(PyExc_ValueError,
-                      "%s: x.__cuda_array_interface__['typestr']=%R is not a NumPy type string",
+                      "%s.__cuda_array_interface__['typestr']=%R is not a NumPy type string",
                       fn, typestr);
         return -1;
     }
     char what[64];
-    snprintf(what, sizeof what, "%s: x has dtype", fn);
+    snprintf(what, sizeof what, "%s has dtype", fn);
     size_t nbytes = 0;
     if (gm_check_plain_dtype(dtype, what) < 0 || gm_shape_nbytes((int)ndim, shape, dtype, &nbytes, fn) < 0) {
         Py_DECREF(dtype);
@@ -610,7 +610,7 @@ static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
         if (bad || !c_contiguous((int)ndim, shape, st, (int64_t)PyDataType_ELSIZE(dtype))) {
             Py_DECREF(dtype);
             PyErr_Format(PyExc_ValueError,
-                         "%s: x is not C-contiguous (or its strides are not %zd ints); a "
+                         "%s is not C-contiguous (or its strides are not %zd ints); a "
                          "DeviceArray is (make a contiguous copy first, e.g. x.copy())",
                          fn, ndim);
             return -1;
@@ -620,7 +620,7 @@ static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
     if (addr == 0 && nbytes > 0) {
         Py_DECREF(dtype);
         PyErr_Format(PyExc_ValueError,
-                     "%s: x's data pointer is 0 (NULL) while it claims %zu bytes", fn, nbytes);
+                     "%s's data pointer is 0 (NULL) while it claims %zu bytes", fn, nbytes);
         return -1;
     }
     /* Only now the device: where the memory is, and how much of it there is. */
@@ -657,16 +657,16 @@ int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out)
     if (method == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError))
             return gm_raise_from(PyExc_TypeError,
-                                 "%s: x.__dlpack__ raised", fn);
+                                 "%s.__dlpack__ raised", fn);
         PyErr_Clear();
         PyObject *cai = PyObject_GetAttrString(x, "__cuda_array_interface__");
         if (cai == NULL) {
             if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                 return gm_raise_from(PyExc_TypeError,
-                                     "%s: x.__cuda_array_interface__ raised", fn);
+                                     "%s.__cuda_array_interface__ raised", fn);
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError,
-                         "%s: x must have __dlpack__ or __cuda_array_interface__ (a CuPy, "
+                         "%s must have __dlpack__ or __cuda_array_interface__ (a CuPy, "
                          "PyTorch, JAX or Numba array), not %.200s",
                          fn, Py_TYPE(x)->tp_name);
             return -1;
@@ -683,7 +683,7 @@ int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out)
         Py_DECREF(dev);
         if (!ok) {
             PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s: x.__dlpack_device__() is not a (type, id) tuple",
+            PyErr_Format(PyExc_TypeError, "%s.__dlpack_device__() is not a (type, id) tuple",
                          fn);
             Py_DECREF(method);
             return -1;
