@@ -4,7 +4,8 @@ Each call either runs (with a GPU), raises CudaUnavailableError (no GPU, valid
 arguments; FileNotFoundError for compiler_report without cuobjdump), or raises
 TypeError / ValueError whose message names the function and an argument --
 never another exception, and never (without a GPU, or on an error path) more
-than a second or 200 MB.  Derandomized, no example database: CI sees the same
+than a second of CPU time (time.process_time: not the wall clock, which other
+processes on the machine stretch) or 200 MB.  Derandomized, no example database: CI sees the same
 calls every run.  gpumem.model has its own tests (tests/test_model.py); the
 sweeps here ask a stand-in model, so what is timed is gpumem's own handling.
 """
@@ -125,7 +126,7 @@ def _call(name: str, fn, args: tuple, kw: dict, passed: set[str]) -> None:
     if os.environ.get("GPUMEM_SHOW_CALLS"):
         print("CALL", call, flush=True)
     tracemalloc.start()
-    t0 = time.perf_counter()
+    t0 = time.process_time()    # CPU seconds: other processes on the machine do not count
     ran = False
     try:
         with warnings.catch_warnings():
@@ -152,7 +153,7 @@ def _call(name: str, fn, args: tuple, kw: dict, passed: set[str]) -> None:
         assert own or not passed or any(p in msg for p in passed) or "argument" in msg, \
             f"{call} raised {type(e).__name__} naming none of {passed}: {msg}"
     finally:
-        seconds = time.perf_counter() - t0
+        seconds = time.process_time() - t0
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         plt.close("all")
