@@ -287,6 +287,23 @@ def test_burst_sectors_and_requests_equal_the_model(piece):
 
 
 @gpu
+@pytest.mark.parametrize("width,unroll,n", [("float", 1, 300007), ("float2", 4, 1 << 20),
+                                            ("float4", 16, 1000003)])
+def test_stream_and_channels_counters_equal_the_model(width, unroll, n):
+    if not gm.profiler_available():
+        pytest.skip("counters not readable here")
+    a = gm.to_device(f32(np.random.default_rng(3), n))
+    b = gm.to_device(f32(np.random.default_rng(4), 1 << 20))
+    names = ["gld_requests", "gld_transactions", "gst_requests", "gst_transactions"]
+    with gm.profile(metrics=names) as p:
+        dram.dram_stream(a, width=width, unroll=unroll, grid=11, block=96)
+        dram.dram_channels(b, 9, stride=1 << 17, chunk=8192, block=64)
+    for rec, want in zip(p.records, (dm.stream_counts(n, dram.WIDTHS[width], unroll, 11, 96),
+                                     dm.channels_counts(9, 8192, 64))):
+        assert {k: rec.metrics[k] for k in names} == {k: want[k] for k in names}, rec.kernel
+
+
+@gpu
 def test_stream_bandwidth_grows_with_bytes_in_flight():
     """More bytes in flight per SM, more bandwidth (not a speed target: a ratio)."""
     t = dram.little_sweep("unroll", n=1 << 26, repeat=5)

@@ -54,7 +54,6 @@ PIECES = (4, 8, 16, 32, 64, 128)
 #: The largest buffer the sweeps allocate: 1 GiB (2^28 floats).
 MAX_BUFFER = 1 << 30
 
-_M64 = (1 << 64) - 1
 
 
 # ---- the kernels ---------------------------------------------------------------------
@@ -175,23 +174,11 @@ def _flat(fn: str, a, ndim: int | None = None) -> np.ndarray:
     return _host(fn, "a", a, np.float32, ndim).reshape(-1)
 
 
-def _mix64(x: np.ndarray, seed: int) -> np.ndarray:
-    """cuda/dram.cu's gm_dram_hash, in wrapping uint64 arithmetic."""
-    x = x.astype(np.uint64) + np.uint64(((seed + 1) * 0x9E3779B97F4A7C15) & _M64)
-    with np.errstate(over="ignore"):
-        x ^= x >> np.uint64(31)
-        x *= np.uint64(0xBF58476D1CE4E5B9)
-        x ^= x >> np.uint64(27)
-        x *= np.uint64(0x94D049BB133111EB)
-        x ^= x >> np.uint64(31)
-    return x
-
-
 def burst_slots(pieces: int, piece: int, n: int, seed: int = 0) -> np.ndarray:
     """The slot of each piece of :func:`dram_burst` (piece ``q`` starts at float
     ``slot[q] * piece // 4``), as the kernel computes them."""
     slots = 4 * n // piece
-    return (_mix64(np.arange(pieces, dtype=np.uint64), seed) % np.uint64(slots)).astype(np.int64)
+    return (dm.mix64(np.arange(pieces, dtype=np.uint64), seed) % np.uint64(slots)).astype(np.int64)
 
 
 def _by_block(sums: np.ndarray, blocks: np.ndarray, grid: int) -> np.ndarray:
@@ -228,19 +215,6 @@ def burst_reference(a, pieces: int, *, piece: int = 32, seed: int = 0,
     return _by_block(sums, np.arange(pieces, dtype=np.int64) * lanes // block, grid)
 
 
-def _slot_permutation(w: np.ndarray, bits: int, seed: int) -> np.ndarray:
-    """cuda/dram.cu's gm_dram_slot: a permutation of 0 .. 2^bits - 1."""
-    mask = np.uint64((1 << bits) - 1)
-    h = np.uint64((bits + 1) // 2)
-    x = (w.astype(np.uint64) + np.uint64(seed)) & mask
-    with np.errstate(over="ignore"):
-        x = (x * np.uint64(0x9E3779B97F4A7C15)) & mask
-        x ^= x >> h
-        x = (x * np.uint64(0xBF58476D1CE4E5B9)) & mask
-        x ^= x >> h
-    return x.astype(np.int64)
-
-
 def channel_starts(streams: int, *, placement: str = "strided", stride: int = 0,
                    chunk: int = 65536, nbytes: int, seed: int = 0) -> np.ndarray:
     """The byte where each warp of :func:`dram_channels` starts."""
@@ -248,7 +222,7 @@ def channel_starts(streams: int, *, placement: str = "strided", stride: int = 0,
     if placement == "strided":
         return w * (stride or chunk)
     bits = (nbytes // chunk).bit_length() - 1
-    return _slot_permutation(w, bits, seed) * chunk
+    return dm.slot_permutation(w, bits, seed) * chunk
 
 
 def channels_reference(a, streams: int, *, placement: str = "strided", stride: int = 0,
@@ -470,7 +444,7 @@ CHANNEL_METRICS = ("dram_read_bytes", "lts__t_sectors_op_read.max", "lts__t_sect
                    "dram__bytes_read.max", "dram__bytes_read.avg")
 
 
-def channel_sweep(strides: Sequence[int] = tuple(1 << k for k in range(16, 27)), *,
+def channel_sweep(strides: Sequence[int] | None = None, *,
                   chunk: int = 65536, max_streams: int = 4096, n: int = 1 << 28, seed: int = 0,
                   repeat: int = 10, progress: bool = False,
                   metrics: Sequence[str] | None = CHANNEL_METRICS) -> Table:
@@ -493,6 +467,8 @@ def channel_sweep(strides: Sequence[int] = tuple(1 << k for k in range(16, 27)),
     chunk = _int(fn, "chunk", chunk, 2048, 4 * n)
     if chunk & (chunk - 1):
         raise ValueError(f"{fn}: chunk={chunk} is not allowed; chunk must be a power of two")
+    if strides is None:        # the chunk .. 64 MiB, within the buffer
+        strides = [chunk << k for k in range(64) if chunk << k <= min(1 << 26, 4 * n)]
     ss = _ints(fn, "strides", strides, chunk, 4 * n)
     for s in ss:
         if s & (s - 1):
@@ -524,23 +500,40 @@ def channel_sweep(strides: Sequence[int] = tuple(1 << k for k in range(16, 27)),
             rows.append(row)
         if times:
             rows[-2]["strided/random"] = times["strided"] / times["random"]
-    got = hl._counters(metrics, calls) if gpu and metrics else None
+    got, read = None, ()
+    if gpu and metrics:
+        # every metric at once; where CUPTI refuses the set, the DRAM bytes alone
+        for trial in (metrics, tuple(m for m in metrics if m == "dram_read_bytes")):
+            if trial:
+                got, read = _try_counters(trial, calls), trial
+            if got is not None:
+                break
     for row in rows:
         for m in metrics:
             row[m] = None
     if got is not None:
         for row, g in zip(rows, got):
-            row.update({m: g.get(m) for m in metrics})
+            row.update({m: g.get(m) for m in read})
     title = (f"DRAM channels: warps streaming {chunk // 1024} KiB chunks a power of two apart "
              f"against random chunk-aligned places, in {4 * n / 2**20:.0f} MiB")
-    if metrics and gpu and got is None:
-        title += f" (counters tried, not readable here: {', '.join(metrics)})"
+    missing = [m for m in metrics if got is None or m not in read or
+               all(r[m] is None for r in rows)]
+    if gpu and missing:
+        title += f" (counters tried, not readable here: {', '.join(missing)})"
     if not gpu:
         title += " (no GPU: nothing measured)"
     src = {"ms": "measured", "GB/s": "measured", "strided/random": "measured"} if gpu else {}
     if got is not None:
-        src.update({m: "measured" for m in metrics})
+        src.update({m: "measured" for m in read})
     return Table(rows, columns=list(rows[0]) if rows else None, sources=src, title=title)
+
+
+def _try_counters(metrics, calls):
+    """hl._counters, None also where the counter layer refuses a metric name (ValueError)."""
+    try:
+        return hl._counters(metrics, calls)
+    except ValueError:
+        return None
 
 
 # ---- gpumem report: the headline and the full sweeps ------------------------------------------

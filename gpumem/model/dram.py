@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 __all__ = ["H100_SMS", "H100_PEAK_GBPS", "H100_DRAM_LATENCY_NS", "SECTOR", "WARP",
            "bytes_in_flight", "little_bandwidth", "bytes_for_fraction", "latency_bandwidth_product",
-           "burst_sectors", "burst_dram_floor", "burst_lanes", "burst_requests"]
+           "burst_sectors", "burst_dram_floor", "burst_lanes", "burst_requests", "stream_counts",
+           "channels_counts", "mix64", "slot_permutation"]
 
 #: The H100 80GB HBM3 (gpumem's measured anchors).
 H100_SMS = 132
@@ -163,3 +166,94 @@ def _piece(fn: str, piece) -> None:
     if isinstance(piece, bool) or piece not in _PIECES:
         raise ValueError(f"{fn}: piece={piece!r} is not allowed; piece must be one of "
                          f"{', '.join(map(str, _PIECES))} bytes")
+
+
+def _counts(requests: int, sectors: int, nbytes: int, stores: int) -> dict:
+    return {"gld_requests": requests, "gld_transactions": sectors, "gld_bytes_requested": nbytes,
+            "gst_requests": stores, "gst_transactions": stores, "gst_bytes_requested": 4 * stores}
+
+
+def stream_counts(n: int, width: int = 16, unroll: int = 1, grid: int = 132,
+                  block: int = 256) -> dict:
+    """Global loads and stores of one ``dram_stream`` launch, exactly: warp requests,
+    32-byte sectors and requested bytes (the names ``gpumem.profile`` uses).
+
+    Full tiles: every warp-wide load is 32 lanes x ``width`` contiguous bytes
+    on a 32-byte boundary (``width`` sectors).  The partial tile: row j holds
+    ``clip(r - j*block, 0, block)`` vectors.  The ``n % (width/4)`` tail floats:
+    one more request of one sector.  Stores: one float per block, one request
+    and one sector each."""
+    fn = "model.dram.stream_counts"
+    _pos(fn, "n", n, True)
+    for name, v in (("unroll", unroll), ("grid", grid), ("block", block)):
+        _pos(fn, name, v, True)
+    if width not in _WIDTHS or isinstance(width, bool):
+        raise ValueError(f"{fn}: width={width!r} is not allowed; width must be 4, 8 or 16 bytes")
+    if block % WARP:
+        raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
+    k = width // 4
+    nv, tile = n // k, block * unroll
+    tiles, r = divmod(nv, tile)
+    req = tiles * unroll * (block // WARP)
+    sec = req * width
+    for j in range(unroll):
+        c = min(max(r - j * block, 0), block)
+        full, part = divmod(c, WARP)
+        req += full + (1 if part else 0)
+        sec += full * width + -(-part * width // SECTOR)
+    nbytes = 4 * nv * k
+    if n - nv * k:
+        req, sec, nbytes = req + 1, sec + 1, nbytes + 4 * (n - nv * k)
+    return _counts(req, sec, nbytes, grid)
+
+
+def channels_counts(streams: int, chunk: int, block: int = 256) -> dict:
+    """Global loads and stores of one ``dram_channels`` launch, exactly: each warp
+    reads its chunk 512 bytes (16 sectors) per request; one float stored per block."""
+    fn = "model.dram.channels_counts"
+    _pos(fn, "streams", streams, True)
+    _pos(fn, "chunk", chunk, True)
+    _pos(fn, "block", block, True)
+    if chunk % 2048:
+        raise ValueError(f"{fn}: chunk={chunk} is not allowed; chunk must be a multiple of 2048")
+    req = streams * chunk // 512
+    return _counts(req, 16 * req, streams * chunk, -(-WARP * streams // block))
+
+
+def mix64(q, seed: int):
+    """``cuda/dram.cu``'s gm_dram_hash (the splitmix64 finalizer of ``q + (seed+1) *
+    0x9E3779B97F4A7C15``), elementwise over a NumPy array of unsigned 64-bit ints
+    (or one Python int): the random slots of ``dram_burst``."""
+    if isinstance(q, int):
+        x = (q + (seed + 1) * 0x9E3779B97F4A7C15) & _M64
+        x ^= x >> 31
+        x = (x * 0xBF58476D1CE4E5B9) & _M64
+        x ^= x >> 27
+        x = (x * 0x94D049BB133111EB) & _M64
+        return x ^ (x >> 31)
+    x = q.astype(np.uint64) + np.uint64(((seed + 1) * 0x9E3779B97F4A7C15) & _M64)
+    with np.errstate(over="ignore"):
+        x ^= x >> np.uint64(31)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return x
+
+
+def slot_permutation(w, bits: int, seed: int):
+    """``cuda/dram.cu``'s gm_dram_slot over a NumPy array: a permutation of
+    0 .. 2^bits - 1 (odd multiplications and right xorshifts modulo 2^bits), the
+    random chunk places of ``dram_channels``."""
+    mask = np.uint64((1 << bits) - 1)
+    h = np.uint64((bits + 1) // 2)
+    x = (w.astype(np.uint64) + np.uint64(seed)) & mask
+    with np.errstate(over="ignore"):
+        x = (x * np.uint64(0x9E3779B97F4A7C15)) & mask
+        x ^= x >> h
+        x = (x * np.uint64(0xBF58476D1CE4E5B9)) & mask
+        x ^= x >> h
+    return x.astype(np.int64)
+
+
+_M64 = (1 << 64) - 1

@@ -68,3 +68,51 @@ def test_burst_sectors_with_slots_counts_shared_sectors_once_per_warp():
 def test_hostile_input(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
+
+
+def _loop_stream_counts(n, width, unroll, block):
+    """Warp by warp: every load instruction of dram_stream with its active lanes."""
+    k = width // 4
+    nv, tile = n // k, block * unroll
+    req = sec = 0
+    for t in range(-(-nv // tile)):
+        for j in range(unroll):
+            for w in range(block // 32):
+                v0 = t * tile + j * block + 32 * w
+                lanes = [v for v in range(v0, v0 + 32) if v < nv]
+                if lanes:
+                    req += 1
+                    sec += len({(v * width + b) // 32 for v in lanes for b in range(width)})
+    if n % k:
+        req, sec = req + 1, sec + 1
+    return req, sec
+
+
+@pytest.mark.parametrize("n,width,unroll,block", [(1003, 16, 2, 96), (1, 4, 1, 32), (4099, 8, 16, 64),
+                                                  (70001, 4, 4, 256), (5000, 16, 8, 1024),
+                                                  (3 * 1024 * 4, 16, 1, 1024)])
+def test_stream_counts_are_the_warp_by_warp_count(n, width, unroll, block):
+    got = dm.stream_counts(n, width, unroll, 7, block)
+    assert (got["gld_requests"], got["gld_transactions"]) == _loop_stream_counts(n, width, unroll,
+                                                                                 block)
+    assert got["gld_bytes_requested"] == 4 * n
+    assert got["gst_requests"] == got["gst_transactions"] == 7
+
+
+def test_channels_counts():
+    got = dm.channels_counts(7, 4096, 96)
+    assert (got["gld_requests"], got["gld_transactions"], got["gld_bytes_requested"]) == (
+        56, 896, 28672)
+    assert got["gst_requests"] == 3
+    with pytest.raises(ValueError, match="chunk=3000"):
+        dm.channels_counts(7, 3000)
+
+
+def test_mix64_and_the_permutation():
+    import numpy as np
+    q = np.arange(100, dtype=np.uint64)
+    assert [int(v) for v in dm.mix64(q, 3)] == [dm.mix64(int(i), 3) for i in range(100)]
+    assert dm.mix64(0, 0) != dm.mix64(1, 0) != dm.mix64(0, 1)
+    for bits in (0, 1, 7, 12):
+        p = dm.slot_permutation(np.arange(1 << bits), bits, 5)
+        assert sorted(p.tolist()) == list(range(1 << bits))
