@@ -258,6 +258,21 @@ def test_channels_sum_every_chunk(kw):
 
 
 @gpu
+def test_a_misaligned_foreign_view_is_refused_before_the_launch():
+    cp = pytest.importorskip("cupy")
+    x = cp.ones(1 << 12, dtype=cp.float32)[1:]              # 4 bytes past a 256-byte boundary
+    for call in (lambda: dram.dram_stream(x, width="float4"),
+                 lambda: dram.dram_stream(x, width="float2"),
+                 lambda: dram.dram_burst(x, 10, piece=16),
+                 lambda: dram.dram_channels(x, 1, chunk=2048)):
+        with pytest.raises(ValueError, match="byte boundary"):
+            call()
+    got = dram.dram_stream(x, width="float", grid=3, block=64)   # 4-byte loads: aligned
+    assert got.get().sum() == pytest.approx(4095.0)
+    assert dram.dram_burst(x, 10, piece=4, block=32).get().sum() == pytest.approx(10.0)
+
+
+@gpu
 def test_after_a_refusal_the_next_call_works():
     a = f32(np.random.default_rng(0), 5003)
     with pytest.raises(ValueError):

@@ -5,6 +5,8 @@
  * threads asked for. */
 #include "gm.h"
 
+#include <stdint.h>
+
 GM_THUNKS(dram_stream)
 GM_THUNKS(dram_burst)
 GM_THUNKS(dram_channels)
@@ -21,6 +23,20 @@ static int per_block_result(gm_call *c, long long blocks)
 }
 
 static int is_pow2(long long v) { return v > 0 && (v & (v - 1)) == 0; }
+
+/* The vector loads need `a` aligned to their width: gpumem's own arrays are
+ * (cudaMalloc: 256 bytes); another library's view may not be. */
+static int aligned_input(gm_call *c, int arg, long long width)
+{
+    const uintptr_t p = (uintptr_t)gm_in(c, arg);
+    if (p % (uintptr_t)width == 0)
+        return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "%s: a must start on a %lld-byte boundary for its %lld-byte loads (its device "
+                 "address is %lld bytes past one); pass a gpumem array or an aligned view",
+                 c->f->name, width, width, (long long)(p % (uintptr_t)width));
+    return -1;
+}
 
 /* ---- dram_stream ------------------------------------------------------------- */
 static const gm_variant stream_variants[] = {
@@ -59,6 +75,11 @@ static int stream_check(gm_call *c)
     return per_block_result(c, c->v[ST_GRID]);
 }
 
+static int stream_prepare(gm_call *c)
+{
+    return aligned_input(c, ST_A, 4LL << c->variant->select);
+}
+
 static void stream_fill(const gm_call *c, void *params)
 {
     *(gm_dram_stream_params *)params = (gm_dram_stream_params){
@@ -71,7 +92,7 @@ static const gm_family gm_dram_stream_family = {
     "Stream every float of a (float32, any shape) with `grid` blocks, `unroll` independent "
     "loads of `width` per thread: bytes in flight against DRAM bandwidth.  Returns one sum per "
     "block.",
-    stream_args, 1, 0, stream_variants, stream_check, NULL, stream_fill,
+    stream_args, 1, 0, stream_variants, stream_check, stream_prepare, stream_fill,
 };
 
 /* ---- dram_burst ---------------------------------------------------------------- */
@@ -117,6 +138,11 @@ static int burst_check(gm_call *c)
     return per_block_result(c, (threads + block - 1) / block);
 }
 
+static int burst_prepare(gm_call *c)
+{
+    return aligned_input(c, BU_A, c->v[BU_PIECE] < 16 ? c->v[BU_PIECE] : 16);
+}
+
 static void burst_fill(const gm_call *c, void *params)
 {
     *(gm_dram_burst_params *)params = (gm_dram_burst_params){
@@ -129,7 +155,7 @@ static const gm_family gm_dram_burst_family = {
     "dram_burst",
     "Read `pieces` isolated pieces of `piece` bytes of a (float32, 1-D) at random "
     "piece-aligned places (seeded): the access granularity of DRAM.  Returns one sum per block.",
-    burst_args, 1, 0, burst_variants, burst_check, NULL, burst_fill,
+    burst_args, 1, 0, burst_variants, burst_check, burst_prepare, burst_fill,
 };
 
 /* ---- dram_channels ----------------------------------------------------------------- */
@@ -219,6 +245,11 @@ static int channels_check(gm_call *c)
     return per_block_result(c, (streams * 32 + block - 1) / block);
 }
 
+static int channels_prepare(gm_call *c)
+{
+    return aligned_input(c, CH_A, 16);
+}
+
 static void channels_fill(const gm_call *c, void *params)
 {
     const int strided = c->variant->select == GM_DRAM_STRIDED;
@@ -236,7 +267,7 @@ static const gm_family gm_dram_channels_family = {
     "`streams` warps each stream `chunk` bytes of a (float32, 1-D), their starts `stride` bytes "
     "apart (placement='strided') or at random chunk-aligned places (placement='random'): do "
     "power-of-two strides pile onto few DRAM channels?  Returns one sum per block.",
-    channels_args, 1, 0, channels_variants, channels_check, NULL, channels_fill,
+    channels_args, 1, 0, channels_variants, channels_check, channels_prepare, channels_fill,
 };
 
 /* ---- the lesson --------------------------------------------------------------------- */
