@@ -33,6 +33,7 @@ from .. import _core, runtime
 from .._core import DeviceArray
 from ..model import dram as dm
 from ..runtime.args import _given, _host, _index, _indices, _validate
+from ..runtime.counters import _check_names
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
 from ..tools import headline as hl
@@ -168,6 +169,20 @@ def dram_channels(a: Array, streams: int, *, placement: str = "strided", stride:
 
 
 # ---- NumPy references: the same sums, the same address patterns ----------------------------
+def _check_as(fn: str, kernel, args: tuple, kw: dict) -> None:
+    """The kernel's own checks of these arguments (no device touched), its TypeError or
+    ValueError re-raised naming ``fn``."""
+    try:
+        _validate(kernel, args, kw)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{fn}: {e}") from None
+
+
+def _int_arg(fn: str, name: str, v, lo: int, hi: int) -> int:
+    """An integer argument of a reference, lo..hi (TypeError/ValueError naming fn and name)."""
+    return _int(fn, name, v, lo, hi)
+
+
 def _flat(fn: str, a, ndim: int | None = None) -> np.ndarray:
     if isinstance(a, DeviceArray):
         a = a.get()
@@ -177,6 +192,14 @@ def _flat(fn: str, a, ndim: int | None = None) -> np.ndarray:
 def burst_slots(pieces: int, piece: int, n: int, seed: int = 0) -> np.ndarray:
     """The slot of each piece of :func:`dram_burst` (piece ``q`` starts at float
     ``slot[q] * piece // 4``), as the kernel computes them."""
+    fn = "burst_slots"
+    pieces = _int_arg(fn, "pieces", pieces, 1, 2**31 - 1)
+    piece = _int_arg(fn, "piece", piece, 4, 128)
+    if piece not in PIECES:
+        raise ValueError(f"{fn}: piece={piece!r} is not allowed; piece must be one of "
+                         f"{', '.join(map(str, PIECES))} bytes")
+    n = _int_arg(fn, "n", n, piece // 4, 2**62)
+    seed = _int_arg(fn, "seed", seed, 0, 2**31 - 1)
     slots = 4 * n // piece
     return (dm.mix64(np.arange(pieces, dtype=np.uint64), seed) % np.uint64(slots)).astype(np.int64)
 
@@ -189,9 +212,11 @@ def stream_reference(a, *, width: str = "float4", unroll: int = 1, grid: int = 1
                      block: int = 256) -> np.ndarray:
     """:func:`dram_stream`'s sums in float64: which block reads which float."""
     fn = "stream_reference"
-    _validate(_core.dram_stream, (np.zeros(1, np.float32),),
+    _check_as(fn, _core.dram_stream, (np.zeros(1, np.float32),),
               dict(width=width, unroll=unroll, grid=grid, block=block))
     a = _flat(fn, a)
+    if a.size == 0:
+        raise ValueError(f"{fn}: a has no elements; dram_stream needs at least one float")
     k = WIDTHS[width] // 4
     nv = a.size // k
     vec_block = (np.arange(nv, dtype=np.int64) // (block * unroll)) % grid
@@ -205,7 +230,7 @@ def burst_reference(a, pieces: int, *, piece: int = 32, seed: int = 0,
     """:func:`dram_burst`'s sums in float64."""
     fn = "burst_reference"
     a = _flat(fn, a, 1)
-    _validate(_core.dram_burst, (np.zeros(a.size, np.float32), pieces),
+    _check_as(fn, _core.dram_burst, (np.broadcast_to(np.float32(0), (a.size,)), pieces),
               dict(piece=piece, seed=seed, block=block))
     lanes = dm.burst_lanes(piece)
     grid = -(-pieces * lanes // block)
@@ -217,7 +242,12 @@ def burst_reference(a, pieces: int, *, piece: int = 32, seed: int = 0,
 
 def channel_starts(streams: int, *, placement: str = "strided", stride: int = 0,
                    chunk: int = 65536, nbytes: int, seed: int = 0) -> np.ndarray:
-    """The byte where each warp of :func:`dram_channels` starts."""
+    """The byte where each warp of :func:`dram_channels` starts (``nbytes``: the
+    bytes of its ``a``)."""
+    fn = "channel_starts"
+    nbytes = _int_arg(fn, "nbytes", nbytes, 4, 2**62)
+    _check_as(fn, _core.dram_channels, (np.broadcast_to(np.float32(0), (nbytes // 4,)), streams),
+              dict(placement=placement, stride=stride, chunk=chunk, seed=seed))
     w = np.arange(streams, dtype=np.int64)
     if placement == "strided":
         return w * (stride or chunk)
@@ -230,7 +260,7 @@ def channels_reference(a, streams: int, *, placement: str = "strided", stride: i
     """:func:`dram_channels`' sums in float64."""
     fn = "channels_reference"
     a = _flat(fn, a, 1)
-    _validate(_core.dram_channels, (np.broadcast_to(np.float32(0), (a.size,)), streams),
+    _check_as(fn, _core.dram_channels, (np.broadcast_to(np.float32(0), (a.size,)), streams),
               dict(placement=placement, stride=stride, chunk=chunk, seed=seed, block=block))
     starts = channel_starts(streams, placement=placement, stride=stride, chunk=chunk,
                             nbytes=4 * a.size, seed=seed) // 4
@@ -260,6 +290,23 @@ def _anchors(sms, latency_ns, peak_gbps, measure: bool, repeat: int) -> dict:
         else:
             got["peak_gbps"], got["peak_source"] = dm.H100_PEAK_GBPS, "H100 device copy (anchor)"
     return got
+
+
+def _figures(fn: str, sms, latency_ns, peak_gbps) -> tuple:
+    """The model's figures a sweep or summary was given (None: its default), checked."""
+    if sms is not None:
+        sms = _int(fn, "sms", sms, 1, 1 << 16)
+    got = [sms]
+    for name, v in (("latency_ns", latency_ns), ("peak_gbps", peak_gbps)):
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{fn}: {name} must be a number, not {type(v).__name__}")
+            if not (0 < v < float("inf")):
+                raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be positive "
+                                 "and finite")
+            v = float(v)
+        got.append(v)
+    return tuple(got)
 
 
 #: little_sweep's three ways (and "combined": all three at once), as
@@ -314,6 +361,7 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
         raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
     repeat = _repeat(fn, repeat)
     progress = _flag(fn, "progress", progress)
+    sms, latency_ns, peak_gbps = _figures(fn, sms, latency_ns, peak_gbps)
     fig = _anchors(sms, latency_ns, peak_gbps, gpu, repeat)
     a = runtime.to_device(np.ones(n, np.float32)) if gpu else None
     rows = []
@@ -355,6 +403,18 @@ def little_summary(table: Table, fraction: float = 0.9, *, sms: int | None = Non
     """From a :func:`little_sweep` table: the bytes in flight per SM at which the
     measured (else the modelled) curve reaches ``fraction`` of its peak, beside
     the latency x bandwidth product per SM."""
+    fn = "little_summary"
+    if not isinstance(table, Table):
+        raise TypeError(f"{fn}: table must be a gpumem.Table from little_sweep, not "
+                        f"{type(table).__name__}")
+    if not {"in_flight_per_sm", "GB/s", "model_GB/s"} <= set(table.columns) or not len(table):
+        raise ValueError(f"{fn}: table must be a little_sweep table (rows with "
+                         "in_flight_per_sm, GB/s and model_GB/s)")
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        raise TypeError(f"{fn}: fraction must be a number, not {type(fraction).__name__}")
+    if not 0 < fraction <= 1:
+        raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1]")
+    sms, latency_ns, peak_gbps = _figures(fn, sms, latency_ns, peak_gbps)
     meas = [(x, y) for x, y in zip(table["in_flight_per_sm"], table["GB/s"]) if y is not None]
     col = "GB/s" if meas else "model_GB/s"
     pts = meas or list(zip(table["in_flight_per_sm"], table["model_GB/s"]))
@@ -477,7 +537,7 @@ def channel_sweep(strides: Sequence[int] | None = None, *,
     seed = _int(fn, "seed", seed, 0, 2**31 - 1)
     repeat = _repeat(fn, repeat)
     progress = _flag(fn, "progress", progress)
-    metrics = tuple(metrics or ())
+    metrics = () if metrics is None else tuple(_check_names(metrics, fn))
     gpu = runtime.is_available()
     a = runtime.to_device(np.ones(n, np.float32)) if gpu else None
     slots = 1 << ((4 * n // chunk).bit_length() - 1)
