@@ -282,8 +282,11 @@ class FakeGPU:
           ("register_pressure", "cap32"): 1.6, ("divergence", "odd_even"): 2.0,
           ("divergence", "warp"): 1.0, ("transpose", "naive_row"): 6.0,
           ("transpose", "shared"): 2.0, ("transpose", "padded"): 1.1,
-          ("transpose", "coarsened"): 1.05}
-    COUNTERS = {("copy", "float4"): {"dram_read_bytes": 4.0 * 2**26},
+          ("transpose", "coarsened"): 1.05,
+          **{("dram_stream", u): 4.0 / min(u, 4) for u in (1, 2, 4, 8, 16)}, ("dram_burst", 32): 1.0}
+    COUNTERS = {("dram_burst", 32): {"gld_transactions": 1000.0, "gld_requests": 63.0,
+                                     "dram_read_bytes": 64000.0},
+                ("copy", "float4"): {"dram_read_bytes": 4.0 * 2**26},
                 ("matmul", "naive"): {"gld_transactions": 1.3e9},
                 ("matmul", "tiled"): {"gld_transactions": 6.7e7},
                 ("read_offset", 0): {"gld_efficiency": 100.0},
@@ -303,7 +306,7 @@ class FakeGPU:
         owner = {f: d.name for d in gm.lessons.declarations() for f in d.families}
         for fam in ("copy", "matmul", "read_offset", "struct_update", "stencil_1d",
                     "constant_broadcast", "thread_histogram", "register_pressure", "divergence",
-                    "transpose"):
+                    "transpose", "dram_stream", "dram_burst"):
             # each headline calls its lesson's own function; the report's device row, copy
             monkeypatch.setattr(sys.modules[f"gpumem.lessons.{owner[fam]}"], fam,
                                 self._kernel(fam))
@@ -311,7 +314,7 @@ class FakeGPU:
         # the stencil's ceiling: the device copy, here as fast as the float4 copy
         def device_copy(dst, src, repeat, warmup):
             return {"GB/s": 8.0 * np.size(src) / (self.MS[("copy", "float4")] * 1e-3) / 1e9}
-        for lesson in ("stencil", "transpose"):
+        for lesson in ("stencil", "transpose", "dram"):
             monkeypatch.setattr(sys.modules[f"gpumem.lessons.{lesson}"], "device_copy",
                                 device_copy)
         # the ladder's chases and the transfer lesson's copies
@@ -343,13 +346,16 @@ class FakeGPU:
             registers_per_thread={"cap32": 32, "uncapped": 72}.get(v, 24)))
         monkeypatch.setattr(spaces, "kernel_occupancy", lambda fam, v, block: types.SimpleNamespace(
             blocks_per_sm={"cap32": 8, "uncapped": 3}[v]))
+        monkeypatch.setattr(sys.modules["gpumem.lessons.dram"], "kernel_occupancy",
+                            lambda fam, v, block, **kw: types.SimpleNamespace(blocks_per_sm=8))
 
     @staticmethod
     def key(fam, args, kw):
         sel = {"copy": "variant", "matmul": "variant", "read_offset": "offset", "transpose": "variant",
                "struct_update": "layout", "stencil_1d": "memory",
                "constant_broadcast": "memory", "thread_histogram": "variant",
-               "register_pressure": "variant", "divergence": "variant"}[fam]
+               "register_pressure": "variant", "divergence": "variant", "dram_stream": "unroll",
+               "dram_burst": "piece"}[fam]
         k = (fam, kw.get(sel, 0 if sel == "offset" else None))
         return k + (args[0],) if fam == "constant_broadcast" else k
 
@@ -443,6 +449,9 @@ def test_measured_rows_on_a_fake_gpu(monkeypatch):
         30.0, 260.0, 700.0)
     xfer = first_with(rows, "pinned_GB/s")["measured"]
     assert xfer["pinned_GB/s"] == pytest.approx(50.0) and xfer["pageable_GB/s"] == pytest.approx(10.0)
+    dr = first_with(rows, "dram_bytes_per_sector")
+    assert dr["measured"]["dram_bytes_per_sector"] == 64.0
+    assert "a lone 32-byte piece costs 64 DRAM bytes" in dr["measured_text"]
 
 
 def test_cublas_that_disagrees_is_not_timed(monkeypatch):

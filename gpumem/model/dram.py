@@ -1,0 +1,259 @@
+"""The dram lesson on paper: Little's law for DRAM bandwidth, the bytes a warp
+puts in flight, and the sectors isolated pieces cost (``cuda/dram.cu``).
+
+Pure Python.  The GPU's figures are parameters, so it runs anywhere; the
+defaults are the H100 80GB HBM3 figures gpumem measured: 132 SMs, a device
+copy of 2990 GB/s (``cudaMemcpy`` device to device, read + write counted) and
+an unloaded DRAM latency of about 680 cycles at 1980 MHz (the latency
+ladder's pointer chase over 128 MiB - 2 GiB: 650-700 cycles).
+
+>>> from gpumem.model import dram
+>>> dram.bytes_in_flight(warps_per_sm=32, width=16, unroll=4)     # per SM
+65536
+>>> round(dram.little_bandwidth(4096))                              # GB/s
+1574
+>>> dram.burst_sectors(piece=8, pieces=1000)
+1000
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["H100_SMS", "H100_PEAK_GBPS", "H100_DRAM_LATENCY_NS", "SECTOR", "WARP",
+           "bytes_in_flight", "little_bandwidth", "bytes_for_fraction", "latency_bandwidth_product",
+           "burst_sectors", "burst_dram_floor", "burst_lanes", "burst_requests", "stream_counts",
+           "channels_counts", "mix64", "slot_permutation"]
+
+#: The H100 80GB HBM3 (gpumem's measured anchors).
+H100_SMS = 132
+H100_PEAK_GBPS = 2990.0
+H100_DRAM_LATENCY_NS = 680 / 1.98     # cycles / GHz: about 343 ns
+
+SECTOR = 32     #: bytes: what L2 moves per request unit, and what the counters count
+WARP = 32
+
+_WIDTHS = (4, 8, 16)
+_PIECES = (4, 8, 16, 32, 64, 128)
+
+
+def _pos(fn: str, name: str, v, integer: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not isinstance(v, int)):
+        what = "an int" if integer else "a number"
+        raise TypeError(f"{fn}: {name} must be {what}, not {type(v).__name__}")
+    if not (v > 0 and math.isfinite(v)):
+        raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be positive and finite")
+    return v
+
+
+def bytes_in_flight(warps_per_sm: int, width: int, unroll: int) -> int:
+    """Bytes one SM has on their way to DRAM when each of its ``warps_per_sm``
+    resident warps issues ``unroll`` independent loads of ``width`` bytes per
+    lane before it waits: ``warps_per_sm * 32 * width * unroll``."""
+    fn = "model.dram.bytes_in_flight"
+    _pos(fn, "warps_per_sm", warps_per_sm, True)
+    _pos(fn, "unroll", unroll, True)
+    if width not in _WIDTHS or isinstance(width, bool):
+        raise ValueError(f"{fn}: width={width!r} is not allowed; width must be 4, 8 or 16 bytes")
+    return warps_per_sm * WARP * width * unroll
+
+
+def little_bandwidth(in_flight_per_sm: float, *, sms: int = H100_SMS,
+                     latency_ns: float = H100_DRAM_LATENCY_NS,
+                     peak_gbps: float = H100_PEAK_GBPS) -> float:
+    """Little's law: GB/s = min(peak, bytes in flight per SM x SMs / latency).
+
+    Each byte in flight is delivered once per latency; the DRAM cannot
+    deliver more than its peak.  ``latency_ns`` is the unloaded latency, so
+    near the peak (where queues lengthen the latency) the model is optimistic.
+    """
+    fn = "model.dram.little_bandwidth"
+    _pos(fn, "in_flight_per_sm", in_flight_per_sm)
+    _pos(fn, "sms", sms, True)
+    _pos(fn, "latency_ns", latency_ns)
+    _pos(fn, "peak_gbps", peak_gbps)
+    return min(peak_gbps, in_flight_per_sm * sms / latency_ns)   # bytes/ns = GB/s
+
+
+def latency_bandwidth_product(*, sms: int = H100_SMS, latency_ns: float = H100_DRAM_LATENCY_NS,
+                              peak_gbps: float = H100_PEAK_GBPS) -> float:
+    """Bytes per SM that fill the DRAM by Little's law: peak x latency / SMs
+    (the textbook's "R + 1 banks" in today's terms: enough requests on their way
+    to cover the latency at the full rate)."""
+    fn = "model.dram.latency_bandwidth_product"
+    _pos(fn, "sms", sms, True)
+    _pos(fn, "latency_ns", latency_ns)
+    _pos(fn, "peak_gbps", peak_gbps)
+    return peak_gbps * latency_ns / sms
+
+
+def bytes_for_fraction(points, fraction: float = 0.9, peak_gbps: float | None = None) -> float | None:
+    """The smallest bytes in flight per SM at which a measured curve reaches
+    ``fraction`` of ``peak_gbps`` (default: the curve's best), interpolated
+    linearly between the two points around it; None where it never does.
+
+    ``points``: (bytes in flight per SM, GB/s) pairs, any order."""
+    fn = "model.dram.bytes_for_fraction"
+    pts = sorted((float(x), float(y)) for x, y in points)
+    if not pts:
+        raise ValueError(f"{fn}: points must hold at least one (bytes, GB/s) pair")
+    if not 0 < fraction <= 1:
+        raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1]")
+    peak = max(y for _, y in pts) if peak_gbps is None else _pos(fn, "peak_gbps", peak_gbps)
+    goal = fraction * peak
+    prev = None
+    for x, y in pts:
+        if y >= goal:
+            if prev is None:
+                return x
+            x0, y0 = prev                       # y0 < goal <= y
+            return x0 + (goal - y0) * (x - x0) / (y - y0)
+        prev = (x, y)
+    return None
+
+
+def burst_lanes(piece: int) -> int:
+    """Lanes that read one piece in ``dram_burst``: piece / 16 above 16 bytes, else 1."""
+    _piece("model.dram.burst_lanes", piece)
+    return piece // 16 if piece > 16 else 1
+
+
+def burst_requests(piece: int, pieces: int, block: int = 256) -> int:
+    """Warp-wide load instructions of a ``dram_burst`` launch (warps with an active lane)."""
+    fn = "model.dram.burst_requests"
+    _piece(fn, piece)
+    _pos(fn, "pieces", pieces, True)
+    _pos(fn, "block", block, True)
+    threads = pieces * burst_lanes(piece)
+    # whole warps: block is a multiple of 32, so warp w's first thread is 32 w
+    return -(-threads // WARP)
+
+
+def burst_sectors(piece: int, pieces: int, slots=None) -> int:
+    """32-byte sectors the loads of ``dram_burst`` request from L2.
+
+    Without ``slots``: a piece of 32 bytes or more (aligned) is piece / 32
+    sectors, a smaller one (aligned, so inside one sector) one sector -- exact
+    unless two pieces of one warp share a sector.  With ``slots`` (each piece's
+    slot, as ``gpumem.lessons.dram.burst_slots`` gives them): exact, the
+    distinct sectors of each warp's request summed (a warp reads 32 / lanes
+    pieces; pieces over 16 bytes take piece / 16 lanes)."""
+    fn = "model.dram.burst_sectors"
+    _piece(fn, piece)
+    _pos(fn, "pieces", pieces, True)
+    per = max(1, piece // SECTOR)
+    if slots is None:
+        return pieces * per
+    slots = [int(s) for s in slots]
+    if len(slots) != pieces:
+        raise ValueError(f"{fn}: slots has {len(slots)} entries for pieces={pieces}")
+    per_warp = WARP // burst_lanes(piece)
+    total = 0
+    for w in range(0, pieces, per_warp):
+        total += len({s * piece // SECTOR + k for s in slots[w:w + per_warp] for k in range(per)})
+    return total
+
+
+def burst_dram_floor(piece: int, pieces: int) -> int:
+    """The fewest DRAM bytes ``dram_burst`` can read: its sectors x 32 (pieces
+    that share a sector aside).  A DRAM that fetches more than the sector asked
+    for (a 64-byte access) reads more; the measured ratio says which."""
+    return SECTOR * burst_sectors(piece, pieces)
+
+
+def _piece(fn: str, piece) -> None:
+    if isinstance(piece, bool) or piece not in _PIECES:
+        raise ValueError(f"{fn}: piece={piece!r} is not allowed; piece must be one of "
+                         f"{', '.join(map(str, _PIECES))} bytes")
+
+
+def _counts(requests: int, sectors: int, nbytes: int, stores: int) -> dict:
+    return {"gld_requests": requests, "gld_transactions": sectors, "gld_bytes_requested": nbytes,
+            "gst_requests": stores, "gst_transactions": stores, "gst_bytes_requested": 4 * stores}
+
+
+def stream_counts(n: int, width: int = 16, unroll: int = 1, grid: int = 132,
+                  block: int = 256) -> dict:
+    """Global loads and stores of one ``dram_stream`` launch, exactly: warp requests,
+    32-byte sectors and requested bytes (the names ``gpumem.profile`` uses).
+
+    Full tiles: every warp-wide load is 32 lanes x ``width`` contiguous bytes
+    on a 32-byte boundary (``width`` sectors).  The partial tile: row j holds
+    ``clip(r - j*block, 0, block)`` vectors.  The ``n % (width/4)`` tail floats:
+    one more request of one sector.  Stores: one float per block, one request
+    and one sector each."""
+    fn = "model.dram.stream_counts"
+    _pos(fn, "n", n, True)
+    for name, v in (("unroll", unroll), ("grid", grid), ("block", block)):
+        _pos(fn, name, v, True)
+    if width not in _WIDTHS or isinstance(width, bool):
+        raise ValueError(f"{fn}: width={width!r} is not allowed; width must be 4, 8 or 16 bytes")
+    if block % WARP:
+        raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
+    k = width // 4
+    nv, tile = n // k, block * unroll
+    tiles, r = divmod(nv, tile)
+    req = tiles * unroll * (block // WARP)
+    sec = req * width
+    for j in range(unroll):
+        c = min(max(r - j * block, 0), block)
+        full, part = divmod(c, WARP)
+        req += full + (1 if part else 0)
+        sec += full * width + -(-part * width // SECTOR)
+    nbytes = 4 * nv * k
+    if n - nv * k:
+        req, sec, nbytes = req + 1, sec + 1, nbytes + 4 * (n - nv * k)
+    return _counts(req, sec, nbytes, grid)
+
+
+def channels_counts(streams: int, chunk: int, block: int = 256) -> dict:
+    """Global loads and stores of one ``dram_channels`` launch, exactly: each warp
+    reads its chunk 512 bytes (16 sectors) per request; one float stored per block."""
+    fn = "model.dram.channels_counts"
+    _pos(fn, "streams", streams, True)
+    _pos(fn, "chunk", chunk, True)
+    _pos(fn, "block", block, True)
+    if chunk % 2048:
+        raise ValueError(f"{fn}: chunk={chunk} is not allowed; chunk must be a multiple of 2048")
+    req = streams * chunk // 512
+    return _counts(req, 16 * req, streams * chunk, -(-WARP * streams // block))
+
+
+def mix64(q, seed: int):
+    """``cuda/dram.cu``'s gm_dram_hash (the splitmix64 finalizer of ``q + (seed+1) *
+    0x9E3779B97F4A7C15``), elementwise over a NumPy array of unsigned 64-bit ints
+    (or one Python int): the random slots of ``dram_burst``."""
+    if isinstance(q, int):
+        x = (q + (seed + 1) * 0x9E3779B97F4A7C15) & _M64
+        x ^= x >> 31
+        x = (x * 0xBF58476D1CE4E5B9) & _M64
+        x ^= x >> 27
+        x = (x * 0x94D049BB133111EB) & _M64
+        return x ^ (x >> 31)
+    x = q.astype(np.uint64) + np.uint64(((seed + 1) * 0x9E3779B97F4A7C15) & _M64)
+    with np.errstate(over="ignore"):
+        x ^= x >> np.uint64(31)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return x
+
+
+def slot_permutation(w, bits: int, seed: int):
+    """``cuda/dram.cu``'s gm_dram_slot over a NumPy array: a permutation of
+    0 .. 2^bits - 1 (odd multiplications and right xorshifts modulo 2^bits), the
+    random chunk places of ``dram_channels``."""
+    mask = np.uint64((1 << bits) - 1)
+    h = np.uint64((bits + 1) // 2)
+    x = (w.astype(np.uint64) + np.uint64(seed)) & mask
+    with np.errstate(over="ignore"):
+        x = (x * np.uint64(0x9E3779B97F4A7C15)) & mask
+        x ^= x >> h
+        x = (x * np.uint64(0xBF58476D1CE4E5B9)) & mask
+        x ^= x >> h
+    return x.astype(np.int64)
+
+
+_M64 = (1 << 64) - 1
