@@ -136,6 +136,27 @@ def test_report_without_a_gpu():
     assert "1024 MiB requested" in row["model_text"]
 
 
+def test_report_rows_from_measured_numbers(monkeypatch):
+    monkeypatch.setattr(l2p, "_head_rows", lambda quick: [
+        {"case": "none", "ms": 0.5, "l2_hit_rate": 40.0},
+        {"case": "window hit_ratio=1", "ms": 0.4, "l2_hit_rate": 65.0}])
+    (row,) = l2p._headline(True, True)
+    assert row["measured"] == {"none_ms": 0.5, "window_ms": 0.4, "none_over_window": 1.25,
+                               "none_l2_hit_rate": 40.0, "window_l2_hit_rate": 65.0}
+    assert "(1.25x); L2 hit rate 40% -> 65%" in row["measured_text"]
+    monkeypatch.setattr(l2p, "_head_rows", lambda quick: [
+        {"case": "none", "ms": 0.5, "l2_hit_rate": 40.0},
+        {"case": "window hit_ratio=1", "ms": None, "note": "no access-policy window"}])
+    (row,) = l2p._headline(True, True)
+    assert row["measured"] == {} and row["measured_text"] == "no access-policy window"
+
+
+def test_report_sweep_unmeasured_is_the_model():
+    (t,) = l2p._report_sweeps(False, True, False)
+    assert [r["hot_MiB"] for r in t.rows[::5]] == list(l2p.HOT_MIB[::2])
+    assert all(r["ms"] is None and r["note"] == "not measured: model only" for r in t.rows)
+
+
 # ---- the kernel on a GPU -------------------------------------------------------------------
 @gpu
 @pytest.mark.parametrize("variant", ["plain", "cold_streaming"])

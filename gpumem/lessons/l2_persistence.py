@@ -42,7 +42,7 @@ import numpy as np
 from .. import _core, runtime
 from .._core import DeviceArray
 from ..model import l2_persistence as model
-from ..runtime.args import _flag, _index, _indices
+from ..runtime.args import _flag, _given, _host, _index, _indices
 from ..runtime.table import Table
 from ..tools import headline as hl
 from ..tools.lesson import Lesson, sanitize_f32
@@ -64,6 +64,17 @@ COUNTERS = ("l2_hit_rate", "dram_read_bytes")
 WINDOW_CC = (8, 0)
 _VARIANTS = ("plain", "cold_streaming")
 _MAX_REUSE = model.MAX_REUSE
+
+
+def _ratio(fn: str, name: str, v: Any) -> float:
+    """``v`` as a float in [0, 1]: TypeError or ValueError naming ``fn`` and ``name``."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                              np.floating)):
+        raise TypeError(f"{fn}: {name} must be a real number in [0, 1], not "
+                        f"{type(v).__name__}")
+    if not 0.0 <= float(v) <= 1.0:
+        raise ValueError(f"{fn}: {name}={v} is not allowed; {name} must be in [0, 1]")
+    return float(v)
 
 
 def _variant(fn: str, v: Any) -> str:
@@ -115,7 +126,11 @@ def hot_cold(hot: Array, cold: Array, *, reuse: int = 2,
     numpy.ndarray, or a DeviceArray when an input or ``out`` is one.
     """
     fn = "hot_cold"
+    _given(fn, hot=hot, cold=cold)
     window = _flag(fn, "window", window)
+    hit_ratio = _ratio(fn, "hit_ratio", hit_ratio)
+    if set_aside is not None:
+        set_aside = _int(fn, "set_aside", set_aside, 0, 1 << 40)
     if not window:
         if hit_ratio != 1.0 or set_aside is not None:
             raise ValueError(f"{fn}: hit_ratio and set_aside need window=True")
@@ -127,8 +142,6 @@ def hot_cold(hot: Array, cold: Array, *, reuse: int = 2,
     if _index(fn, "block", block) != 256:
         raise ValueError(f"{fn}: block={block} is not allowed with window=True; it launches "
                          "blocks of 256")
-    if hit_ratio is None:
-        raise TypeError(f"{fn}: hit_ratio must be a real number in [0, 1], not None")
     on_device = out is not None or not all(isinstance(x, np.ndarray) for x in (hot, cold))
     res = _core._hot_cold_window(hot, cold, out, reuse, hit_ratio, set_aside=set_aside)
     return res if on_device else res.get()
@@ -137,8 +150,8 @@ def hot_cold(hot: Array, cold: Array, *, reuse: int = 2,
 def hot_cold_reference(hot: np.ndarray, cold: np.ndarray, reuse: int = 2) -> np.ndarray:
     """NumPy reference of :func:`hot_cold`: the same float32 additions in the same order."""
     fn = "hot_cold_reference"
-    hot = np.asarray(hot, dtype=np.float32).ravel()
-    cold = np.asarray(cold, dtype=np.float32).ravel()
+    hot = _host(fn, "hot", hot, np.float32, 1)
+    cold = _host(fn, "cold", cold, np.float32, 1)
     reuse = _int(fn, "reuse", reuse, 1, _MAX_REUSE)
     if hot.size < 1:
         raise ValueError(f"{fn}: hot is empty")
@@ -176,9 +189,12 @@ def _hit_ratios(fn: str, vs: Any) -> list[float]:
     except TypeError:
         raise TypeError(f"{fn}: hit_ratios must be a sequence of numbers in [0, 1], not "
                         f"{type(vs).__name__}") from None
+    if not vs:
+        raise ValueError(f"{fn}: hit_ratios is empty")
     out = []
     for v in vs:
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.floating,
+                                                                 np.integer)):
             raise TypeError(f"{fn}: hit_ratios must hold real numbers, not {type(v).__name__}")
         if not 0.0 <= float(v) <= 1.0:
             raise ValueError(f"{fn}: hit_ratios: {v} is not in [0, 1]")
@@ -205,7 +221,7 @@ def _counted(call) -> dict:
 
 def _model_row(hot_mib: float, cold_mib: int, reuse: int) -> dict:
     n_hot, n_cold = int(hot_mib * MiB) // 4, cold_mib * MiB // 4
-    c = model.hot_cold_counts(n_hot, n_cold, reuse)
+    c = model.hot_cold_bytes(n_hot, n_cold, reuse)
     return {"hot_MiB": hot_mib, "requested_MiB": c["bytes"] / MiB,
             "hot_requested_MiB": c["hot_bytes"] / MiB,
             "reuse_distance_MiB": model.reuse_distance_bytes(n_hot, reuse) / MiB}
@@ -214,7 +230,7 @@ def _model_row(hot_mib: float, cold_mib: int, reuse: int) -> dict:
 def persistence_sweep(hot_mib: Sequence[int] = HOT_MIB, *,
                       hit_ratios: Sequence[float] = HIT_RATIOS, cold_mib: int = 256,
                       reuse: int = 2, repeat: int = 5, counters: bool = True,
-                      progress: bool = True) -> Table:
+                      progress: bool = True, measure: bool = True) -> Table:
     """:func:`hot_cold` by hot-set size: no window, the cold loads evict-first
     (``cold_streaming``), and a window over the hot set for each hit ratio.
 
@@ -228,8 +244,9 @@ def persistence_sweep(hot_mib: Sequence[int] = HOT_MIB, *,
     L2 before its launch; persisting lines of the warm-up may survive that flush,
     as they would survive any stream.
 
-    Without a GPU the model's columns alone: the bytes requested and the reuse
-    distance (the bytes that flow through L2 between two reads of one hot element).
+    Without a GPU (or with ``measure=False``) the model's columns alone: the bytes
+    requested and the reuse distance (the bytes that flow through L2 between two reads
+    of one hot element).
 
     Returns
     -------
@@ -245,6 +262,7 @@ def persistence_sweep(hot_mib: Sequence[int] = HOT_MIB, *,
     repeat = _int(fn, "repeat", repeat, 1, 100_000)
     counters = _flag(fn, "counters", counters)
     progress = _flag(fn, "progress", progress)
+    measure = _flag(fn, "measure", measure)
     cases = [_NONE, _CS] + [_case_name(h) for h in ratios]
     cols = ["hot_MiB", "case", "hit_ratio", "set_aside_MiB", "ms", "GB/s", "l2_hit_rate",
             "dram_read_MiB", "requested_MiB", "hot_requested_MiB", "reuse_distance_MiB", "note"]
@@ -254,11 +272,12 @@ def persistence_sweep(hot_mib: Sequence[int] = HOT_MIB, *,
     title = (f"hot_cold: a hot set reused {reuse}x per element of a {cold_mib} MiB cold "
              "stream, with and without an access-policy window")
     rows = []
-    if not runtime.is_available():
+    if not measure or not runtime.is_available():
+        note = "no GPU: model only" if measure else "not measured: model only"
         for s in sizes:
             for case in cases:
                 row = dict.fromkeys(cols)
-                row.update(_model_row(s, cold_mib, reuse), case=case, note="no GPU: model only")
+                row.update(_model_row(s, cold_mib, reuse), case=case, note=note)
                 rows.append(row)
         return Table(rows, cols, sources=sources, title=title)
     _need_gpu()
@@ -348,7 +367,8 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
 
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
     sizes = HOT_MIB[::2] if quick else HOT_MIB
-    return [persistence_sweep(sizes, repeat=3 if quick else 5, progress=progress)]
+    return [persistence_sweep(sizes, repeat=3 if quick else 5, progress=progress,
+                              measure=measure)]
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------

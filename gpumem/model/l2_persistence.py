@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["hot_cold_counts", "reuse_distance_bytes", "MAX_REUSE"]
+__all__ = ["hot_cold_bytes", "hot_cold_counts", "reuse_distance_bytes", "MAX_REUSE"]
 
 WARP = 32
 SECTOR = 32
@@ -47,6 +47,22 @@ def _count(fn: str, name: str, v: Any, lo: int, hi: int) -> int:
 def _sectors(first: np.ndarray, end: np.ndarray) -> np.ndarray:
     """32-byte sectors of floats [first, end) (end > first), from a 32-byte-aligned base."""
     return (4 * end - 1) // SECTOR - (4 * first) // SECTOR + 1
+
+
+def hot_cold_bytes(n_hot: int, n_cold: int, reuse: int = 2) -> dict:
+    """The bytes one ``hot_cold`` launch requests (no sector counting: constant time).
+
+    Returns
+    -------
+    dict: ``hot_bytes``, ``cold_bytes``, ``out_bytes``, ``bytes`` (their sum),
+    ``hot_set_bytes``.
+    """
+    fn = "hot_cold_bytes"
+    n_hot = _count(fn, "n_hot", n_hot, 1, _MAX_N)
+    n_cold = _count(fn, "n_cold", n_cold, 1, _MAX_N)
+    reuse = _count(fn, "reuse", reuse, 1, MAX_REUSE)
+    return {"hot_bytes": 4 * reuse * n_cold, "cold_bytes": 4 * n_cold, "out_bytes": 4 * n_cold,
+            "bytes": 4 * n_cold * (2 + reuse), "hot_set_bytes": 4 * n_hot}
 
 
 def hot_cold_counts(n_hot: int, n_cold: int, reuse: int = 2, *, block: int = 256) -> dict:
@@ -87,8 +103,7 @@ def hot_cold_counts(n_hot: int, n_cold: int, reuse: int = 2, *, block: int = 256
         per = np.where(length >= n_hot, whole, one + second - overlap)
         hot_sectors += int(per.sum())
     return {
-        "hot_bytes": 4 * reuse * n_cold, "cold_bytes": 4 * n_cold, "out_bytes": 4 * n_cold,
-        "bytes": 4 * n_cold * (2 + reuse), "hot_set_bytes": 4 * n_hot,
+        **hot_cold_bytes(n_hot, n_cold, reuse),
         "gld_requests": warps * (1 + reuse), "cold_sectors": cold_sectors,
         "hot_sectors": hot_sectors, "gld_transactions": cold_sectors + hot_sectors,
         "gst_requests": warps, "gst_transactions": cold_sectors,

@@ -31,6 +31,8 @@ def test_counts_equal_the_brute_force(n_hot, n_cold, reuse):
     assert c["gst_requests"] == -(-n_cold // 32)
     assert c["bytes"] == c["hot_bytes"] + c["cold_bytes"] + c["out_bytes"] == 4 * n_cold * (2 + reuse)
     assert c["hot_set_bytes"] == 4 * n_hot
+    assert model.hot_cold_bytes(n_hot, n_cold, reuse) == {
+        k: c[k] for k in ("hot_bytes", "cold_bytes", "out_bytes", "bytes", "hot_set_bytes")}
 
 
 def test_a_long_stream_past_a_large_hot_set():
