@@ -332,6 +332,11 @@ class FakeGPU:
                                                     "free": [{"pool": 0.5}.get(kind, 30.0)] * r}))
         monkeypatch.setattr(alloc, "_touch_ms", lambda touch, nbytes, fresh, repeat: [
             types.SimpleNamespace(ms=nbytes / 2.5e9, bytes=float(nbytes))] * repeat)
+        # the l2_persistence lesson's launches without and with a window
+        monkeypatch.setattr(sys.modules["gpumem.lessons.l2_persistence"], "_head_rows",
+                            lambda quick: [{"case": "none", "ms": 0.5, "l2_hit_rate": 40.0},
+                                           {"case": "window hit_ratio=1", "ms": 0.4,
+                                            "l2_hit_rate": 65.0}])
         monkeypatch.setattr(gm.runtime, "to_device", lambda a: a)
         monkeypatch.setattr(gm.runtime, "empty", lambda shape: np.empty(shape, np.float32))
         monkeypatch.setattr(gm.runtime, "bench", self.bench)
