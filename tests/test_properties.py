@@ -295,7 +295,8 @@ _BASE = {("struct_update", "data"): np.ones((8, 2), np.float32),
          ("distance", "points"): np.ones((8, 3), np.float32),
          ("register_pressure", "x"): np.ones((64, 8), np.float32),
          ("matmul", "a"): np.ones((8, 8), np.float32), ("matmul", "b"): np.ones((8, 8), np.float32),
-         ("latency", "working_set"): 4096}
+         ("latency", "working_set"): 4096,
+         ("cluster_histogram", "x"): np.ones(8, np.uint32)}
 
 
 def _base_call(fn, rows: list[dict]) -> tuple[list, dict]:
