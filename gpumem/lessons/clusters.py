@@ -432,6 +432,21 @@ def histogram_sweep(bins: Sequence[int] = HISTOGRAM_BINS, *, n: int = 1 << 24,
 _MODEL_TEXT = "not modelled: the SM-to-SM network's latency and bandwidth are measured"
 
 
+def _chase_cycles(variant: str, steps: int) -> float:
+    """Cycles per load of one :func:`dsmem_chase` of 1024 nodes (the headline's)."""
+    return float(dsmem_chase(variant=variant, steps=steps)[1]) / steps
+
+
+def _stream_gbps(quick: bool) -> float:
+    """GB/s of :func:`dsmem_stream` reads in clusters of 2, a full wave (the headline's)."""
+    return hl._bench(dsmem_stream, quick=quick, variant="read", cluster=2).gbps
+
+
+def _histogram_ms(x: DeviceArray, bins: int, variant: str, quick: bool) -> float:
+    """Median ms of :func:`cluster_histogram` (the headline's)."""
+    return hl._bench(cluster_histogram, x, bins, variant=variant, quick=quick).median_ms
+
+
 def _headline(measure: bool, quick: bool) -> list[dict]:
     what = "a dependent load from another block's shared memory (DSMEM) vs its own"
     bwhat = "DSMEM read bandwidth, clusters of 2, against a device copy"
@@ -460,25 +475,24 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
             r["measured_text"] = f"{needs}; this GPU has {cc[0]}.{cc[1]}"
         return rows_no
     steps = 1024 if quick else 4096
-    lat = {v: float(dsmem_chase(variant=v, steps=steps)[1]) / steps for v in ("local", "remote")}
+    lat = {v: _chase_cycles(v, steps) for v in ("local", "remote")}
     meas = {f"{v}_cycles": c for v, c in lat.items()}
     meas["remote_over_local"] = lat["remote"] / lat["local"]
-    res = hl._bench(dsmem_stream, quick=quick, variant="read", cluster=2)
+    gbps = _stream_gbps(quick)
     n = 1 << 24
     dst, src = runtime.empty((n,)), runtime.to_device(np.zeros(n, np.float32))
     copy = device_copy(dst, src, repeat=5 if quick else 20, warmup=2)
-    bmeas = {"read_GB/s": res.gbps, "device_copy_GB/s": copy["GB/s"],
-             "read_over_copy": res.gbps / copy["GB/s"]}
+    bmeas = {"read_GB/s": gbps, "device_copy_GB/s": copy["GB/s"],
+             "read_over_copy": gbps / copy["GB/s"]}
     x = runtime.to_device(hl._rng().integers(0, hbins, size=n, dtype=np.uint32))
-    ms = {v: hl._bench(cluster_histogram, x, hbins, variant=v, quick=quick).median_ms
-          for v in ("cluster", "global")}
+    ms = {v: _histogram_ms(x, hbins, v, quick) for v in ("cluster", "global")}
     hmeas = {f"{v}_ms": m for v, m in ms.items()}
     hmeas["global_over_cluster"] = ms["global"] / ms["cluster"]
     return [hl._row("clusters", what, measured=meas, model_text=_MODEL_TEXT,
                     measured_text=f"local {lat['local']:.0f}, remote {lat['remote']:.0f} cycles",
                     takeaway=take),
             hl._row("clusters", bwhat, measured=bmeas, model_text=_MODEL_TEXT,
-                    measured_text=f"{hl._gbps(res.gbps)} ({bmeas['read_over_copy']:.2f}x the "
+                    measured_text=f"{hl._gbps(gbps)} ({bmeas['read_over_copy']:.2f}x the "
                                   f"device copy's {hl._gbps(copy['GB/s'])})", takeaway=btake),
             hl._row("clusters", hwhat, measured=hmeas, model=hmod,
                     model_text="4 * bins bytes of counts: more than one block's shared memory",
@@ -487,14 +501,16 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
 
 
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
-    if not measure or not cluster_capable(tuple(runtime.device().compute_capability)):
+    cc = tuple(runtime.device().compute_capability) if measure else None
+    if cc is None or not cluster_capable(cc):
+        why = "no GPU" if cc is None else f"this GPU has compute capability {cc[0]}.{cc[1]}"
         rows = [{"experiment": "dsmem_latency", "what": "cycles per load: own shared memory "
                  "against another block's"},
                 {"experiment": "dsmem_bandwidth", "what": "GB/s by cluster size 1..16"},
                 {"experiment": "histogram_sweep", "what": "cluster / block / global histograms "
                  "by bin count"}]
-        return [Table(rows, title="clusters (needs a GPU of compute capability 9.0: every "
-                                  "experiment measures)")]
+        return [Table(rows, title=f"clusters ({why}: every experiment measures, on a GPU of "
+                                  "compute capability 9.0 or newer)")]
     return [dsmem_latency(), dsmem_bandwidth(passes=16 if quick else 64, progress=progress),
             histogram_sweep(HISTOGRAM_BINS[::2] if quick else HISTOGRAM_BINS,
                             n=(1 << 22) if quick else (1 << 24), progress=progress)]
