@@ -2,7 +2,9 @@
 cluster size beside each SM reading its own shared memory and beside a cudaMemcpy
 device-to-device copy measured before and after in the same run; the latency of a load
 from another block's shared memory against the block's own; the cluster histogram against
-per-block shared bins and global atomics.
+per-block shared bins and global atomics; a producer -> consumer pipeline in clusters of
+two handing tiles over through the consumer's shared memory against through global memory
+(reported, no target: Lühnen et al. measured up to 2.3x for the shared-memory hand-off).
 
 Every gpumem row is the median of ``REPEAT`` launches timed with CUDA events
 (gpumem.bench); every checksum and histogram is compared with its NumPy reference
@@ -56,6 +58,13 @@ def run(out_dir: str, quick: bool) -> bool:
         rows.append({"experiment": f"histogram {r['bins']} bins", "variant": r["variant"],
                      "cluster": r["cluster"], "ms": r["ms"], "GB/s": None, "x copy": None,
                      "note": r["note"] or f"{r['Gvalues/s']:.1f} Gvalues/s"})
+    pipe = cl.pipeline_sweep(cl.PIPELINE_SIZES[::2] if quick else cl.PIPELINE_SIZES,
+                             repeat=REPEAT)
+    for r in pipe:
+        rows.append({"experiment": f"pipeline n = {r['n']}", "variant": r["variant"],
+                     "cluster": 2, "ms": r["ms"], "GB/s": r["GB/s"], "x copy": r["GB/s"] / copy,
+                     "note": "" if r["global / dsmem"] is None
+                     else f"global / dsmem {r['global / dsmem']:.2f}"})
     table = gm.Table(rows, columns=["experiment", "variant", "cluster", "ms", "GB/s", "x copy",
                                     "note"],
                      sources={"ms": "measured", "GB/s": "measured", "x copy": "measured"},

@@ -123,7 +123,8 @@ __global__ void dsmem_stream_kernel(unsigned *out, int smem, int passes)
                 const unsigned j = 4u * (unsigned)k;
                 asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};"
                              ::"r"(base + 16u * k), "r"(GM_STREAM_WORD(b, j, p)),
-                             "r"(GM_STREAM_WORD(b, j + 1, p)), "r"(GM_STREAM_WORD(b, j + 2, p)), "r"(GM_STREAM_WORD(b, j + 3, p))
+                             "r"(GM_STREAM_WORD(b, j + 1, p)), "r"(GM_STREAM_WORD(b, j + 2, p)),
+                             "r"(GM_STREAM_WORD(b, j + 3, p))
                              : "memory");
             }
         cl.sync();
@@ -237,6 +238,53 @@ __global__ void cluster_histogram_kernel(const unsigned *__restrict__ x, unsigne
 #endif
 }
 
+// ---- dsmem_pipeline ------------------------------------------------------------------------
+// V: gm_pipe_variant.  A producer -> consumer pipeline in clusters of two:
+// cluster c takes a contiguous run of tiles (4 * blockDim floats each); at
+// step t rank 0 produces tile t (2 x + 1, from global memory) into buffer
+// t mod 2 -- the consumer's shared memory (dsmem) or a global buffer of the
+// cluster's (global) -- while rank 1 stores tile t - 1 from buffer (t - 1)
+// mod 2 to out; one cluster.sync() per step (release/acquire at cluster
+// scope) hands the tile over and frees the buffer it read.  One step more
+// than tiles drains the last.  The global hand-off is read with ld.global.cg
+// (from L2: the producer ran on another SM).
+template <int V>
+__global__ void dsmem_pipeline_kernel(const float *__restrict__ x, float *__restrict__ out,
+                                      float *scratch, long long n)
+{
+#if GM_HAS_CLUSTERS
+    extern __shared__ __align__(16) float s_tiles[];
+    cg::cluster_group cl = cg::this_cluster();
+    const int tile = 4 * (int)blockDim.x;
+    const long long tiles = (n + tile - 1) / tile;
+    const long long cid = blockIdx.x / GM_PIPE_CLUSTER, ncl = gridDim.x / GM_PIPE_CLUSTER;
+    const long long per = (tiles + ncl - 1) / ncl;
+    const long long first = cid * per;
+    const long long last = first + per < tiles ? first + per : tiles; // may be < first: no work
+    const bool producer = cl.block_rank() == 0;
+    float *hand = V == GM_PIPE_DSMEM ? cl.map_shared_rank(s_tiles, 1)
+                                     : scratch + cid * 2 * (long long)tile;
+    for (long long t = first; t <= last; ++t) {
+        if (producer && t < last) {
+            float *dst = hand + (t & 1) * tile;
+            for (int k = threadIdx.x; k < tile; k += blockDim.x) {
+                const long long i = t * tile + k;
+                dst[k] = i < n ? 2.0f * x[i] + 1.0f : 0.0f;
+            }
+        }
+        if (!producer && t > first) {
+            const float *src = (V == GM_PIPE_DSMEM ? s_tiles : hand) + ((t - 1) & 1) * tile;
+            for (int k = threadIdx.x; k < tile; k += blockDim.x) {
+                const long long i = (t - 1) * tile + k;
+                if (i < n)
+                    out[i] = V == GM_PIPE_DSMEM ? src[k] : __ldcg(src + k);
+            }
+        }
+        cl.sync();
+    }
+#endif
+}
+
 // ---- launching a cluster ------------------------------------------------------------------
 // The kernel's attributes a cluster launch of it needs: more than 48 KiB of
 // dynamic shared memory, more than 8 blocks per cluster (non-portable).
@@ -346,6 +394,33 @@ extern "C" cudaError_t gm_dsmem_stream(const gm_dsmem_stream_params *p, gm_dims 
 {
     *dims = gm_dims_1d((unsigned)(p->clusters * p->cluster), p->block, gm_dsmem_stream_smem(p));
     return cluster_run(select_stream(p), dims, p->cluster, stream, p->out, p->smem, p->passes);
+}
+
+using pipe_fn = void (*)(const float *, float *, float *, long long);
+
+static pipe_fn select_pipe(const gm_dsmem_pipeline_params *p)
+{
+    return gm_select<GM_PIPE_DSMEM, GM_PIPE_GLOBAL>(
+        p->variant, [](auto v) -> pipe_fn { return dsmem_pipeline_kernel<decltype(v)::value>; });
+}
+
+extern "C" const void *gm_dsmem_pipeline_kernel(const gm_dsmem_pipeline_params *p)
+{
+    return (const void *)select_pipe(p);
+}
+
+extern "C" size_t gm_dsmem_pipeline_smem(const gm_dsmem_pipeline_params *p)
+{
+    return p->variant == GM_PIPE_DSMEM ? (size_t)(2 * 4 * p->block) * sizeof(float) : 0;
+}
+
+extern "C" cudaError_t gm_dsmem_pipeline(const gm_dsmem_pipeline_params *p, gm_dims *dims,
+                                         cudaStream_t stream)
+{
+    *dims = gm_dims_1d((unsigned)(p->clusters * GM_PIPE_CLUSTER), p->block,
+                       gm_dsmem_pipeline_smem(p));
+    return cluster_run(select_pipe(p), dims, GM_PIPE_CLUSTER, stream, p->x, p->out, p->scratch,
+                       p->n);
 }
 
 using hist_fn = void (*)(const unsigned *, unsigned *, long long, int);

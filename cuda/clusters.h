@@ -81,10 +81,31 @@ typedef struct {
 } gm_cluster_histogram_params;
 GM_FAMILY(cluster_histogram)
 
+/* dsmem_pipeline: clusters of two blocks, rank 0 producing tiles of
+ * 4 * block floats (2 x + 1 of x's), rank 1 consuming them (storing them to
+ * out), one cluster.sync() per tile, two tiles in flight. */
+typedef enum {
+    GM_PIPE_DSMEM = 0,  /* the producer stores each tile into the consumer's shared memory */
+    GM_PIPE_GLOBAL = 1  /* ... into a global buffer of the cluster's, read back through L2 */
+} gm_pipe_variant;
+#define GM_PIPE_CLUSTER 2
+
+typedef struct {
+    int variant;       /* gm_pipe_variant */
+    const float *x;
+    float *out;
+    float *scratch;    /* global: 2 tiles per cluster (clusters * 8 * block floats) */
+    long long n;
+    int clusters;      /* clusters in the grid */
+    int block;         /* threads per block */
+} gm_dsmem_pipeline_params;
+GM_FAMILY(dsmem_pipeline)
+
 /* Shared memory per block a launch of p needs (dynamic, bytes). */
 size_t gm_cluster_histogram_smem(const gm_cluster_histogram_params *p);
 size_t gm_dsmem_stream_smem(const gm_dsmem_stream_params *p);
 size_t gm_dsmem_chase_smem(const gm_dsmem_chase_params *p);
+size_t gm_dsmem_pipeline_smem(const gm_dsmem_pipeline_params *p);
 
 /* How many clusters of `cluster` blocks of `block` threads with `smem` bytes
  * of dynamic shared memory each can be resident at once (the kernel's

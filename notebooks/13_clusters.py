@@ -27,7 +27,9 @@
 # 2. **How fast can blocks stream through each other's shared memory**, by cluster size, with
 #    coalesced 16-byte accesses (as the Hopper tuning guide asks)?
 # 3. **What is it good for?** The CUDA Programming Guide's histogram: more bins than one block
-#    can hold, spread over the shared memories of a cluster, against global atomics.
+#    can hold, spread over the shared memories of a cluster, against global atomics; and a
+#    producer handing tiles to a consumer block through its shared memory instead of through
+#    global memory.
 #
 # Everything here needs a GPU of compute capability 9.0 or newer; without one the notebook
 # shows the kernels, the references and what it would measure.
@@ -49,7 +51,7 @@ elif not RUN:
           "measure.")
 else:
     print(gm.device().summary())
-for fam in ("dsmem_chase", "dsmem_stream", "cluster_histogram"):
+for fam in ("dsmem_chase", "dsmem_stream", "cluster_histogram", "dsmem_pipeline"):
     for v in gm.variants(fam):
         print(f"{fam:18s} {v.name:8s} {v.idea}")
 
@@ -147,6 +149,26 @@ else:
                                  "cluster, block and global)"))
 
 # %% [markdown]
+# ## 4. Producer -> consumer
+#
+# In clusters of two, rank 0 computes tiles (`2 x + 1`) and rank 1 stores them: the tile is
+# handed over either straight into the consumer's shared memory (`dsmem`) or through a global
+# buffer that the consumer reads back from L2 (`global`). One `cluster.sync()` per tile, two
+# tiles in flight. (Lühnen et al., HPEC 2024, report the shared-memory hand-off up to 2.3x
+# faster.)
+
+# %%
+if RUN:
+    y = rng.standard_normal(1 << 20, dtype=np.float32)
+    print("dsmem_pipeline equal to 2x + 1:",
+          all(np.array_equal(gm.dsmem_pipeline(y, variant=v), clusters.dsmem_pipeline_reference(y))
+              for v in clusters.PIPELINE_VARIANTS))
+    display(clusters.pipeline_sweep(repeat=5))
+else:
+    display(gm.Table([{"variant": v.name, "what": v.idea} for v in gm.variants("dsmem_pipeline")],
+                     title="what pipeline_sweep would time, by size (no GPU here)"))
+
+# %% [markdown]
 # ## What to take away
 #
 # * Another block's shared memory is a few times farther than your own, and still much closer
@@ -156,3 +178,5 @@ else:
 #   clusters grow.
 # * A cluster's shared memories add up: bins that no single block can hold still get on-chip
 #   atomics, split over the cluster, instead of one global atomic per value.
+# * A block can hand its results to another block without a round trip through L2: compare the
+#   `global / dsmem` column of the pipeline.

@@ -17,7 +17,10 @@ import gpumem as gm
 from gpumem import experiments
 from gpumem.lessons import clusters
 from gpumem.lessons.clusters import (chase_hop, cluster_histogram_reference,
-                                     dsmem_chase_reference, dsmem_stream_reference)
+                                     dsmem_chase_reference, dsmem_pipeline_reference,
+                                     dsmem_stream_reference)
+
+from _helpers import poisoned
 
 gpu = pytest.mark.gpu
 
@@ -28,7 +31,8 @@ def test_variants_tables():
     assert [v.select for v in gm.variants("dsmem_chase")] == [0, 1, 2]
     assert [v.name for v in gm.variants("dsmem_stream")] == ["read", "write", "local"]
     assert [v.name for v in gm.variants("cluster_histogram")] == ["cluster", "block", "global"]
-    for fam in ("dsmem_chase", "dsmem_stream", "cluster_histogram"):
+    assert [v.name for v in gm.variants("dsmem_pipeline")] == ["dsmem", "global"]
+    for fam in ("dsmem_chase", "dsmem_stream", "cluster_histogram", "dsmem_pipeline"):
         for v in gm.variants(fam):      # every variant says which GPUs run it
             assert "compute capability 9.0+" in v.idea, (fam, v.name)
     assert gm.variants("dsmem_stream")[0].bytes == "16*(smem/16)*passes*cluster*clusters"
@@ -67,7 +71,8 @@ def test_an_older_gpu_is_refused_naming_the_capability(monkeypatch):
     monkeypatch.setattr(gm.runtime, "is_available", lambda: True)
     monkeypatch.setattr(gm.runtime, "device",
                         lambda: types.SimpleNamespace(compute_capability=(8, 0)))
-    for fn in (clusters.dsmem_latency, clusters.dsmem_bandwidth, clusters.histogram_sweep):
+    for fn in (clusters.dsmem_latency, clusters.dsmem_bandwidth, clusters.histogram_sweep,
+               clusters.pipeline_sweep):
         with pytest.raises(gm.CudaError, match=rf"^{fn.__name__}: thread block clusters .* need "
                                                r"compute capability 9\.0 or newer .* this GPU "
                                                r"has compute capability 8\.0"):
@@ -102,8 +107,12 @@ def test_stream_reference_by_brute_force():
                     total += (w + passes - 1) % 2**32 if variant == "write" else w * passes
             assert dsmem_stream_reference(variant, smem=smem, passes=passes,
                                           blocks=blocks) == total % 2**32
-    # large grids wrap at 2^32
+    # large grids wrap at 2^32; a word's own wrap (b * 65599 past 2^32) is the same sum
     assert 0 <= dsmem_stream_reference("read", smem=227 * 1024, passes=1000, blocks=2000) < 2**32
+    big = [(b * 65599 + j) % 2**32 for b in (70_000, 70_001) for j in range(8)]
+    base = dsmem_stream_reference("local", smem=32, blocks=70_000, passes=1)
+    assert dsmem_stream_reference("local", smem=32, blocks=70_002, passes=1) == \
+        (base + sum(big)) % 2**32
 
 
 def test_histogram_reference(rng):
@@ -160,10 +169,26 @@ BAD = [
     (lambda: gm.cluster_histogram(_u32, 4, out=np.zeros(4, np.uint32)), TypeError,
      "cluster_histogram: out"),
     (lambda: gm.cluster_histogram(np.ma.masked_array(_u32), 4), TypeError, "masked"),
+    (lambda: gm.dsmem_pipeline(_u32, variant="dsmem"), TypeError,
+     "dsmem_pipeline: x has dtype dtype('uint32'); this kernel takes dtype('float32')"),
+    (lambda: gm.dsmem_pipeline(np.ones((2, 3), np.float32)), ValueError,
+     "dsmem_pipeline: x must be 1-D"),
+    (lambda: gm.dsmem_pipeline(np.ones(8, np.float32), variant="l2"), ValueError, "variant='l2'"),
+    (lambda: gm.dsmem_pipeline(np.ones(8, np.float32), block=48), ValueError,
+     "dsmem_pipeline: block=48"),
+    (lambda: gm.dsmem_pipeline(np.ones(8, np.float32), clusters=0), ValueError,
+     "dsmem_pipeline: clusters=0"),
+    (lambda: gm.dsmem_pipeline(np.ones(8, np.float32), out=np.ones(8, np.float32)), TypeError,
+     "dsmem_pipeline: out"),
+    (lambda: dsmem_pipeline_reference(_u32), TypeError, "dsmem_pipeline_reference: x must be"),
+    (lambda: clusters.pipeline_sweep([0]), ValueError, "pipeline_sweep: sizes"),
+    (lambda: clusters.pipeline_sweep(block=48), ValueError, "pipeline_sweep: block=48"),
     (lambda: chase_hop(1), ValueError, "chase_hop: nodes=1"),
     (lambda: dsmem_chase_reference(64, steps=0), ValueError, "dsmem_chase_reference: steps=0"),
     (lambda: dsmem_stream_reference("copy"), ValueError, "dsmem_stream_reference: variant"),
     (lambda: dsmem_stream_reference(smem=8), ValueError, "dsmem_stream_reference: smem=8"),
+    (lambda: dsmem_stream_reference(smem=24), ValueError, "dsmem_stream_reference: smem=24"),
+    (lambda: dsmem_stream_reference(blocks=2**40), ValueError, "dsmem_stream_reference: blocks"),
     (lambda: cluster_histogram_reference(_u32.astype(np.int64), 4), TypeError,
      "cluster_histogram_reference: x must be a 1-D uint32 array"),
     (lambda: cluster_histogram_reference(_u32, 0), ValueError,
@@ -197,7 +222,8 @@ def test_valid_arguments_take_numpy_integers():
         assert gm.cluster_histogram(np.zeros(0, np.uint32), 5) is None
 
 
-@pytest.mark.parametrize("name", ["dsmem_latency", "dsmem_bandwidth", "histogram_sweep"])
+@pytest.mark.parametrize("name", ["dsmem_latency", "dsmem_bandwidth", "histogram_sweep",
+                                  "pipeline_sweep"])
 def test_experiments_without_a_gpu_say_so_by_name(name, no_gpu):
     with pytest.raises(gm.CudaUnavailableError, match=f"^{name}: no GPU"):
         getattr(clusters, name)()
@@ -359,6 +385,33 @@ def test_histogram_sweep_table(no_leak):
 
 
 @gpu
+@pytest.mark.parametrize("variant", ["dsmem", "global"])
+def test_pipeline_equals_the_reference(variant, rng, no_leak):
+    _hopper()
+    for n in (1, 3, 1023, 1024, 1025, 100_003, int(rng.integers(1 << 20, 1 << 21))):
+        x = rng.standard_normal(n, dtype=np.float32)
+        for block, clusters_ in ((32, None), (96, 1), (256, 3), (1024, None), (64, 1000)):
+            out = poisoned((n,))
+            got = gm.dsmem_pipeline(x, variant=variant, block=block, clusters=clusters_, out=out)
+            assert got is out
+            np.testing.assert_array_equal(out.get(), dsmem_pipeline_reference(x),
+                                          err_msg=f"n={n} block={block} clusters={clusters_}")
+    host = gm.dsmem_pipeline(np.arange(5, dtype=np.float32), variant=variant)
+    np.testing.assert_array_equal(host, [1, 3, 5, 7, 9])
+    assert gm.dsmem_pipeline(np.zeros(0, np.float32), variant=variant).shape == (0,)
+
+
+@gpu
+def test_pipeline_sweep_table(no_leak):
+    _hopper()
+    t = clusters.pipeline_sweep([1 << 16, 1 << 20], repeat=3)
+    assert [(r["n"], r["variant"]) for r in t] == [
+        (n, v) for n in (1 << 16, 1 << 20) for v in ("dsmem", "global")]
+    assert all(r["ms"] > 0 and r["GB/s"] > 0 for r in t)
+    assert all(r["global / dsmem"] > 0 for r in t if r["variant"] == "global")
+
+
+@gpu
 def test_report_measures_every_row(no_leak):
     _hopper()
     rows = clusters._headline(True, True)
@@ -373,5 +426,6 @@ def test_sanitizer_calls_cover_every_variant(no_leak):
     with gm.record() as recs:
         clusters._sanitize()
     assert {(r.kernel, r.variant) for r in recs} == {
-        (f, v.name) for f in ("dsmem_chase", "dsmem_stream", "cluster_histogram")
+        (f, v.name) for f in ("dsmem_chase", "dsmem_stream", "cluster_histogram",
+                              "dsmem_pipeline")
         for v in gm.variants(f)}

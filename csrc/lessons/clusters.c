@@ -4,6 +4,8 @@
  *   dsmem_stream       coalesced 16-byte loads or stores into the next rank's shared memory
  *   cluster_histogram  bins spread over a cluster's shared memories, against per-block
  *                      shared bins and global atomics
+ *   dsmem_pipeline     producer -> consumer in a cluster of two, through the consumer's
+ *                      shared memory or through global memory
  * Every launch is a cluster launch, which needs compute capability 9.0: before
  * anything is launched, prepare() refuses an older GPU (CudaError naming the
  * capability) and a cluster this GPU will not schedule (ValueError naming
@@ -13,6 +15,7 @@
 GM_THUNKS(dsmem_chase)
 GM_THUNKS(dsmem_stream)
 GM_THUNKS(cluster_histogram)
+GM_THUNKS(dsmem_pipeline)
 
 /* ---- what every family checks on the device ---------------------------------------- */
 /* CudaError unless the GPU has compute capability 9.0 or newer. */
@@ -441,11 +444,97 @@ static const gm_family gm_cluster_histogram_family = {
     hist_args, 1, 0, hist_variants, hist_check, hist_prepare, hist_fill,
 };
 
+/* ---- dsmem_pipeline --------------------------------------------------------------------- */
+static const gm_variant pipe_variants[] = {
+    GM_ROW(dsmem_pipeline, "dsmem", GM_PIPE_DSMEM,
+           "producer -> consumer in a cluster of two: each tile stored straight into the "
+           "consumer block's shared memory (compute capability 9.0+)",
+           "8*n", "2*n"),
+    GM_ROW(dsmem_pipeline, "global", GM_PIPE_GLOBAL,
+           "the same pipeline handing each tile over through a global buffer: written to L2, "
+           "read back from it by the other SM (compute capability 9.0+)",
+           "8*n", "2*n"),
+    GM_END_ROWS,
+};
+
+enum { PI_X, PI_VARIANT, PI_BLOCK, PI_CLUSTERS };
+static const gm_arg pipe_args[] = {
+    [PI_X] = {"x", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 1},
+    [PI_VARIANT] = {"variant", GM_VARIANT, GM_RECORD, .sdef = "dsmem"},
+    [PI_BLOCK] = {"block", GM_INT, GM_RECORD | GM_WHOLE_WARPS, 256, 32, 1024, .what = " threads"},
+    [PI_CLUSTERS] = {"clusters", GM_INT, GM_NO_DEFAULT | GM_RECORD, 0, 1, 1 << 20,
+                     .what = " (clusters of two in the grid)"},
+    {NULL},
+};
+
+static int pipe_check(gm_call *c)
+{
+    const long long n = gm_dim(c, PI_X, 0);
+    gm_result(c, 1, c->op[PI_X].shape, NPY_FLOAT32);
+    c->work = n;
+    c->bytes = 8.0 * (double)n;
+    c->flops = 2.0 * (double)n;
+    return gm_record(c, "n", n);
+}
+
+static void pipe_fill(const gm_call *c, void *params)
+{
+    *(gm_dsmem_pipeline_params *)params = (gm_dsmem_pipeline_params){
+        c->variant ? c->variant->select : GM_PIPE_DSMEM,
+        gm_in(c, PI_X),
+        (float *)gm_res(c),
+        (float *)gm_tmp(c),
+        gm_dim(c, PI_X, 0),
+        c->v[PI_CLUSTERS] ? (int)c->v[PI_CLUSTERS] : 1,
+        c->v[PI_BLOCK] ? (int)c->v[PI_BLOCK] : 256,
+    };
+}
+
+/* Before the launch: the GPU and the cluster checked; the grid (when not given: one
+ * cluster per tile, at most as many as can be resident at once: one wave); the
+ * global variant's hand-off buffer (tmp: two tiles per cluster). */
+static int pipe_prepare(gm_call *c)
+{
+    const long long n = gm_dim(c, PI_X, 0), tile = 4 * c->v[PI_BLOCK];
+    gm_dsmem_pipeline_params p;
+    int fit = 0;
+    pipe_fill(c, &p);
+    if (need_clusters(c->f->name) < 0 ||
+        cluster_fits(c, c->variant->kernel(&p), GM_PIPE_CLUSTER, p.block,
+                     gm_dsmem_pipeline_smem(&p), &fit) < 0)
+        return -1;
+    if (!c->given[PI_CLUSTERS]) {
+        const long long tiles = (n + tile - 1) / tile;
+        c->v[PI_CLUSTERS] = tiles < 1 ? 1 : tiles < fit ? tiles : fit;
+    }
+    if (gm_record(c, "clusters", c->v[PI_CLUSTERS]) < 0)
+        return -1;
+    if (c->variant->select == GM_PIPE_GLOBAL) {
+        npy_intp shape[1] = {(npy_intp)(c->v[PI_CLUSTERS] * 2 * tile)};
+        PyArray_Descr *f32 = PyArray_DescrFromType(NPY_FLOAT32);
+        c->tmp = gm_devarray_new(1, shape, f32);
+        Py_DECREF(f32);
+        if (c->tmp == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static const gm_family gm_dsmem_pipeline_family = {
+    "dsmem_pipeline",
+    "2 x + 1 of every element of x (float32), through a producer -> consumer pipeline in "
+    "clusters of two blocks: rank 0 computes each tile of 4 * block floats, rank 1 stores it "
+    "to the result; the tile is handed over in the consumer's shared memory (dsmem) or in "
+    "global memory (global).  Needs compute capability 9.0.",
+    pipe_args, 1, 0, pipe_variants, pipe_check, pipe_prepare, pipe_fill,
+};
+
 /* ---- the lesson ----------------------------------------------------------------------- */
 static const gm_family *const families[] = {
     &gm_dsmem_chase_family,
     &gm_dsmem_stream_family,
     &gm_cluster_histogram_family,
+    &gm_dsmem_pipeline_family,
     NULL,
 };
 

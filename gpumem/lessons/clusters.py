@@ -19,6 +19,9 @@ instead of through L2.  Three experiments:
   are spread over a cluster's shared memories (:func:`cluster_histogram`), for
   more bins than one block can hold, against one shared histogram per block and
   atomics in global memory.
+* :func:`pipeline_sweep` -- a producer -> consumer pipeline in clusters of two
+  (:func:`dsmem_pipeline`): each tile handed over in the consumer's shared memory
+  against through global memory.
 
 Everything here needs a GPU of compute capability 9.0 or newer: on an older one
 every call raises :class:`gpumem.CudaError` naming the capability it needs, and
@@ -43,7 +46,9 @@ from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress, _str
 __all__ = ["CC_NEEDED", "CLUSTER_SIZES", "HISTOGRAM_BINS", "CHASE_VARIANTS", "STREAM_VARIANTS",
            "HISTOGRAM_VARIANTS", "cluster_capable", "dsmem_chase", "dsmem_chase_reference",
            "chase_hop", "dsmem_stream", "dsmem_stream_reference", "cluster_histogram",
-           "cluster_histogram_reference", "dsmem_latency", "dsmem_bandwidth", "histogram_sweep"]
+           "cluster_histogram_reference", "dsmem_pipeline", "dsmem_pipeline_reference",
+           "PIPELINE_VARIANTS", "PIPELINE_SIZES", "dsmem_latency", "dsmem_bandwidth",
+           "histogram_sweep", "pipeline_sweep"]
 
 Array = Union[np.ndarray, DeviceArray]
 
@@ -58,6 +63,9 @@ HISTOGRAM_BINS = (1 << 12, 1 << 14, 1 << 16, 1 << 17, 1 << 18)
 CHASE_VARIANTS = ("local", "self", "remote")
 STREAM_VARIANTS = ("read", "write", "local")
 HISTOGRAM_VARIANTS = ("cluster", "block", "global")
+PIPELINE_VARIANTS = ("dsmem", "global")
+#: Sizes of :func:`pipeline_sweep` (float32 elements): 2^16 .. 2^26.
+PIPELINE_SIZES = tuple(1 << k for k in range(16, 27, 2))
 
 _WHERE = {"local": "own shared memory (ld.shared)",
           "self": "own shared memory through the cluster window (ld.shared::cluster)",
@@ -96,7 +104,7 @@ def chase_hop(nodes: int) -> int:
     """The ring's hop: node ``i`` of :func:`dsmem_chase`'s ring links to ``(i + hop) mod
     nodes``; the first value from ``nodes // 2 + 1`` up that is coprime to ``nodes``, so the
     ring is one cycle through every node."""
-    nodes = _int("chase_hop", "nodes", nodes, 2)
+    nodes = _int("chase_hop", "nodes", nodes, 2, 1 << 40)
     h = nodes // 2 + 1
     while math.gcd(h, nodes) != 1:
         h += 1
@@ -143,9 +151,10 @@ def dsmem_chase_reference(nodes: int = 1024, *, steps: int = 4096,
                           warmup: int | None = None) -> int:
     """The node :func:`dsmem_chase` ends at, from node 0 after ``warmup + steps`` links."""
     fn = "dsmem_chase_reference"
-    nodes = _int(fn, "nodes", nodes, 2)
-    steps = _int(fn, "steps", steps, 1)
-    warmup = nodes if warmup is None else _int(fn, "warmup", warmup, 0)
+    nodes = _int(fn, "nodes", nodes, *arg_range("dsmem_chase", "nodes"))
+    steps = _int(fn, "steps", steps, *arg_range("dsmem_chase", "steps"))
+    warmup = nodes if warmup is None else _int(fn, "warmup", warmup,
+                                               *arg_range("dsmem_chase", "warmup"))
     return (warmup + steps) * chase_hop(nodes) % nodes
 
 
@@ -195,21 +204,25 @@ def dsmem_stream(*, variant: Literal["read", "write", "local"] = "read", cluster
 
 def dsmem_stream_reference(variant: Literal["read", "write", "local"] = "read", *,
                            smem: int = 65536, passes: int = 64, blocks: int = 1) -> int:
-    """NumPy reference of :func:`dsmem_stream`'s checksum for a grid of ``blocks`` blocks
-    (cluster size times ``clusters``; the cluster size itself does not change it)."""
+    """Reference of :func:`dsmem_stream`'s checksum for a grid of ``blocks`` blocks (cluster
+    size times ``clusters``; the cluster size itself does not change it).
+
+    The sum of the words ``b * 65599 + j (+ pass)`` wraps at 2**32 like the kernel's, and a
+    sum of wrapped words is the wrapped sum, so it is a closed form in Python integers."""
     fn = "dsmem_stream_reference"
     variant = _choices(fn, "variant", _str(fn, "variant", variant), STREAM_VARIANTS)[0]
-    smem = _int(fn, "smem", smem, 16)
-    passes = _int(fn, "passes", passes, 1)
-    blocks = _int(fn, "blocks", blocks, 1)
-    words = (smem // 16) * 4
-    b = np.arange(blocks, dtype=np.uint64)[:, None]
-    j = np.arange(words, dtype=np.uint64)[None, :]
-    w = (b * np.uint64(65599) + j) & np.uint64(0xFFFFFFFF)
-    if variant == "write":
-        total = int(((w + np.uint64(passes - 1)) & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
+    lo, hi = arg_range("dsmem_stream", "smem")
+    smem = _int(fn, "smem", smem, lo, hi)
+    if smem % 16:
+        raise ValueError(f"{fn}: smem={smem} is not a multiple of 16 bytes")
+    passes = _int(fn, "passes", passes, 1, 1 << 16)
+    blocks = _int(fn, "blocks", blocks, 1, 16 << 20)
+    w = smem // 4                                   # words per block
+    words = 65599 * w * (blocks * (blocks - 1) // 2) + blocks * (w * (w - 1) // 2)
+    if variant == "write":                          # the last pass's words
+        total = words + blocks * w * (passes - 1)
     else:
-        total = int(w.sum(dtype=np.uint64)) * passes
+        total = words * passes
     return total % (1 << 32)
 
 
@@ -259,12 +272,52 @@ def cluster_histogram_reference(x: Any, bins: int) -> np.ndarray:
     """NumPy reference of :func:`cluster_histogram`: ``np.bincount`` of the values below
     ``bins``, as uint32."""
     fn = "cluster_histogram_reference"
-    bins = _int(fn, "bins", bins, 1)
+    bins = _int(fn, "bins", bins, *arg_range("cluster_histogram", "bins"))
     x = np.asarray(x)
     if x.dtype != np.uint32 or x.ndim != 1:
         raise TypeError(f"{fn}: x must be a 1-D uint32 array, not {x.dtype} with shape "
                         f"{x.shape}")
     return np.bincount(x[x < bins], minlength=bins).astype(np.uint32)
+
+
+def dsmem_pipeline(x: Array, *, variant: Literal["dsmem", "global"] = "dsmem", block: int = 256,
+                   clusters: int | None = None, out: DeviceArray | None = None):
+    """``2 x + 1`` through a producer -> consumer pipeline in clusters of two blocks.
+
+    Cluster ``c`` takes a contiguous run of tiles of ``4 * block`` floats.  At each
+    step rank 0 (the producer) computes the next tile from ``x`` while rank 1 (the
+    consumer) stores the previous one to ``out``; one ``cluster.sync()`` per step
+    hands the tile over, two tiles in flight.  ``dsmem``: the producer stores each
+    tile straight into the consumer's shared memory; ``global``: into a global
+    buffer of the cluster's, which the consumer reads back from L2.
+
+    Parameters
+    ----------
+    x : numpy.ndarray or DeviceArray, float32, 1-D
+    variant : {"dsmem", "global"}
+    block : int
+        Threads per block, a multiple of 32 up to 1024.
+    clusters : int, optional
+        Clusters of two in the grid (default: one per tile, at most as many as can be
+        resident at once).
+    out : DeviceArray, optional
+
+    Returns
+    -------
+    ``2 x + 1`` (:func:`dsmem_pipeline_reference`), or None while gpumem checks a call.
+    """
+    return _core.dsmem_pipeline(x, variant=variant,
+                                **_indices("dsmem_pipeline", block=block, clusters=clusters),
+                                out=out)
+
+
+def dsmem_pipeline_reference(x: Any) -> np.ndarray:
+    """NumPy reference of :func:`dsmem_pipeline`: ``2 x + 1`` in float32."""
+    x = np.asarray(x)
+    if x.dtype != np.float32 or x.ndim != 1:
+        raise TypeError(f"dsmem_pipeline_reference: x must be a 1-D float32 array, not "
+                        f"{x.dtype} with shape {x.shape}")
+    return np.float32(2) * x + np.float32(1)
 
 
 # ---- the experiments ----------------------------------------------------------------------------
@@ -428,6 +481,48 @@ def histogram_sweep(bins: Sequence[int] = HISTOGRAM_BINS, *, n: int = 1 << 24,
                        "memories, in each block's, or in global memory")
 
 
+def pipeline_sweep(sizes: Sequence[int] = PIPELINE_SIZES, *, block: int = 256,
+                   repeat: int = 10, progress: bool = False) -> Table:
+    """:func:`dsmem_pipeline`'s two hand-offs by size: GB/s of ``x`` read and the result
+    written (8 bytes per element), median of ``repeat`` launches after two warm-ups;
+    every result compared with :func:`dsmem_pipeline_reference` first (RuntimeError if
+    it differs).
+
+    Returns
+    -------
+    Table: n, variant, clusters, ms, GB/s, and global / dsmem (the time ratio).
+    """
+    fn = "pipeline_sweep"
+    sizes = _ints(fn, "sizes", sizes, 1, 1 << 30)
+    block = _int(fn, "block", block, 32, 1024)
+    if block % 32:
+        raise ValueError(f"{fn}: block={block} is not a multiple of 32")
+    repeat = _int(fn, "repeat", repeat, 1, 100_000)
+    progress = _flag(fn, "progress", progress)
+    _require(fn)
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in _progress(sizes, len(sizes), fn, progress):
+        host = rng.standard_normal(n, dtype=np.float32)
+        x, out = runtime.to_device(host), runtime.empty((n,))
+        want = dsmem_pipeline_reference(host)
+        ms = {}
+        for v in PIPELINE_VARIANTS:
+            if not np.array_equal(dsmem_pipeline(x, variant=v, block=block, out=out).get(), want):
+                raise RuntimeError(f"{fn}: variant {v!r} with n={n} computed wrong")
+            res = runtime.bench(dsmem_pipeline, x, variant=v, block=block, out=out,
+                                repeat=repeat, warmup=2)
+            ms[v] = res.median_ms
+            rows.append({"n": n, "variant": v, "clusters": int(res.params["clusters"]),
+                         "ms": res.median_ms, "GB/s": res.gbps, "global / dsmem": None})
+        rows[-1]["global / dsmem"] = ms["global"] / ms["dsmem"]
+        del x, out
+    return Table(rows, ["n", "variant", "clusters", "ms", "GB/s", "global / dsmem"],
+                 sources={"ms": "measured", "GB/s": "measured", "global / dsmem": "measured"},
+                 title="producer -> consumer in clusters of two: each tile through the "
+                       "consumer's shared memory against through global memory")
+
+
 # ---- gpumem report: the headline and the full sweeps ----------------------------------------
 _MODEL_TEXT = "not modelled: the SM-to-SM network's latency and bandwidth are measured"
 
@@ -508,12 +603,15 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
                  "against another block's"},
                 {"experiment": "dsmem_bandwidth", "what": "GB/s by cluster size 1..16"},
                 {"experiment": "histogram_sweep", "what": "cluster / block / global histograms "
-                 "by bin count"}]
+                 "by bin count"},
+                {"experiment": "pipeline_sweep", "what": "producer -> consumer through DSMEM "
+                 "against through global memory"}]
         return [Table(rows, title=f"clusters ({why}: every experiment measures, on a GPU of "
                                   "compute capability 9.0 or newer)")]
     return [dsmem_latency(), dsmem_bandwidth(passes=16 if quick else 64, progress=progress),
             histogram_sweep(HISTOGRAM_BINS[::2] if quick else HISTOGRAM_BINS,
-                            n=(1 << 22) if quick else (1 << 24), progress=progress)]
+                            n=(1 << 22) if quick else (1 << 24), progress=progress),
+            pipeline_sweep(PIPELINE_SIZES[::2] if quick else PIPELINE_SIZES, progress=progress)]
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes -------------------------
@@ -530,15 +628,20 @@ def _sanitize() -> None:
     for v in HISTOGRAM_VARIANTS:
         cluster_histogram(x, 4999, variant=v, block=96)
     cluster_histogram(x, 4999, variant="cluster", cluster=4, block=64, clusters=2)
+    y = rng.standard_normal(10007).astype(np.float32)
+    for v in PIPELINE_VARIANTS:
+        dsmem_pipeline(y, variant=v, block=96)
+        dsmem_pipeline(y, variant=v, block=64, clusters=3)
 
 
 LESSON = Lesson(
     name="clusters",
     idea="distributed shared memory (compute capability 9.0+): a load from another block's "
-         "shared memory, DSMEM bandwidth by cluster size, a histogram spread over a cluster",
-    families=("dsmem_chase", "dsmem_stream", "cluster_histogram"),
-    exports=("dsmem_chase", "dsmem_stream", "cluster_histogram"),
-    sweeps=("dsmem_latency", "dsmem_bandwidth", "histogram_sweep"),
+         "shared memory, DSMEM bandwidth by cluster size, a histogram spread over a cluster, "
+         "producer -> consumer through DSMEM",
+    families=("dsmem_chase", "dsmem_stream", "cluster_histogram", "dsmem_pipeline"),
+    exports=("dsmem_chase", "dsmem_stream", "cluster_histogram", "dsmem_pipeline"),
+    sweeps=("dsmem_latency", "dsmem_bandwidth", "histogram_sweep", "pipeline_sweep"),
     notebooks=("13_clusters",),
     benchmark="clusters",
     headline=_headline,
