@@ -152,7 +152,7 @@ int gm_shape_dtype(const char *fn, PyObject *shape_obj, PyObject *dtype_obj,
 #define GM_MAX_ARGS 8
 
 typedef enum {
-    GM_ARRAY = 1, /* float32 ndarray or DeviceArray (a gm_operand) */
+    GM_ARRAY = 1, /* ndarray or DeviceArray (a gm_operand): float32 unless typenum */
     GM_INT,       /* integer in lo..hi, or one of `allowed` */
     GM_BOOL,      /* True/False (or 0/1) */
     GM_CHOICE,    /* a str among `choices`; the value is its index */
@@ -180,6 +180,7 @@ typedef struct {
     const char *sdef;           /* GM_VARIANT: the default variant */
     int ndim;                   /* GM_ARRAY: 1 or 2; 0 for any */
     const char *what;           /* said after the allowed values, e.g. " threads" */
+    int typenum;                /* GM_ARRAY: its NumPy dtype number; 0 for float32 */
 } gm_arg;
 
 /* Convert obj (not None) for a GM_INT, GM_BOOL or GM_CHOICE argument: the

@@ -315,6 +315,7 @@ class FakeGPU:
         def device_copy(dst, src, repeat, warmup):
             return {"GB/s": 8.0 * np.size(src) / (self.MS[("copy", "float4")] * 1e-3) / 1e9}
         for lesson in ("stencil", "transpose", "dram"):
+        for lesson in ("stencil", "transpose", "clusters"):
             monkeypatch.setattr(sys.modules[f"gpumem.lessons.{lesson}"], "device_copy",
                                 device_copy)
         # the ladder's chases and the transfer lesson's copies
@@ -344,7 +345,13 @@ class FakeGPU:
         monkeypatch.setattr(gm.runtime, "profile", self.profile)
         monkeypatch.setattr(gm.runtime, "device", lambda: types.SimpleNamespace(
             name="Fake GPU", multiprocessors=132, l2_cache_size=50 * 2**20,
-            theoretical_bandwidth_gbps=3352.0))
+            theoretical_bandwidth_gbps=3352.0, compute_capability=(9, 0)))
+        # the clusters lesson's chases, DSMEM reads and histograms
+        clu = sys.modules["gpumem.lessons.clusters"]
+        monkeypatch.setattr(clu, "_chase_cycles", lambda v, steps: {"local": 30.0}.get(v, 200.0))
+        monkeypatch.setattr(clu, "_stream_gbps", lambda quick: 6000.0)
+        monkeypatch.setattr(clu, "_histogram_ms", lambda x, bins, v, quick: {"cluster": 0.1}.get(
+            v, 0.4))
         spaces = sys.modules["gpumem.lessons.spaces"]
         monkeypatch.setattr(spaces, "kernel_attributes", lambda fam, v: types.SimpleNamespace(
             local_bytes_per_thread={"local": 64, "cap32": 160}.get(v, 0),
@@ -452,6 +459,10 @@ def test_measured_rows_on_a_fake_gpu(monkeypatch):
     lad = first_with(rows, "L1_cycles")["measured"]
     assert (lad["L1_cycles"], lad["L2 near_cycles"], lad["device memory_cycles"]) == (
         30.0, 260.0, 700.0)
+    dsm = first_with(rows, "remote_over_local")["measured"]
+    assert dsm["remote_over_local"] == pytest.approx(200 / 30)
+    assert first_with(rows, "global_over_cluster")["measured"]["global_over_cluster"] == \
+        pytest.approx(4.0)
     xfer = first_with(rows, "pinned_GB/s")["measured"]
     assert xfer["pinned_GB/s"] == pytest.approx(50.0) and xfer["pageable_GB/s"] == pytest.approx(10.0)
     dr = first_with(rows, "dram_bytes_per_sector")

@@ -51,7 +51,8 @@ static int convert(gm_call *c, int i, PyObject *obj, const char *fn)
     char buf[256];
     switch (a->kind) {
     case GM_ARRAY:
-        if (gm_operand_parse(obj, fn, a->name, NPY_FLOAT32, &c->op[i]) < 0)
+        if (gm_operand_parse(obj, fn, a->name, a->typenum ? a->typenum : NPY_FLOAT32,
+                             &c->op[i]) < 0)
             return -1;
         if (a->ndim && c->op[i].ndim != a->ndim) {
             PyErr_Format(PyExc_ValueError, "%s: %s must be %d-D%s, not %d-D with shape %s", fn,
