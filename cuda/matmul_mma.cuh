@@ -14,21 +14,26 @@
 // src-size 0), so any M, N, K works; rows that are not 16-byte aligned (K or N not a
 // multiple of 4, or a misaligned base) take 4-byte copies.
 //
-// Fragments come from shared memory by 32-bit loads (LDS.32), not ldmatrix: ldmatrix
-// moves 8 x 8 matrices of 16-bit elements, so on 32-bit TF32 data it delivers pairs
-// of half-words a lane would have to reassemble with shuffles (or a transposing
-// layout) -- plain LDS.32 through a swizzled layout moves the same 128 bytes per
-// wavefront with no conflicts.  The swizzles (element offsets in floats within a
-// stage; 16-byte chunks permuted inside each 128-byte row segment, so every cp.async
-// chunk stays whole):
-//   A [128][32]:  chunk c/4 of row r stored at chunk (c/4) ^ (r % 8).  Fragment a_i of
-//     lane (g = lane/4, t = lane%4) reads row r0 + g (+8), column k + t (+4): 8 rows g
-//     in 8 different chunks, 4 columns t inside one -- 32 banks, one wavefront.
-//   B [32][128]:  chunk n/4 of row k stored at chunk (n/4) ^ 2 (k % 4).  Fragment b_i
-//     reads row k + t (+4), column n0 + g: the 4 rows t in 4 different chunk pairs,
+// Fragments come from shared memory by plain loads (LDS), not ldmatrix: ldmatrix moves
+// 8 x 8 matrices of 16-bit elements, so on 32-bit TF32 data it would deliver pairs of
+// half-words a lane must reassemble (or a transposing layout) -- plain loads through a
+// swizzled layout move the same bytes per wavefront with no conflicts.  The sum over k
+// does not care which k each of the 8 fragment columns j stands for, as long as A's
+// column j and B's row j are the same k (lanes with the same t hold both): lane t's
+// j = t and j = t + 4 are taken as k = kk + 2t and kk + 2t + 1, so a lane's a0, a2 (and
+// a1, a3) are adjacent floats of a row of A -- one 8-byte load (LDS.64) each, 8 instead
+// of 16 loads per warp and k step for A; B's b0, b1 stay two 32-bit loads (rows of B).
+// The swizzles (offsets in floats within a stage; 16-byte chunks permuted inside each
+// 128-byte row segment, so every cp.async chunk stays whole):
+//   A [128][32]:  chunk c/4 of row r stored at chunk (c/4) ^ 2 (r % 4).  A half warp's
+//     8-byte loads (lanes g = 0..3 or 4..7, t = 0..3) read rows r0 + g, floats kk + 2t,
+//     + 1: 4 rows in 4 different chunk pairs, t's 4 float pairs inside one pair -- all
+//     32 banks, the 2 wavefronts 256 bytes need.
+//   B [32][128]:  chunk n/4 of row k stored at chunk (n/4) ^ 2 ((k / 2) % 4).  b0 reads
+//     row kk + 2t (b1: + 1), column n0 + g: the 4 rows t in 4 different chunk pairs,
 //     g's 8 columns in one pair -- 32 banks, one wavefront.
-// Without them every row of A's fragment (and every k row of B's) starts at bank 0:
-// 8-way (A) and 4-way (B) conflicts.
+// Without them every row of A (and every k row of B) starts at bank 0: 4-way (A) and
+// 4-way (B) conflicts.
 constexpr int MMA_BM = 128, MMA_BN = 128, MMA_BK = 32, MMA_WM = 64, MMA_WN = 32,
               MMA_STAGES = 3;
 constexpr int MMA_WARPS_N = MMA_BN / MMA_WN, MMA_THREADS = (MMA_BM / MMA_WM) * MMA_WARPS_N * 32;
@@ -41,12 +46,12 @@ static_assert(GM_MATMUL_MMA_TILE == MMA_BM && MMA_BM == MMA_BN, "matmul.h's tile
 // offsets (floats) of A[r][c] and B[k][n] inside a stage's tiles
 __device__ __forceinline__ int mma_a_at(int r, int c)
 {
-    return r * MMA_BK + ((((c >> 2) ^ (r & 7)) << 2) | (c & 3));
+    return r * MMA_BK + ((((c >> 2) ^ ((r & 3) << 1)) << 2) | (c & 3));
 }
 
 __device__ __forceinline__ int mma_b_at(int k, int n)
 {
-    return k * MMA_BN + ((((n >> 2) ^ ((k & 3) << 1)) << 2) | (n & 3));
+    return k * MMA_BN + ((((n >> 2) ^ (((k >> 1) & 3) << 1)) << 2) | (n & 3));
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -63,8 +68,8 @@ __device__ __forceinline__ unsigned to_tf32(float x)
 }
 
 // d += a (16 x 8, row) * b (8 x 8, col); fragments as the PTX ISA's "Matrix Fragments
-// for mma.m16n8k8" (.tf32): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4);
-// b0 (k t, n g), b1 (k t + 4, n g); d0, d1 (g, 2t, 2t + 1), d2, d3 (g + 8, 2t, 2t + 1).
+// for mma.m16n8k8" (.tf32): a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8,
+// t + 4); b0 (row t, col g), b1 (t + 4, g); d0, d1 (g, 2t and 2t + 1), d2, d3 (g + 8, ..).
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4],
                                          const unsigned (&b)[2])
 {
@@ -157,18 +162,21 @@ __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__
         for (int kk = 0; kk < MMA_BK; kk += 8) {
             unsigned af[MMA_TM][4], bf[MMA_TN][2];
 #pragma unroll
-            for (int i = 0; i < MMA_TM; ++i) {
+            for (int i = 0; i < MMA_TM; ++i) { // j = t, t + 4: k = kk + 2t, kk + 2t + 1
                 const int r = wm + i * 16 + g;
-                af[i][0] = to_tf32(a[mma_a_at(r, kk + t)]);
-                af[i][1] = to_tf32(a[mma_a_at(r + 8, kk + t)]);
-                af[i][2] = to_tf32(a[mma_a_at(r, kk + t + 4)]);
-                af[i][3] = to_tf32(a[mma_a_at(r + 8, kk + t + 4)]);
+                const float2 lo = *reinterpret_cast<const float2 *>(&a[mma_a_at(r, kk + 2 * t)]);
+                const float2 hi =
+                    *reinterpret_cast<const float2 *>(&a[mma_a_at(r + 8, kk + 2 * t)]);
+                af[i][0] = to_tf32(lo.x);
+                af[i][1] = to_tf32(hi.x);
+                af[i][2] = to_tf32(lo.y);
+                af[i][3] = to_tf32(hi.y);
             }
 #pragma unroll
             for (int j = 0; j < MMA_TN; ++j) {
                 const int n = wn + j * 8 + g;
-                bf[j][0] = to_tf32(b[mma_b_at(kk + t, n)]);
-                bf[j][1] = to_tf32(b[mma_b_at(kk + t + 4, n)]);
+                bf[j][0] = to_tf32(b[mma_b_at(kk + 2 * t, n)]);
+                bf[j][1] = to_tf32(b[mma_b_at(kk + 2 * t + 1, n)]);
             }
 #pragma unroll
             for (int i = 0; i < MMA_TM; ++i)

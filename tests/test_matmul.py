@@ -283,26 +283,30 @@ def test_round_tf32_keeps_10_fraction_bits():
 
 def test_the_tf32_bound_holds_for_tf32_rounding_and_not_for_a_wrong_element(rng):
     """The bound, on the CPU: TF32-rounded operands summed in float32 stay inside it; a
-    product left out (a missed k) or one element off by a tile does not."""
+    k slice of 32 left out, or rows of a fragment swapped, do not."""
     a, b = rng.standard_normal((37, 300)).astype(F), rng.standard_normal((300, 29)).astype(F)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     emul = (round_tf32(a) @ round_tf32(b)).astype(np.float64)   # float32 sums
     bound = tf32_bound(a, b)
     assert (np.abs(emul - ref) <= bound).all()
     assert np.abs(emul - ref).max() > 1e-6 * np.abs(ref).max()    # TF32 is visibly coarser
-    wrong = emul.copy()
-    wrong[5, 7] -= a[5, 299] * b[299, 7] if abs(a[5, 299] * b[299, 7]) > 0.1 else 1.0
-    assert not (np.abs(wrong - ref) <= bound).all()
+    missed = emul - a[:, :32].astype(np.float64) @ b[:32].astype(np.float64)
+    assert (np.abs(missed - ref) <= bound).mean() < 0.2
+    swapped = emul[[1, 0] + list(range(2, 37))]
+    assert (np.abs(swapped - ref) <= bound)[:2].mean() < 0.2     # a few may agree by chance
 
 
 def test_mma_fragment_mapping_emulated_on_the_cpu(rng):
     """The kernel's index mapping, lane by lane, on one block's 128 x 128 x 32 slice:
     A and B stored through the model's swizzles (cuda/matmul_mma.cuh's mma_a_at and
     mma_b_at, restated in gpumem.model.matmul), every warp's fragments loaded as the
-    kernel loads them, each mma.m16n8k8 taken as the PTX ISA defines its fragments
-    (tf32: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); b0 (t, g),
-    b1 (t + 4, g); c0..c3 (g + 8 (i >= 2), 2t + (i & 1))), and C stored as the kernel
-    stores it: the product equals A @ B, and every fragment load hits 32 different banks."""
+    kernel loads them (fragment column j = t as k = kk + 2t, j = t + 4 as kk + 2t + 1:
+    a0, a2 one 8-byte load), each mma.m16n8k8 taken as the PTX ISA defines its .tf32
+    fragments (a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); b0
+    (row t, col g), b1 (t + 4, g); c_q (g + 8 (q >= 2), 2t + q % 2)), and C stored as the
+    kernel stores it: the product equals A @ B, and every fragment load takes the
+    fewest wavefronts its width allows (no bank conflict)."""
+    from gpumem.model import bank_conflicts
     from gpumem.model.matmul import _mma_a_at, _mma_b_at
 
     A = rng.standard_normal((128, 32))
@@ -314,35 +318,40 @@ def test_mma_fragment_mapping_emulated_on_the_cpu(rng):
     sb = np.full(32 * 128, np.nan)
     sb[_mma_b_at(k, n)] = B
     assert not np.isnan(sa).any() and not np.isnan(sb).any()     # both are permutations
+    # every 16-byte chunk stays whole (a cp.async copy lands in one piece)
+    assert (_mma_a_at(r, c) - _mma_a_at(r, c - c % 4) == c % 4).all()
+    assert (_mma_b_at(k, n) - _mma_b_at(k, n - n % 4) == n % 4).all()
     C = np.full((128, 128), np.nan)
     lane = np.arange(32)
     g, t = lane // 4, lane % 4
 
-    def banks_distinct(offsets):
-        assert len(set((offsets % 32).tolist())) == 32
+    def no_conflict(offsets, width):
+        res = bank_conflicts((4 * offsets).tolist(), width)
+        assert res.wavefronts == res.ideal_wavefronts == width // 4, res
 
     for warp in range(8):
         wm, wn = (warp // 4) * 64, (warp % 4) * 32
-        acc = np.zeros((4, 4, 32, 4))                          # [i][j][lane][c_i]
+        acc = np.zeros((4, 4, 32, 4))                          # [i][j][lane][c_q]
         for kk in range(0, 32, 8):
             af = np.zeros((4, 32, 4))
             bf = np.zeros((4, 32, 2))
             for i in range(4):
                 row = wm + i * 16 + g
-                for q, (dr, dc) in enumerate(((0, 0), (8, 0), (0, 4), (8, 4))):
-                    off = _mma_a_at(row + dr, kk + t + dc)
-                    banks_distinct(off)
-                    af[i, :, q] = sa[off]
+                for h in range(2):                             # (a0, a2), (a1, a3)
+                    off = _mma_a_at(row + 8 * h, kk + 2 * t)
+                    assert (off % 2 == 0).all()                # 8-byte aligned
+                    no_conflict(off, 8)
+                    af[i, :, h], af[i, :, h + 2] = sa[off], sa[off + 1]
             for j in range(4):
                 col = wn + j * 8 + g
-                for q, dk in enumerate((0, 4)):
-                    off = _mma_b_at(kk + t + dk, col)
-                    banks_distinct(off)
+                for q in range(2):
+                    off = _mma_b_at(kk + 2 * t + q, col)
+                    no_conflict(off, 4)
                     bf[j, :, q] = sb[off]
             for i in range(4):
                 for j in range(4):
-                    # the PTX ISA's layout, independently: rebuild the 16 x 8 and 8 x 8
-                    # tiles from the lanes' registers, multiply, hand D back by lane
+                    # the PTX ISA's layout, on its own: rebuild the 16 x 8 and 8 x 8 tiles
+                    # from the lanes' registers, multiply, hand D back lane by lane
                     ta, tb = np.full((16, 8), np.nan), np.full((8, 8), np.nan)
                     for q in range(4):
                         ta[g + 8 * (q % 2), t + 4 * (q // 2)] = af[i, :, q]

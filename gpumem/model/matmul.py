@@ -150,7 +150,8 @@ def _matmul_shared_step(variant: str, t: int):
         return acc, _WT_K
     if variant == "mma":
         # a k slice of 32: per 8-wide k step each warp loads its A fragments (4 tiles of
-        # 16 rows, a0..a3) and B fragments (4 tiles of 8 columns, b0, b1) by 32-bit loads
+        # 16 rows: (a0, a2) and (a1, a3) as 8-byte loads of k = kk + 2t, + 1) and B
+        # fragments (4 tiles of 8 columns: b0, b1, 32-bit loads of rows kk + 2t, + 1)
         # from the swizzled tiles; cp.async fills them (no shared store instructions)
         warp = np.arange(_MMA_THREADS // WARP, dtype=np.int64)[:, None]
         g, tq = lane // 4, lane % 4
@@ -158,10 +159,10 @@ def _matmul_shared_step(variant: str, t: int):
         for kk in range(0, _MMA_K, 8):
             for i in range(_MMA_WM // 16):
                 r = wm + 16 * i + g
-                acc += [("ld", 4 * _mma_a_at(r + dr, kk + tq + dc), 4, 1)
-                        for dr, dc in ((0, 0), (8, 0), (0, 4), (8, 4))]
+                acc += [("ld", 4 * _mma_a_at(r + dr, kk + 2 * tq), 8, 1) for dr in (0, 8)]
             for j in range(_MMA_WN // 8):
-                acc += [("ld", 4 * _mma_b_at(kk + tq + dk, wn + 8 * j + g), 4, 1) for dk in (0, 4)]
+                acc += [("ld", 4 * _mma_b_at(kk + 2 * tq + dk, wn + 8 * j + g), 4, 1)
+                        for dk in (0, 1)]
         return acc, _MMA_K
     raise AssertionError(variant)
 
@@ -347,14 +348,14 @@ _MMA_K, _MMA_THREADS, _MMA_WM, _MMA_WN = 32, 256, 64, 32    # k slice, threads, 
 
 def _mma_a_at(r, c):
     """Float offset of A[r][c] in a stage of cuda/matmul_mma.cuh (rows of 32 floats, the
-    16-byte chunk c / 4 of row r stored at chunk (c / 4) ^ (r % 8))."""
-    return r * _MMA_K + ((((c >> 2) ^ (r & 7)) << 2) | (c & 3))
+    16-byte chunk c / 4 of row r stored at chunk (c / 4) ^ 2 (r % 4))."""
+    return r * _MMA_K + ((((c >> 2) ^ ((r & 3) << 1)) << 2) | (c & 3))
 
 
 def _mma_b_at(k, c):
     """Float offset of B[k][c] in a stage (rows of 128 floats, chunk c / 4 of row k
-    stored at chunk (c / 4) ^ 2 (k % 4))."""
-    return k * 128 + ((((c >> 2) ^ ((k & 3) << 1)) << 2) | (c & 3))
+    stored at chunk (c / 4) ^ 2 ((k / 2) % 4))."""
+    return k * 128 + ((((c >> 2) ^ (((k >> 1) & 3) << 1)) << 2) | (c & 3))
 
 
 def _gen_matmul_mma(tally, axis, p):
@@ -380,43 +381,41 @@ def _gen_matmul_mma(tally, axis, p):
     BM = by[:, None, None, None] * t                     # (nby, 1, 1, 1)
     BN = bx[None, :, None, None] * t                     # (1, nbx, 1, 1)
     # ---- C: warp w's tile at (wm, wn); tile (i, j), half h: row wm + 16i + 8h + g,
-    # columns wn + 8j + 2t, + 1
+    # columns wn + 8j + 2t, + 1 -- the 32 (i, h, j) stores of a lane on a leading axis
     wm, wn = (w // (t // _MMA_WN)) * _MMA_WM, (w % (t // _MMA_WN)) * _MMA_WN
     g, tq = tid % WARP // 4, tid % WARP % 4
+    i, h, j = (x.reshape(-1, 1, 1, 1, 1) for x in np.meshgrid(
+        np.arange(_MMA_WM // 16), np.arange(2), np.arange(_MMA_WN // 8), indexing="ij"))
     wc = wmul(wby[:, None], wbx[None, :])               # (nby, nbx)
-    for i in range(_MMA_WM // 16):
-        for h in range(2):
-            r0 = BM + wm + 16 * i + 8 * h                # the warp's first row
-            r = r0 + g
-            ok = r < m
-            for j in range(_MMA_WN // 8):
-                c = BN + wn + 8 * j + 2 * tq
-                vec = ok & (c + 1 < n) if n % 2 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
-                _rows_stream(tally, "st", r, c, r0, 4 * n, vec, 8, wc)
-                for e in range(2):
-                    _rows_stream(tally, "st", r, c + e, r0, 4 * n, ~vec & ok & (c + e < n), 4, wc)
+    r0 = BM + wm + 16 * i + 8 * h                        # the warp's first row
+    r, c = r0 + g, BN + wn + 8 * j + 2 * tq
+    ok = r < m
+    vec = ok & (c + 1 < n) if n % 2 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
+    _rows_stream(tally, "st", r, c, r0, 4 * n, vec, 8, wc)
+    for e in range(2):
+        _rows_stream(tally, "st", r, c + e, r0, 4 * n, ~vec & ok & (c + e < n), 4, wc)
     if k == 0:
         return
     st, wst = axis(steps, period(4 * bk, 4 * bk * n), (steps - 1,))
     # ---- A, every block column: 16-byte copy f = tid + i * threads is row f / 8, columns
-    # 4 (f % 8) .. + 3; 4-byte copy e is row e / 32, column e % 32
+    # 4 (f % 8) .. + 3; 4-byte copy e is row e / 32, column e % 32 (i on a leading axis)
     K0 = st[None, :, None, None] * bk                    # (1, ns, 1, 1)
     wa = wmul(wby[:, None], wst[None, :], gx)
     per_row, width = (bk // 4, 16) if k % 4 == 0 else (bk, 4)
-    for i in range(bk * t // (width // 4) // thr):
-        e = tid + i * thr
-        r, kk = BM + e // per_row, K0 + (e % per_row) * (width // 4)
-        _rows_stream(tally, "cp", r, kk, BM + (WARP * w + i * thr) // per_row, 4 * k,
-                     (r < m) & (kk < k), width, wa)
+    i = np.arange(bk * t // (width // 4) // thr, dtype=np.int64).reshape(-1, 1, 1, 1, 1)
+    e = tid + i * thr
+    r, kk = BM + e // per_row, K0 + (e % per_row) * (width // 4)
+    _rows_stream(tally, "cp", r, kk, BM + (WARP * w + i * thr) // per_row, 4 * k,
+                 (r < m) & (kk < k), width, wa)
     # ---- B, every block row: copy e is row e / per_row, columns (e % per_row) * floats
     K0b = st[:, None, None, None] * bk                   # (ns, 1, 1, 1)
     wb = wmul(wst[:, None], wbx[None, :], gy)
     per_row, width = (t // 4, 16) if n % 4 == 0 else (t, 4)
-    for i in range(bk * t // (width // 4) // thr):
-        e = tid + i * thr
-        kr, c = K0b + e // per_row, BN + (e % per_row) * (width // 4)
-        _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * n,
-                     (kr < k) & (c < n), width, wb)
+    i = np.arange(bk * t // (width // 4) // thr, dtype=np.int64).reshape(-1, 1, 1, 1, 1)
+    e = tid + i * thr
+    kr, c = K0b + e // per_row, BN + (e % per_row) * (width // 4)
+    _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * n,
+                 (kr < k) & (c < n), width, wb)
 
 
 def _naive_loads(tally, axis, p, bl):
