@@ -444,6 +444,10 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
     }
 }
 
+// mma: tensor cores (mma.sync, TF32 in, FP32 accumulate) fed by a 3-stage cp.async
+// pipeline through swizzled shared memory -- its kernel, matmul_mma, in its own file.
+#include "matmul_mma.cuh"
+
 // The warptiled configurations by tile (BM = BN): 128 -> 8 warps of 64 x 32,
 // 8 x 8 outputs per lane; 64 -> 4 warps of 32 x 32, 4 x 8 per lane.  BK = 16.
 template <int TILE> struct WtCfg;
@@ -521,8 +525,31 @@ static matmul_fn select_kernel(const gm_matmul_params *p)
                                       return matmul_kernel<GM_MATMUL_WARPTILED,
                                                            decltype(t)::value, 2>;
                                   });
+    case GM_MATMUL_MMA:
+        return matmul_mma;
     }
     return nullptr;
+}
+
+// mma runs on compute capability 8.0 and newer only (csrc/matmul.c refuses older GPUs
+// first, naming the capability), and takes 96 KiB of dynamic shared memory, past the
+// 48 KiB a kernel gets without opting in: both settled once, before its first launch.
+static cudaError_t mma_ready()
+{
+    static bool ready = false;
+    if (ready)
+        return cudaSuccess;
+    int dev = 0, major = 0;
+    cudaError_t err = cudaGetDevice(&dev);
+    if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (err == cudaSuccess && major < 8)
+        return cudaErrorNotSupported;
+    if (err == cudaSuccess)
+        err = cudaFuncSetAttribute((const void *)matmul_mma,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MMA_SMEM);
+    ready = err == cudaSuccess;
+    return err;
 }
 
 extern "C" const void *gm_matmul_kernel(const gm_matmul_params *p)
@@ -549,6 +576,14 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
         const size_t smem = w == 64 ? WtCfg<64>::W::SMEM : WtCfg<128>::W::SMEM;
         *dims = gm_dims{{(n + w - 1) / w, (m + w - 1) / w, 1}, {threads, 1, 1}, smem};
         break;
+    }
+    case GM_MATMUL_MMA: {
+        const cudaError_t err = mma_ready();
+        if (err != cudaSuccess)
+            return err;
+        *dims = gm_dims{{(n + MMA_BN - 1) / MMA_BN, (m + MMA_BM - 1) / MMA_BM, 1},
+                        {MMA_THREADS, 1, 1}, MMA_SMEM};
+        return gm_run(matmul_mma, dims, MMA_SMEM, stream, p->a, p->b, p->c, p->m, p->n, p->k);
     }
     default: {
         const size_t bufs = p->variant == GM_MATMUL_TILED ? 2 : p->variant == GM_MATMUL_PREFETCH ? 4 : 0;

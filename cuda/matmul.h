@@ -13,11 +13,13 @@ typedef enum {
     GM_MATMUL_PREFETCH = 2,       /* tiled, the next tiles loaded during this one's product */
     GM_MATMUL_COARSENED = 3,      /* 32 x 32 tiles, 4 outputs of a column per thread */
     GM_MATMUL_REGISTER_TILED = 4, /* 64 x 64 tiles, a 4 x 4 block of C per thread */
-    GM_MATMUL_WARPTILED = 5       /* block, warp and thread tiles; cp.async double buffering */
+    GM_MATMUL_WARPTILED = 5,      /* block, warp and thread tiles; cp.async double buffering */
+    GM_MATMUL_MMA = 6             /* tensor cores: mma.sync TF32, cp.async 3-stage pipeline (sm_80+) */
 } gm_matmul_variant;
 #define GM_MATMUL_COARSENED_TILE 32      /* rows and columns of C per block (coarsened) */
 #define GM_MATMUL_REGISTER_TILED_TILE 64 /* ... (register_tiled) */
 #define GM_MATMUL_WARPTILED_TILE 128     /* ... (warptiled's default; 64 also built) */
+#define GM_MATMUL_MMA_TILE 128           /* ... (mma) */
 
 typedef struct {
     int variant; /* gm_matmul_variant */
@@ -26,7 +28,7 @@ typedef struct {
     float *c;
     int m, n, k;
     int tile; /* naive, tiled: 8, 16 or 32; prefetch: 16 or 32 (0: 16); coarsened: 32;
-                 register_tiled: 64; warptiled: 64 or 128 (0: 128) */
+                 register_tiled: 64; warptiled: 64 or 128 (0: 128); mma: 128 */
 } gm_matmul_params;
 GM_FAMILY(matmul)
 

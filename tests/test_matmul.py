@@ -47,7 +47,7 @@ def test_matmul_rejects_bad_operands(a, b, exc, msg):
     ({"tile": 2**70}, ValueError, "tile=.* is out of range"),
     ({"variant": "tiledd"}, ValueError, "variant='tiledd' is unknown; allowed: 'naive', 'tiled', "
                                         "'prefetch', 'coarsened', 'register_tiled', "
-                                        "'warptiled'"),
+                                        "'warptiled', 'mma'"),
     ({"variant": "warptiled", "tile": 32}, ValueError,
      r"tile=32 is not allowed with variant='warptiled'; tile must be 128 \(8 warps, the "
      r"default\) or 64 \(4 warps\)"),
@@ -58,6 +58,9 @@ def test_matmul_rejects_bad_operands(a, b, exc, msg):
      "matmul: tile=8 is not allowed with variant='prefetch'; tile must be 16 or 32"),
     ({"variant": "coarsened", "tile": 16}, ValueError,
      r"matmul: tile=16 is not allowed with variant='coarsened'; tile must be 32 only"),
+    ({"variant": "mma", "tile": 64}, ValueError,
+     r"matmul: tile=64 is not allowed with variant='mma'; tile must be 128 only \(8 warps of "
+     r"64 x 32\)"),
     ({"variant": 1}, TypeError, "variant must be a str, not int"),
     ({"out": m(3, 2)}, TypeError, "out must be a gpumem.DeviceArray, not numpy.ndarray"),
 ])
@@ -88,7 +91,8 @@ VARIANT_TILES = [("naive", 8), ("naive", 16), ("naive", 32), ("tiled", 8), ("til
 
 
 def test_every_variant_and_tile_is_tested():
-    assert {v.name for v in gm.variants("matmul")} == {v for v, _ in VARIANT_TILES}
+    # the float32 variants here, mma (TF32 tensor cores, its own bound) below
+    assert {v.name for v in gm.variants("matmul")} == {v for v, _ in VARIANT_TILES} | {"mma"}
 
 
 def test_a_variant_without_tile_takes_its_own():
@@ -240,3 +244,231 @@ def test_matmul_reference_names_itself_and_the_argument():
     with pytest.raises(TypeError, match=r"matmul: tile must be an int, not bool"):
         gm.matmul(m(2, 2), m(2, 2), tile=True)
     np.testing.assert_array_equal(gm.matmul_reference([[1, 2]], [[3], [4]]), [[11.0]])
+
+
+# ---- mma: TF32 tensor cores -----------------------------------------------------------
+# The bound.  mma rounds every float32 operand to TF32 (cvt.rna: 10 fraction bits, to
+# nearest), so |x' - x| <= 2^-11 |x| and |a'b' - ab| <= (2^-10 + 2^-22) |ab|.  A product
+# of two TF32 values has at most 22 significant bits: exact in float32.  The K products
+# are summed in float32 (the tensor core's adder may truncate: at most 2^-23 relative
+# per addition), so the sum is off by at most K 2^-23 sum|a'b'|.  Together, per element
+# of C:  |C_mma - C| <= sum_k |a_k||b_k| (2^-10 + K 2^-23) (1 + 2^-10),
+# checked with a factor 2 of margin (MMA_C); a wrong fragment, a missed tile or an
+# unwritten element is off by O(|ab|) (or NaN) and fails.
+MMA_C = 2.0
+
+
+def tf32_bound(a, b):
+    """Elementwise bound on |a @ b (TF32 in, float32 sums) - a @ b (float64)|."""
+    k = a.shape[1]
+    absab = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    return MMA_C * absab * (2.0 ** -10 + k * 2.0 ** -23)
+
+
+def round_tf32(x):
+    """float32 -> the nearest TF32 (10 fraction bits; ties away from zero, as cvt.rna),
+    as float32: what mma multiplies."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x1000) & 0xFFFFE000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def test_round_tf32_keeps_10_fraction_bits():
+    x = np.array([1.0, 1 + 2.0 ** -10, 1 + 2.0 ** -11, 1 + 2.0 ** -12, -(1 + 3 * 2.0 ** -12),
+                  3.0e-30], np.float32)
+    got = round_tf32(x)
+    assert got.tolist()[:5] == [1.0, 1 + 2.0 ** -10, 1 + 2.0 ** -10, 1.0, -(1 + 2.0 ** -10)]
+    assert abs(got[5] - x[5]) <= 2.0 ** -11 * x[5]
+
+
+def test_the_tf32_bound_holds_for_tf32_rounding_and_not_for_a_wrong_element(rng):
+    """The bound, on the CPU: TF32-rounded operands summed in float32 stay inside it; a
+    k slice of 32 left out, or rows of a fragment swapped, do not."""
+    a, b = rng.standard_normal((37, 300)).astype(F), rng.standard_normal((300, 29)).astype(F)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    emul = (round_tf32(a) @ round_tf32(b)).astype(np.float64)   # float32 sums
+    bound = tf32_bound(a, b)
+    assert (np.abs(emul - ref) <= bound).all()
+    assert np.abs(emul - ref).max() > 1e-6 * np.abs(ref).max()    # TF32 is visibly coarser
+    missed = emul - a[:, :32].astype(np.float64) @ b[:32].astype(np.float64)
+    assert (np.abs(missed - ref) <= bound).mean() < 0.2
+    swapped = emul[[1, 0] + list(range(2, 37))]
+    assert (np.abs(swapped - ref) <= bound)[:2].mean() < 0.2     # a few may agree by chance
+
+
+def test_mma_fragment_mapping_emulated_on_the_cpu(rng):
+    """The kernel's index mapping, lane by lane, on one block's 128 x 128 x 32 slice:
+    A and B stored through the model's swizzles (cuda/matmul_mma.cuh's mma_a_at and
+    mma_b_at, restated in gpumem.model.matmul), every warp's fragments loaded as the
+    kernel loads them (fragment column j = t as k = kk + 2t, j = t + 4 as kk + 2t + 1:
+    a0, a2 one 8-byte load), each mma.m16n8k8 taken as the PTX ISA defines its .tf32
+    fragments (a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); b0
+    (row t, col g), b1 (t + 4, g); c_q (g + 8 (q >= 2), 2t + q % 2)), and C stored as the
+    kernel stores it: the product equals A @ B, and every fragment load takes the
+    fewest wavefronts its width allows (no bank conflict)."""
+    from gpumem.model import bank_conflicts
+    from gpumem.model.matmul import _mma_a_at, _mma_b_at
+
+    A = rng.standard_normal((128, 32))
+    B = rng.standard_normal((32, 128))
+    r, c = np.meshgrid(np.arange(128), np.arange(32), indexing="ij")
+    sa = np.full(128 * 32, np.nan)
+    sa[_mma_a_at(r, c)] = A                       # cp.async into the swizzled stage
+    k, n = np.meshgrid(np.arange(32), np.arange(128), indexing="ij")
+    sb = np.full(32 * 128, np.nan)
+    sb[_mma_b_at(k, n)] = B
+    assert not np.isnan(sa).any() and not np.isnan(sb).any()     # both are permutations
+    # every 16-byte chunk stays whole (a cp.async copy lands in one piece)
+    assert (_mma_a_at(r, c) - _mma_a_at(r, c - c % 4) == c % 4).all()
+    assert (_mma_b_at(k, n) - _mma_b_at(k, n - n % 4) == n % 4).all()
+    C = np.full((128, 128), np.nan)
+    lane = np.arange(32)
+    g, t = lane // 4, lane % 4
+
+    def no_conflict(offsets, width):
+        res = bank_conflicts((4 * offsets).tolist(), width)
+        assert res.wavefronts == res.ideal_wavefronts == width // 4, res
+
+    for warp in range(8):
+        wm, wn = (warp // 4) * 64, (warp % 4) * 32
+        acc = np.zeros((4, 4, 32, 4))                          # [i][j][lane][c_q]
+        for kk in range(0, 32, 8):
+            af = np.zeros((4, 32, 4))
+            bf = np.zeros((4, 32, 2))
+            for i in range(4):
+                row = wm + i * 16 + g
+                for h in range(2):                             # (a0, a2), (a1, a3)
+                    off = _mma_a_at(row + 8 * h, kk + 2 * t)
+                    assert (off % 2 == 0).all()                # 8-byte aligned
+                    no_conflict(off, 8)
+                    af[i, :, h], af[i, :, h + 2] = sa[off], sa[off + 1]
+            for j in range(4):
+                col = wn + j * 8 + g
+                for q in range(2):
+                    off = _mma_b_at(kk + 2 * t + q, col)
+                    no_conflict(off, 4)
+                    bf[j, :, q] = sb[off]
+            for i in range(4):
+                for j in range(4):
+                    # the PTX ISA's layout, on its own: rebuild the 16 x 8 and 8 x 8 tiles
+                    # from the lanes' registers, multiply, hand D back lane by lane
+                    ta, tb = np.full((16, 8), np.nan), np.full((8, 8), np.nan)
+                    for q in range(4):
+                        ta[g + 8 * (q % 2), t + 4 * (q // 2)] = af[i, :, q]
+                    for q in range(2):
+                        tb[t + 4 * q, g] = bf[j, :, q]
+                    assert not np.isnan(ta).any() and not np.isnan(tb).any()
+                    d = ta @ tb
+                    for q in range(4):
+                        acc[i, j, :, q] += d[g + 8 * (q // 2), 2 * t + (q % 2)]
+        for i in range(4):
+            for j in range(4):
+                for h in range(2):
+                    for e in range(2):                 # float2 store: v0, v1
+                        C[wm + i * 16 + g + 8 * h, wn + j * 8 + 2 * t + e] = acc[i, j, :, 2 * h + e]
+    np.testing.assert_allclose(C, A @ B, rtol=1e-12, atol=1e-12)
+
+
+#: (M, K, N): partial tiles, K and N not multiples of 4 (4-byte copies, scalar stores),
+#: K under one slice of 32 and over several, odd N (scalar stores), one row or column.
+MMA_SHAPES = MATMUL_SHAPES + [(128, 32, 128), (130, 68, 132), (129, 35, 131), (257, 48, 260),
+                              (3, 4, 5), (200, 1, 300), (65, 67, 63), (256, 130, 2)]
+
+
+def _needs_mma():
+    if gm.device().compute_capability < (8, 0):
+        pytest.skip("mma needs compute capability 8.0 (tested by test_mma_refused_below_sm80)")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mkn", MMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_mma_matches_float64_within_the_tf32_bound(rng, mkn, no_leak):
+    _needs_mma()
+    M, K, N = mkn
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    out = poisoned((M, N))
+    got = gm.matmul(gm.to_device(a), gm.to_device(b), variant="mma", out=out)
+    assert got is out
+    host = got.get()
+    assert not np.isnan(host).any(), "an output element was never written"
+    err = np.abs(host - ref)
+    bound = tf32_bound(a, b)
+    assert (err <= bound).all(), (err - bound).max()
+    rec = gm.last_record()
+    assert (rec.variant, rec.params["tile"], rec.block) == ("mma", 128, (256, 1, 1))
+    assert rec.grid == (-(-N // 128), -(-M // 128), 1)
+
+
+@pytest.mark.gpu
+def test_mma_rounds_to_tf32(rng):
+    """The operands really are TF32 (not float32 through the FMA pipe): on inputs exact in
+    TF32 the result equals float32 sums of exact products to float32 rounding, on
+    float32 inputs it differs from the float32 kernels by TF32's rounding."""
+    _needs_mma()
+    a = round_tf32(rng.standard_normal((96, 256)).astype(F))
+    b = round_tf32(rng.standard_normal((256, 80)).astype(F))
+    got = gm.matmul(a, b, variant="mma").astype(np.float64)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    absab = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert (np.abs(got - ref) <= 2 * 256 * 2.0 ** -23 * absab).all()
+    x = rng.standard_normal((96, 256)).astype(F)
+    y = rng.standard_normal((256, 80)).astype(F)
+    fp32 = gm.matmul(x, y, variant="warptiled").astype(np.float64)
+    tf32 = gm.matmul(x, y, variant="mma").astype(np.float64)
+    ref = x.astype(np.float64) @ y.astype(np.float64)
+    assert rel_err(tf32, ref) > 10 * rel_err(fp32, ref)
+    assert (np.abs(tf32 - ref) <= tf32_bound(x, y)).all()
+
+
+@pytest.mark.gpu
+def test_mma_on_unaligned_rows_and_views(rng, no_leak):
+    """16-byte copies where K and N are multiples of 4, 4-byte ones elsewhere, and a
+    base 4 bytes past an aligned start (a view of another library's array)."""
+    _needs_mma()
+    for m_, k_, n_ in ((130, 68, 132), (65, 67, 63), (129, 36, 131), (64, 33, 64)):
+        a = rng.standard_normal((m_, k_)).astype(np.float32)
+        b = rng.standard_normal((k_, n_)).astype(np.float32)
+        out = poisoned((m_, n_))
+        gm.matmul(a, b, variant="mma", out=out)
+        got = out.get()
+        assert not np.isnan(got).any()
+        assert (np.abs(got - a.astype(np.float64) @ b) <= tf32_bound(a, b)).all()
+    try:
+        import cupy
+    except ImportError:
+        return
+    a = cupy.asarray(rng.standard_normal(65 * 64 + 1).astype(np.float32))[1:].reshape(65, 64)
+    b = cupy.asarray(rng.standard_normal(64 * 36 + 1).astype(np.float32))[1:].reshape(64, 36)
+    got = gm.matmul(gm.from_dlpack(a), gm.from_dlpack(b), variant="mma").get()
+    ha, hb = cupy.asnumpy(a), cupy.asnumpy(b)
+    assert (np.abs(got - ha.astype(np.float64) @ hb) <= tf32_bound(ha, hb)).all()
+
+
+@pytest.mark.gpu
+def test_mma_refused_below_sm80_else_runs(rng, no_leak):
+    """Below compute capability 8.0 the call is refused before any launch, the message
+    naming both capabilities, and the next call works; from 8.0 on mma runs."""
+    a = rng.standard_normal((20, 30)).astype(np.float32)
+    cc = tuple(gm.device().compute_capability)
+    if cc < (8, 0):
+        with pytest.raises(ValueError, match=r"matmul: variant='mma' needs compute capability "
+                                             r"8\.0 or newer .*; this GPU has compute "
+                                             rf"capability {cc[0]}\.{cc[1]}"):
+            gm.matmul(a, a.T.copy(), variant="mma")
+    else:
+        got = gm.matmul(a, a.T.copy(), variant="mma")
+        assert (np.abs(got - a.astype(np.float64) @ a.T) <= tf32_bound(a, a.T)).all()
+    got = gm.matmul(a, a.T.copy(), variant="tiled")
+    assert rel_err(got, a.astype(np.float64) @ a.T) < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,K,N", [(0, 5, 3), (4, 5, 0), (3, 0, 4)])
+def test_mma_empty_and_k0(M, K, N):
+    _needs_mma()
+    out = poisoned((M, N))
+    gm.matmul(gm.to_device(np.ones((M, K), np.float32)), np.ones((K, N), np.float32),
+              variant="mma", out=out)
+    np.testing.assert_array_equal(out.get(), np.ones((M, K)) @ np.ones((K, N)))

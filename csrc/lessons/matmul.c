@@ -1,5 +1,6 @@
 /* matmul.c -- the matmul lesson's entry point: C = A @ B, from naive through
- * shared-memory tiles to double buffering, thread coarsening and register tiles. */
+ * shared-memory tiles to double buffering, thread coarsening, register tiles and
+ * the tensor cores. */
 #include "gm.h"
 
 GM_THUNKS(matmul)
@@ -35,6 +36,12 @@ static const gm_variant variants[] = {
            "double buffered, B's next tile copied by cp.async (global to shared, no registers) "
            "and A's held in registers while this tile's product runs; one barrier per tile",
            MATMUL_BYTES, MATMUL_FLOPS),
+    GM_ROW(matmul, "mma", GM_MATMUL_MMA,
+           "tensor cores: mma.sync m16n8k8 with TF32 inputs (rounded from float32) and float32 "
+           "sums, 128 x 128 tiles of C per 8 warps, 64 x 32 per warp; a 3-stage cp.async "
+           "pipeline keeps two k slices of 32 in flight, and a swizzled shared layout makes "
+           "the fragments' 32-bit loads conflict-free; compute capability 8.0 or newer",
+           MATMUL_BYTES, MATMUL_FLOPS),
     GM_END_ROWS,
 };
 
@@ -56,6 +63,7 @@ static const struct {
      "64 only (blocks of 16 x 16 threads)"},
     {GM_MATMUL_WARPTILED, {GM_MATMUL_WARPTILED_TILE, 64, 0},
      "128 (8 warps, the default) or 64 (4 warps)"},
+    {GM_MATMUL_MMA, {GM_MATMUL_MMA_TILE, 0}, "128 only (8 warps of 64 x 32)"},
 };
 
 static int pick_tile(gm_call *c)
@@ -115,6 +123,27 @@ static int check(gm_call *c)
     return gm_record(c, "m", M) < 0 || gm_record(c, "n", N) < 0 || gm_record(c, "k", K) < 0 ? -1 : 0;
 }
 
+/* mma's instructions (mma.sync with TF32, cp.async) need compute capability 8.0: an
+ * older GPU is refused here, before the launch, naming both capabilities. */
+static int prepare(gm_call *c)
+{
+    int major = 0, minor = 0;
+    if (c->variant->select != GM_MATMUL_MMA)
+        return 0;
+    GM_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    GM_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+    if (major < 8) {
+        PyErr_Format(PyExc_ValueError,
+                     "matmul: variant='mma' needs compute capability 8.0 or newer (mma.sync "
+                     "with TF32 and cp.async, sm_80); this GPU has compute capability %d.%d",
+                     major, minor);
+        return -1;
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 static void fill(const gm_call *c, void *params)
 {
     gm_matmul_params *p = params;
@@ -128,9 +157,11 @@ static const gm_family gm_matmul_family = {
     "C = a @ b for float32 matrices (M x K @ K x N), a tile x tile block of C per thread "
     "block; variant 'naive', 'tiled' (shared-memory tiles of A and B), 'prefetch' (double "
     "buffered), 'coarsened' (4 outputs of a column per thread, 32 x 32 tiles) or "
-    "'register_tiled' (a 4 x 4 block of C per thread, 64 x 64 tiles) or 'warptiled' "
-    "(block, warp and thread tiles, cp.async double buffering; tile 128 or 64).",
-    args, 1, 0, variants, check, NULL, fill,
+    "'register_tiled' (a 4 x 4 block of C per thread, 64 x 64 tiles), 'warptiled' "
+    "(block, warp and thread tiles, cp.async double buffering; tile 128 or 64) or 'mma' "
+    "(tensor cores: mma.sync with TF32 inputs and float32 sums, a 3-stage cp.async "
+    "pipeline, swizzled shared memory; tile 128; compute capability 8.0 or newer).",
+    args, 1, 0, variants, check, prepare, fill,
 };
 
 /* ---- the lesson --------------------------------------------------------------------- */

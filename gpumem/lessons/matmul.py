@@ -15,7 +15,14 @@
   each warp 64 x 32 of it, each lane 8 x 8 (``tile=64``: 4 warps, 64 x 64); shared
   memory is double buffered, the next tile of B copied by ``cp.async`` (global to
   shared memory without registers, sm_80 and newer) and the next tile of A held in
-  registers while the block multiplies the current one.
+  registers while the block multiplies the current one;
+* ``mma``: the tensor cores (compute capability 8.0 and newer) -- ``mma.sync``
+  m16n8k8 with TF32 inputs (each float32 operand rounded to 10 fraction bits) and
+  float32 sums; 8 warps compute a 128 x 128 tile, each warp 64 x 32 as 4 x 4 tiles of
+  16 x 8; a 3-stage ``cp.async`` pipeline keeps the next two 32-wide k slices of A and
+  B in flight, and a swizzled shared-memory layout makes the fragments' 32-bit loads
+  free of bank conflicts.  Its results differ from the float32 variants by TF32's
+  rounding: about ``2**-10 * sum_k |a||b|`` per element.
 
 Takes float32 NumPy arrays (and returns NumPy arrays) or
 :class:`gpumem.DeviceArray` (and returns DeviceArray, with no host copies).
@@ -42,7 +49,7 @@ Array = Union[np.ndarray, DeviceArray]
 
 def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = None,
            variant: Literal["tiled", "naive", "prefetch", "coarsened",
-                            "register_tiled", "warptiled"] = "tiled",
+                            "register_tiled", "warptiled", "mma"] = "tiled",
            out: DeviceArray | None = None):
     """``a @ b`` for float32 matrices of any shape M x K @ K x N.
 
@@ -57,10 +64,12 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = Non
         of ``tile x tile`` threads; for ``"tiled"`` and ``"prefetch"`` (16 or 32)
         also the shared-memory tile.  ``"coarsened"`` takes 32 only (its blocks
         are 32 x 8 threads), ``"register_tiled"`` 64 only (16 x 16 threads),
-        ``"warptiled"`` 128 (256 threads, the default) or 64 (128 threads); a tile a
-        variant does not take is a ValueError.
-    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled"}
-        ``gpumem.variants("matmul")`` lists what each shows.
+        ``"warptiled"`` 128 (256 threads, the default) or 64 (128 threads), ``"mma"``
+        128 only (256 threads); a tile a variant does not take is a ValueError.
+    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled", "mma"}
+        ``gpumem.variants("matmul")`` lists what each shows.  ``"mma"`` (TF32 tensor
+        cores) needs compute capability 8.0 or newer: an older GPU raises ValueError
+        naming its capability.
     out : DeviceArray, optional
         Where to write the M x N result; must not be an input.
 
@@ -226,18 +235,25 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
         wt = runtime.bench(matmul, A, B, variant="warptiled", out=out,
                       repeat=3 if quick else 5, warmup=1).gflops
         best = max([wt] + [r.gflops for r in res.values()])
-        rows.append(hl._row("matmul", cub_what,
-                         measured={"cublas_GFLOP/s": gf, "cublas_ms": cub["ms"],
-                                   "rel_err": cub["rel_err"], "warptiled_GFLOP/s": wt,
-                                   "fastest_gpumem_over_cublas": best / gf},
-                         measured_text=(f"cuBLAS {gf:,.0f} GFLOP/s (agrees: relative error "
-                                        f"{cub['rel_err']:.1e}); gpumem's warptiled "
-                                        f"{wt:,.0f} GFLOP/s, fastest gpumem / cuBLAS = "
-                                        f"{best / gf:.2f}"),
+        cmeas = {"cublas_GFLOP/s": gf, "cublas_ms": cub["ms"], "rel_err": cub["rel_err"],
+                 "warptiled_GFLOP/s": wt, "fastest_gpumem_over_cublas": best / gf}
+        ctext = (f"cuBLAS {gf:,.0f} GFLOP/s (agrees: relative error {cub['rel_err']:.1e}); "
+                 f"gpumem's warptiled {wt:,.0f} GFLOP/s, fastest gpumem / cuBLAS = "
+                 f"{best / gf:.2f}")
+        if _has_mma():          # the tensor cores' step (TF32: not in the float32 ratio)
+            cmeas["mma_GFLOP/s"] = runtime.bench(matmul, A, B, variant="mma", out=out,
+                                                 repeat=3 if quick else 5, warmup=1).gflops
+            ctext += f"; mma (TF32 tensor cores) {cmeas['mma_GFLOP/s']:,.0f} GFLOP/s"
+        rows.append(hl._row("matmul", cub_what, measured=cmeas, measured_text=ctext,
                          takeaway="register and warp tiles, float4 loads and cp.async double "
                                   "buffering on top of shared-memory tiles close most of the "
                                   "gap (notebook 06)"))
     return rows
+
+def _has_mma() -> bool:
+    """Whether this GPU runs ``variant="mma"`` (compute capability 8.0 or newer)."""
+    return tuple(runtime.device().compute_capability) >= (8, 0)
+
 
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
     size = 1024 if quick else 2048
@@ -266,8 +282,10 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
 def _sanitize_matmul():
     tiles = {"naive": (8, 16, 32), "tiled": (8, 16, 32), "prefetch": (16, 32), "coarsened": (32,),
-             "register_tiled": (64,), "warptiled": (64, 128)}
+             "register_tiled": (64,), "warptiled": (64, 128), "mma": (128,)}
     for v in runtime.variants("matmul"):
+        if v.name == "mma" and not _has_mma():
+            continue                        # refused below compute capability 8.0
         for tile in tiles[v.name]:
             matmul(_f32(37, 41), _f32(41, 29), tile=tile, variant=v.name)
             matmul(_f32(1, 1), _f32(1, 1), tile=tile, variant=v.name)

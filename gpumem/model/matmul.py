@@ -64,6 +64,9 @@ def _gen_matmul(tally, axis, variant, p):
     if variant == "warptiled":
         _gen_matmul_warptiled(tally, axis, p)
         return
+    if variant == "mma":
+        _gen_matmul_mma(tally, axis, p)
+        return
     m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
     if m == 0 or n == 0:
         return                                           # gpumem launches nothing
@@ -145,6 +148,22 @@ def _matmul_shared_step(variant: str, t: int):
         # smsp__inst_executed_op_shared_ld counts them
         acc += [("ld", None, 0, 3)]
         return acc, _WT_K
+    if variant == "mma":
+        # a k slice of 32: per 8-wide k step each warp loads its A fragments (4 tiles of
+        # 16 rows: (a0, a2) and (a1, a3) as 8-byte loads of k = kk + 2t, + 1) and B
+        # fragments (4 tiles of 8 columns: b0, b1, 32-bit loads of rows kk + 2t, + 1)
+        # from the swizzled tiles; cp.async fills them (no shared store instructions)
+        warp = np.arange(_MMA_THREADS // WARP, dtype=np.int64)[:, None]
+        g, tq = lane // 4, lane % 4
+        wm, wn = (warp // (t // _MMA_WN)) * _MMA_WM, (warp % (t // _MMA_WN)) * _MMA_WN
+        for kk in range(0, _MMA_K, 8):
+            for i in range(_MMA_WM // 16):
+                r = wm + 16 * i + g
+                acc += [("ld", 4 * _mma_a_at(r + dr, kk + 2 * tq), 8, 1) for dr in (0, 8)]
+            for j in range(_MMA_WN // 8):
+                acc += [("ld", 4 * _mma_b_at(kk + 2 * tq + dk, wn + 8 * j + g), 4, 1)
+                        for dk in (0, 1)]
+        return acc, _MMA_K
     raise AssertionError(variant)
 
 
@@ -173,7 +192,7 @@ def _matmul_shared_per_step(variant: str, t: int):
     step_acc, bk = _matmul_shared_step(variant, t)
     one = Tally(32)
     for op, addr, width, per in step_acc:
-        if addr is None:                                 # counted, never executed
+        if addr is None:                                 # counted, never executed (warptiled)
             one.shared_access(op, per * (_WT[t][0] // WARP), 0)
         else:
             shared_warps(one, op, addr, None, width, per)
@@ -323,6 +342,82 @@ def _gen_matmul_warptiled(tally, axis, p):
                      (kr < k) & (c < n), width, wb)
 
 
+# ---- matmul mma: tensor cores (mma.sync m16n8k8 TF32), A and B by cp.async ---------------
+_MMA_K, _MMA_THREADS, _MMA_WM, _MMA_WN = 32, 256, 64, 32    # k slice, threads, warp tile
+
+
+def _mma_a_at(r, c):
+    """Float offset of A[r][c] in a stage of cuda/matmul_mma.cuh (rows of 32 floats, the
+    16-byte chunk c / 4 of row r stored at chunk (c / 4) ^ 2 (r % 4))."""
+    return r * _MMA_K + ((((c >> 2) ^ ((r & 3) << 1)) << 2) | (c & 3))
+
+
+def _mma_b_at(k, c):
+    """Float offset of B[k][c] in a stage (rows of 128 floats, chunk c / 4 of row k
+    stored at chunk (c / 4) ^ 2 ((k / 2) % 4))."""
+    return k * 128 + ((((c >> 2) ^ (((k >> 1) & 3) << 1)) << 2) | (c & 3))
+
+
+def _gen_matmul_mma(tally, axis, p):
+    """cuda/matmul_mma.cuh: per k slice of 32, A (128 rows x 32) and B (32 x 128 columns)
+    by cp.async into shared memory -- 16-byte copies where K (for A) or N (for B) is a
+    multiple of 4 (all four floats in or none), else 4-byte ones, a warp's 32 on
+    consecutive floats of one row; lanes outside the matrices copy nothing (src-size 0)
+    and count nothing -- and at the end C from the accumulator fragments: lane (g, t) of
+    each 16 x 8 tile writes rows g and g + 8, columns 2t and 2t + 1, as one 8-byte store
+    where N is even, else two predicated 4-byte ones.  Each slice is copied once per
+    block (the pipeline's prologue copies slices 0 and 1, iteration s copies s + 2)."""
+    m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
+    thr, bk = _MMA_THREADS, _MMA_K
+    tally.ldgsts = True                  # the variant's keys, zeros included
+    if m == 0 or n == 0:
+        return                                           # gpumem launches nothing
+    nw = thr // WARP
+    gx, gy, steps = cdiv(n, t), cdiv(m, t), cdiv(k, bk)
+    tid = np.arange(thr, dtype=np.int64).reshape(nw, WARP)
+    w = np.arange(nw, dtype=np.int64)[:, None]
+    bx, wbx = axis(gx, period(4 * t), (gx - 1,))
+    by, wby = axis(gy, period(4 * t * k, 4 * t * n), (gy - 1,))
+    BM = by[:, None, None, None] * t                     # (nby, 1, 1, 1)
+    BN = bx[None, :, None, None] * t                     # (1, nbx, 1, 1)
+    # ---- C: warp w's tile at (wm, wn); tile (i, j), half h: row wm + 16i + 8h + g,
+    # columns wn + 8j + 2t, + 1 -- the 32 (i, h, j) stores of a lane on a leading axis
+    wm, wn = (w // (t // _MMA_WN)) * _MMA_WM, (w % (t // _MMA_WN)) * _MMA_WN
+    g, tq = tid % WARP // 4, tid % WARP % 4
+    i, h, j = (x.reshape(-1, 1, 1, 1, 1) for x in np.meshgrid(
+        np.arange(_MMA_WM // 16), np.arange(2), np.arange(_MMA_WN // 8), indexing="ij"))
+    wc = wmul(wby[:, None], wbx[None, :])               # (nby, nbx)
+    r0 = BM + wm + 16 * i + 8 * h                        # the warp's first row
+    r, c = r0 + g, BN + wn + 8 * j + 2 * tq
+    ok = r < m
+    vec = ok & (c + 1 < n) if n % 2 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
+    _rows_stream(tally, "st", r, c, r0, 4 * n, vec, 8, wc)
+    for e in range(2):
+        _rows_stream(tally, "st", r, c + e, r0, 4 * n, ~vec & ok & (c + e < n), 4, wc)
+    if k == 0:
+        return
+    st, wst = axis(steps, period(4 * bk, 4 * bk * n), (steps - 1,))
+    # ---- A, every block column: 16-byte copy f = tid + i * threads is row f / 8, columns
+    # 4 (f % 8) .. + 3; 4-byte copy e is row e / 32, column e % 32 (i on a leading axis)
+    K0 = st[None, :, None, None] * bk                    # (1, ns, 1, 1)
+    wa = wmul(wby[:, None], wst[None, :], gx)
+    per_row, width = (bk // 4, 16) if k % 4 == 0 else (bk, 4)
+    i = np.arange(bk * t // (width // 4) // thr, dtype=np.int64).reshape(-1, 1, 1, 1, 1)
+    e = tid + i * thr
+    r, kk = BM + e // per_row, K0 + (e % per_row) * (width // 4)
+    _rows_stream(tally, "cp", r, kk, BM + (WARP * w + i * thr) // per_row, 4 * k,
+                 (r < m) & (kk < k), width, wa)
+    # ---- B, every block row: copy e is row e / per_row, columns (e % per_row) * floats
+    K0b = st[:, None, None, None] * bk                   # (ns, 1, 1, 1)
+    wb = wmul(wst[:, None], wbx[None, :], gy)
+    per_row, width = (t // 4, 16) if n % 4 == 0 else (t, 4)
+    i = np.arange(bk * t // (width // 4) // thr, dtype=np.int64).reshape(-1, 1, 1, 1, 1)
+    e = tid + i * thr
+    kr, c = K0b + e // per_row, BN + (e % per_row) * (width // 4)
+    _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * n,
+                 (kr < k) & (c < n), width, wb)
+
+
 def _naive_loads(tally, axis, p, bl):
     """acc += a[row*K + kk] * b[kk*N + col] for kk < K, threads with row < M, col < N."""
     m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
@@ -388,10 +483,11 @@ def _tiled_loads(tally, axis, p, bl):
 #: coarsened's 32 x 8 threads load and store a 32 x 32 tile four rows per thread, the
 #: same requests and sectors as tiled with tile 32 (each of its warps' four
 #: instructions covers one row, as one warp of tiled's 32 x 32 block does);
-#: register_tiled takes 64 only, warptiled 128 (256 threads) or 64 (128 threads).
+#: register_tiled takes 64 only, warptiled 128 (256 threads) or 64 (128 threads), mma 128.
 _MATMUL_TILES = {"naive": (16, (8, 16, 32)), "tiled": (16, (8, 16, 32)),
                  "prefetch": (16, (16, 32)), "coarsened": (32, (32,)),
-                 "register_tiled": (64, (64,)), "warptiled": (128, (64, 128))}
+                 "register_tiled": (64, (64,)), "warptiled": (128, (64, 128)),
+                 "mma": (128, (128,))}
 
 
 def _check(where: str, variant: str, p: dict) -> None:
@@ -418,14 +514,15 @@ def _launch(variant: str, p: dict) -> dict[str, tuple[int, int, int]]:
     t = p["tile"]
     block = ((t, 8, 1) if variant == "coarsened" else (16, 16, 1)
              if variant == "register_tiled" else (_WT[t][0], 1, 1)
-             if variant == "warptiled" else (t, t, 1))
+             if variant == "warptiled" else (_MMA_THREADS, 1, 1)
+             if variant == "mma" else (t, t, 1))
     return {"grid": (cdiv(p["n"], t), cdiv(p["m"], t), 1), "block": block}
 
 
 #: The family this module models (see gpumem.model._launch for the keys).
 FAMILIES = {
     "matmul": {"variants": ("naive", "tiled", "prefetch", "coarsened", "register_tiled",
-                            "warptiled"),
+                            "warptiled", "mma"),
                "params": {"m": REQUIRED, "n": REQUIRED, "k": REQUIRED, "tile": 16},
                "gen": _gen_matmul, "launch": _launch, "check": _check, "tiles": _MATMUL_TILES},
 }
@@ -443,14 +540,14 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
     ----------
     m, n, k : int
         Matrix sizes.
-    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled"}
+    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled", "mma"}
         prefetch and coarsened load what tiled does with the same tile; so do
-        register_tiled and warptiled with theirs (every block column reads A
-        once, every block row B once).  warptiled's B comes by cp.async:
-        :func:`predict` counts it in ``gld_bytes_requested`` (as the H100's load
-        counters do) and again, alone, in ``gldgsts_bytes_requested``.
+        register_tiled, warptiled and mma with theirs (every block column reads A
+        once, every block row B once).  warptiled's B comes by cp.async, mma's A and
+        B too: :func:`predict` counts the copies in ``gld_bytes_requested`` (as the
+        H100's load counters do) and again, alone, in ``gldgsts_bytes_requested``.
     tile : {8, 16, 32, 64, 128}, default 16 (prefetch: 16 or 32; coarsened: 32 only;
-        register_tiled: 64 only; warptiled: 128, the default, or 64)
+        register_tiled: 64 only; warptiled: 128, the default, or 64; mma: 128 only)
 
     Returns
     -------

@@ -172,6 +172,64 @@ def simulate(family, variant, granularity=32, **p):
                 for j in range(4):
                     streams.append(("st", C + 4 * (r * N + c + j),
                                     ~full & (r < M) & (c + j < N), 4))
+    elif family == "matmul" and variant == "mma":
+        # cuda/matmul_mma.cuh, line by line: BM = BN = 128, BK = 32, 8 warps of 64 x 32
+        M, N, K = p["m"], p["n"], p["k"]
+        BM = BN = 128
+        BK, THREADS = 32, 256
+        gx, gy = -(-N // BN), -(-M // BM)
+        tid = np.arange(THREADS).reshape(-1, WARP)
+        bn = np.arange(gx)[:, None, None, None] * BN        # blockIdx.x * MMA_BN
+        bm = np.arange(gy)[None, :, None, None] * BM        # blockIdx.y * MMA_BM
+
+        def warps(x):
+            return np.broadcast_to(x, (gx, gy) + tid.shape).reshape(-1, WARP).astype(np.int64)
+
+        vec_a, vec_b = K % 4 == 0, N % 4 == 0               # cudaMalloc'd: 16-byte aligned
+
+        def load_tiles(k0):                                 # mma_load_tiles
+            if vec_a:
+                for i in range(BM * BK // 4 // THREADS):
+                    f = tid + i * THREADS
+                    r, c = warps(bm + f // (BK // 4) + 0 * bn), warps(k0 + (f % (BK // 4)) * 4)
+                    streams.append(("cp", A + 4 * (r * K + c), (r < M) & (c < K), 16))
+            else:
+                for i in range(BM * BK // THREADS):
+                    e = tid + i * THREADS
+                    r, c = warps(bm + e // BK + 0 * bn), warps(k0 + e % BK)
+                    streams.append(("cp", A + 4 * (r * K + c), (r < M) & (c < K), 4))
+            if vec_b:
+                for i in range(BK * BN // 4 // THREADS):
+                    f = tid + i * THREADS
+                    k, c = warps(k0 + f // (BN // 4)), warps(bn + (f % (BN // 4)) * 4 + 0 * bm)
+                    streams.append(("cp", B + 4 * (k * N + c), (k < K) & (c < N), 16))
+            else:
+                for i in range(BK * BN // THREADS):
+                    e = tid + i * THREADS
+                    k, c = warps(k0 + e // BN), warps(bn + e % BN + 0 * bm)
+                    streams.append(("cp", B + 4 * (k * N + c), (k < K) & (c < N), 4))
+
+        tiles = -(-K // BK)
+        for s in range(2):                                  # the prologue: slices 0, 1
+            if s < tiles:
+                load_tiles(s * BK)
+        for kt in range(tiles):
+            if kt + 2 < tiles:
+                load_tiles((kt + 2) * BK)
+        warp, lane = tid // 32, tid % 32
+        wm, wn = (warp // 4) * 64, (warp % 4) * 32
+        g, t = lane // 4, lane % 4
+        vec_c = N % 2 == 0
+        for i in range(4):
+            for h in range(2):
+                r = warps(bm + wm + i * 16 + g + 8 * h + 0 * bn)    # r >= M: continue
+                for j in range(4):
+                    c = warps(bn + wn + j * 8 + 2 * t + 0 * bm)
+                    full = vec_c & (r < M) & (c + 1 < N)
+                    streams.append(("st", C + 4 * (r * N + c), full, 8))
+                    for e in range(2):
+                        streams.append(("st", C + 4 * (r * N + c + e),
+                                        ~full & (r < M) & (c + e < N), 4))
     elif family == "matmul":
         M, N, K, t = p["m"], p["n"], p["k"], p.get("tile", 16)
         gx, gy = -(-N // t), -(-M // t)
@@ -198,7 +256,7 @@ def simulate(family, variant, granularity=32, **p):
     else:
         raise AssertionError(family)
     tot = {"ld": [0, 0, 0], "st": [0, 0, 0]}
-    if family == "matmul" and variant == "warptiled":
+    if family == "matmul" and variant in ("warptiled", "mma"):
         tot["cp"] = [0, 0, 0]           # cp.async (LDGSTS): 32-byte sectors, apart from ld
     for op, addr, act, width in streams:
         g = granularity if op == "ld" else 32

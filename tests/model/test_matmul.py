@@ -14,7 +14,8 @@ from ._reference import assert_fast_equals_reference, assert_same
 
 @pytest.mark.parametrize("variant, tile", [(v, t) for v in ("naive", "tiled") for t in (8, 16, 32)]
                          + [("prefetch", 16), ("prefetch", 32), ("coarsened", 32),
-                            ("register_tiled", 64), ("warptiled", 64), ("warptiled", 128)])
+                            ("register_tiled", 64), ("warptiled", 64), ("warptiled", 128),
+                            ("mma", 128)])
 def test_matmul_equals_the_thread_by_thread_reference(variant, tile):
     # (130, 129, 33): just over a 128 tile and two 64 tiles, N and K not multiples of 4
     # (scalar loads, 4-byte copies, scalar stores); (129, 132, 36): the same with the
@@ -46,7 +47,7 @@ def test_warptiled_copies_b_by_cp_async_not_by_loads():
         assert {key: empty[key] for key in LDGSTS_METRICS} == \
             dict.fromkeys(LDGSTS_METRICS, 0)
     for v in model.families()["matmul"]:
-        if v != "warptiled":
+        if v not in ("warptiled", "mma"):
             assert not set(LDGSTS_METRICS) & set(predict("matmul", v, m=9, n=9, k=9))
 
 
@@ -89,6 +90,37 @@ def test_matmul_shared_memory_as_measured(variant, tile):
         assert all(z[key] == 0 for key in SHARED_METRICS)
 
 
+def test_mma_copies_a_and_b_by_cp_async_and_loads_fragments_without_conflicts():
+    """mma: A and B both by cp.async (no LDG: every gld request is a copy), per block and
+    k slice of 32 each warp's 4 k steps of 8 A fragment loads (8-byte: 2 wavefronts, the
+    fewest) and 8 B ones (32-bit: 1 wavefront) through the swizzles, no shared store
+    instruction (cp.async writes shared memory); C by 8-byte stores where N is even.
+    From the source (cuda/matmul_mma.cuh): to be held to Nsight Compute on an sm_80+ GPU."""
+    r = predict("matmul", "mma", m=128, n=128, k=32, tile=128)
+    # one block, one slice: A 128 x 32 and B 32 x 128 floats in 16-byte copies, 4 + 4 a thread
+    assert r["gld_requests"] == r["gldgsts_requests"] == 8 * (4 + 4)
+    assert r["gld_bytes_requested"] == r["gldgsts_bytes_requested"] == 2 * 4 * 128 * 32
+    assert r["gldgsts_transactions"] == 2 * 4 * 128 * 32 // 32
+    assert r["gld_efficiency"] == 0.0                   # the load instructions: none
+    assert (r["shared_load_requests"], r["shared_load_transactions"]) == \
+        (8 * 4 * (8 + 8), 8 * 4 * (2 * 8 + 8))
+    # "conflicts" = wavefronts past one per instruction: the 8-byte loads' second ones only
+    assert r["shared_load_bank_conflict"] == 8 * 4 * 8
+    assert r["shared_store_requests"] == r["shared_store_transactions"] == 0
+    # C: 8 warps x 32 float2 stores, 8 rows of 32 bytes each: 8 sectors, all used
+    assert r["gst_requests"] == 8 * 32 and r["gst_transactions"] == 8 * 32 * 8
+    assert r["gst_efficiency"] == 100.0
+    # K and N not multiples of 4: 4-byte copies (a warp's 32 on one row), 16 a thread of
+    # each; the 4 warp copies of B's row 31 (past K) have no lane in B and count nothing;
+    # odd N: two 4-byte stores per float2
+    s = predict("matmul", "mma", m=128, n=127, k=31, tile=128)
+    assert s["gldgsts_requests"] == 8 * 16 + (8 * 16 - 4) and s["gst_requests"] == 2 * 8 * 32
+    assert s["gldgsts_bytes_requested"] == 4 * (128 * 31 + 31 * 127)
+    # the shared loads scale with blocks x slices
+    big = predict("matmul", "mma", m=130, n=257, k=65, tile=128)
+    assert big["shared_load_requests"] == 2 * 3 * 3 * 512
+
+
 def test_naive_matmul_uses_no_shared_memory():
     r = predict("matmul", "naive", m=100, n=37, k=53, tile=16)
     assert all(r[key] == 0 for key in SHARED_METRICS)
@@ -96,7 +128,7 @@ def test_naive_matmul_uses_no_shared_memory():
 
 @pytest.mark.parametrize("variant, tile", [(v, t) for v in ("naive", "tiled") for t in (8, 16, 32)]
                          + [("prefetch", 32), ("coarsened", 32), ("register_tiled", 64),
-                            ("warptiled", 64), ("warptiled", 128)])
+                            ("warptiled", 64), ("warptiled", 128), ("mma", 128)])
 def test_fast_path_equals_the_per_warp_reference_matmul(variant, tile, rng):
     """Block columns, block rows and tile steps past their periods, M, N, K not
     multiples of the tile, K below 8 (row by row A sectors) and up to 300 (the
@@ -133,7 +165,7 @@ def test_matmul_traffic_and_cgma():
     # every tiled kernel requests what tiled does with its tile, partial tiles included;
     # warptiled's B by cp.async, counted in gld (and alone in gldgsts)
     for variant, tiles in (("prefetch", (16, 32)), ("coarsened", (32,)),
-                           ("register_tiled", (64,)), ("warptiled", (64, 128))):
+                           ("register_tiled", (64,)), ("warptiled", (64, 128)), ("mma", (128,))):
         for t, (m, n, k) in itertools.product(tiles, ((33, 17, 5), (130, 129, 33),
                                                       (129, 132, 36), (300, 257, 190))):
             tr = model.matmul_traffic(m, n, k, variant, t)

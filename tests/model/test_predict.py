@@ -35,7 +35,7 @@ LARGEST = [
 ] + [("matmul", v, dict(m=65535 * t, n=2 ** 30 - 1, k=GMAX, tile=t))
      for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)), ("prefetch", (16, 32)),
                       ("coarsened", (32,)), ("register_tiled", (64,)),
-                      ("warptiled", (64, 128))) for t in tiles
+                      ("warptiled", (64, 128)), ("mma", (128,))) for t in tiles
 ] + [("transpose", v, dict(m=65535 * 32, n=2 ** 31 - 65)) for v in model.families()["transpose"]]
 #: The sizes issue 11 names: n = 2^31 with the default block, matmul at 16384^3 (transpose
 #: at 65536^2).  shared_stride moves no global loads: its sizes are tested in test_transpose.

@@ -1,0 +1,230 @@
+// matmul_mma.cuh -- matmul's `mma` variant, included by cuda/matmul.cu after its
+// cp.async helpers (one object per .cu: this header is part of matmul.cu).
+//
+// mma: the tensor cores through `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`
+// (sm_80 and newer), the Ampere path.  A 128 x 128 tile of C per block of 8 warps,
+// 64 x 32 per warp: 4 x 4 tiles of 16 x 8, each one mma per k step of 8.  The
+// float32 operands are rounded to TF32 (cvt.rna.tf32.f32: 10 mantissa bits, to
+// nearest) as they leave shared memory; the products are summed in float32.
+//
+// Memory: a 3-stage cp.async pipeline (global -> shared without registers) keeps the
+// next two 32-wide k slices of A (128 x 32) and B (32 x 128) in flight while the warps
+// multiply the current one: 96 KiB of dynamic shared memory per block, two blocks per
+// SM, one barrier per k slice.  Out-of-range elements are zero-filled (cp.async's
+// src-size 0), so any M, N, K works; rows that are not 16-byte aligned (K or N not a
+// multiple of 4, or a misaligned base) take 4-byte copies.
+//
+// Fragments come from shared memory by plain loads (LDS), not ldmatrix: ldmatrix moves
+// 8 x 8 matrices of 16-bit elements, so on 32-bit TF32 data it would deliver pairs of
+// half-words a lane must reassemble (or a transposing layout) -- plain loads through a
+// swizzled layout move the same bytes per wavefront with no conflicts.  The sum over k
+// does not care which k each of the 8 fragment columns j stands for, as long as A's
+// column j and B's row j are the same k (lanes with the same t hold both): lane t's
+// j = t and j = t + 4 are taken as k = kk + 2t and kk + 2t + 1, so a lane's a0, a2 (and
+// a1, a3) are adjacent floats of a row of A -- one 8-byte load (LDS.64) each, 8 instead
+// of 16 loads per warp and k step for A; B's b0, b1 stay two 32-bit loads (rows of B).
+// The swizzles (offsets in floats within a stage; 16-byte chunks permuted inside each
+// 128-byte row segment, so every cp.async chunk stays whole):
+//   A [128][32]:  chunk c/4 of row r stored at chunk (c/4) ^ 2 (r % 4).  A half warp's
+//     8-byte loads (lanes g = 0..3 or 4..7, t = 0..3) read rows r0 + g, floats kk + 2t,
+//     + 1: 4 rows in 4 different chunk pairs, t's 4 float pairs inside one pair -- all
+//     32 banks, the 2 wavefronts 256 bytes need.
+//   B [32][128]:  chunk n/4 of row k stored at chunk (n/4) ^ 2 ((k / 2) % 4).  b0 reads
+//     row kk + 2t (b1: + 1), column n0 + g: the 4 rows t in 4 different chunk pairs,
+//     g's 8 columns in one pair -- 32 banks, one wavefront.
+// Without them every row of A (and every k row of B) starts at bank 0: 4-way (A) and
+// 4-way (B) conflicts.
+constexpr int MMA_BM = 128, MMA_BN = 128, MMA_BK = 32, MMA_WM = 64, MMA_WN = 32,
+              MMA_STAGES = 3;
+constexpr int MMA_WARPS_N = MMA_BN / MMA_WN, MMA_THREADS = (MMA_BM / MMA_WM) * MMA_WARPS_N * 32;
+constexpr int MMA_TM = MMA_WM / 16, MMA_TN = MMA_WN / 8;     // 16 x 8 tiles per warp
+constexpr int MMA_A_FLOATS = MMA_BM * MMA_BK, MMA_B_FLOATS = MMA_BK * MMA_BN;
+constexpr size_t MMA_SMEM = (size_t)MMA_STAGES * (MMA_A_FLOATS + MMA_B_FLOATS) * sizeof(float);
+static_assert(MMA_THREADS == 256 && MMA_BK == 32 && MMA_BN == 128, "the swizzles assume these");
+static_assert(GM_MATMUL_MMA_TILE == MMA_BM && MMA_BM == MMA_BN, "matmul.h's tile");
+
+// offsets (floats) of A[r][c] and B[k][n] inside a stage's tiles
+__device__ __forceinline__ int mma_a_at(int r, int c)
+{
+    return r * MMA_BK + ((((c >> 2) ^ ((r & 3) << 1)) << 2) | (c & 3));
+}
+
+__device__ __forceinline__ int mma_b_at(int k, int n)
+{
+    return k * MMA_BN + ((((n >> 2) ^ (((k >> 1) & 3) << 1)) << 2) | (n & 3));
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ void cp_async_wait_stages()  // all but the newest STAGES - 2 groups
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(MMA_STAGES - 2) : "memory");
+}
+
+__device__ __forceinline__ unsigned to_tf32(float x)
+{
+    unsigned u;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
+    return u;
+}
+
+// d += a (16 x 8, row) * b (8 x 8, col); fragments as the PTX ISA's "Matrix Fragments
+// for mma.m16n8k8" (.tf32): a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8,
+// t + 4); b0 (row t, col g), b1 (t + 4, g); d0, d1 (g, 2t and 2t + 1), d2, d3 (g + 8, ..).
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4],
+                                         const unsigned (&b)[2])
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// The k slice k0 .. k0 + 31 of A's rows bm .. bm + 127 and B's columns bn .. bn + 127
+// into stage `sa` / `sb` by cp.async, one commit group.  16-byte copies (A: a warp's
+// 32 copy 4 rows of 128 bytes; B: one row of 512 bytes) where rows are 16-byte
+// aligned, all four floats in or none (K, N multiples of 4); else 4-byte ones, a
+// warp's 32 on consecutive floats of one row.
+__device__ __forceinline__ void mma_load_tiles(float *sa, float *sb, const float *__restrict__ A,
+                                               const float *__restrict__ B, int M, int N, int K,
+                                               int bm, int bn, int k0, bool vec_a, bool vec_b)
+{
+    const int tid = threadIdx.x;
+    if (vec_a) {
+#pragma unroll
+        for (int i = 0; i < MMA_A_FLOATS / 4 / MMA_THREADS; ++i) {
+            const int f = tid + i * MMA_THREADS, r = f / (MMA_BK / 4), c = (f % (MMA_BK / 4)) * 4;
+            const bool in = bm + r < M && k0 + c < K;
+            cp_async16(sa + mma_a_at(r, c), in ? A + (size_t)(bm + r) * K + k0 + c : A, in);
+        }
+    } else {
+#pragma unroll 4
+        for (int i = 0; i < MMA_A_FLOATS / MMA_THREADS; ++i) {
+            const int e = tid + i * MMA_THREADS, r = e / MMA_BK, c = e % MMA_BK;
+            const bool in = bm + r < M && k0 + c < K;
+            cp_async4(sa + mma_a_at(r, c), in ? A + (size_t)(bm + r) * K + k0 + c : A, in);
+        }
+    }
+    if (vec_b) {
+#pragma unroll
+        for (int i = 0; i < MMA_B_FLOATS / 4 / MMA_THREADS; ++i) {
+            const int f = tid + i * MMA_THREADS, k = f / (MMA_BN / 4), c = (f % (MMA_BN / 4)) * 4;
+            const bool in = k0 + k < K && bn + c < N;
+            cp_async16(sb + mma_b_at(k, c), in ? B + (size_t)(k0 + k) * N + bn + c : B, in);
+        }
+    } else {
+#pragma unroll 4
+        for (int i = 0; i < MMA_B_FLOATS / MMA_THREADS; ++i) {
+            const int e = tid + i * MMA_THREADS, k = e / MMA_BN, c = e % MMA_BN;
+            const bool in = k0 + k < K && bn + c < N;
+            cp_async4(sb + mma_b_at(k, c), in ? B + (size_t)(k0 + k) * N + bn + c : B, in);
+        }
+    }
+    cp_async_commit();
+}
+
+__device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__ A,
+                                          const float *__restrict__ B, float *__restrict__ C,
+                                          int M, int N, int K)
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int wm = (warp / MMA_WARPS_N) * MMA_WM, wn = (warp % MMA_WARPS_N) * MMA_WN;
+    const int bm = blockIdx.y * MMA_BM, bn = blockIdx.x * MMA_BN;
+    const bool vec_a = (K % 4) == 0 && aligned16(A), vec_b = (N % 4) == 0 && aligned16(B);
+    float *const sa = smem, *const sb = smem + MMA_STAGES * MMA_A_FLOATS;
+    float acc[MMA_TM][MMA_TN][4] = {};
+    const int tiles = (K + MMA_BK - 1) / MMA_BK;
+
+    // prologue: slices 0 .. STAGES - 2 in flight (an empty group where there is none,
+    // so that group s is always slice s and wait_group counts right)
+#pragma unroll
+    for (int s = 0; s < MMA_STAGES - 1; ++s) {
+        if (s < tiles)
+            mma_load_tiles(sa + s * MMA_A_FLOATS, sb + s * MMA_B_FLOATS, A, B, M, N, K, bm, bn,
+                           s * MMA_BK, vec_a, vec_b);
+        else
+            cp_async_commit();
+    }
+    for (int kt = 0; kt < tiles; ++kt) {
+        // slice kt has landed (this thread's copies), then the barrier: everyone's
+        // copies are visible, and every warp is done with slice kt - 1, whose stage
+        // the next copies overwrite
+        cp_async_wait_stages();
+        __syncthreads();
+        const int next = kt + MMA_STAGES - 1, ns = next % MMA_STAGES;
+        if (next < tiles)
+            mma_load_tiles(sa + ns * MMA_A_FLOATS, sb + ns * MMA_B_FLOATS, A, B, M, N, K, bm, bn,
+                           next * MMA_BK, vec_a, vec_b);
+        else
+            cp_async_commit();
+        const float *a = sa + (kt % MMA_STAGES) * MMA_A_FLOATS;
+        const float *b = sb + (kt % MMA_STAGES) * MMA_B_FLOATS;
+#pragma unroll
+        for (int kk = 0; kk < MMA_BK; kk += 8) {
+            unsigned af[MMA_TM][4], bf[MMA_TN][2];
+#pragma unroll
+            for (int i = 0; i < MMA_TM; ++i) { // j = t, t + 4: k = kk + 2t, kk + 2t + 1
+                const int r = wm + i * 16 + g;
+                const float2 lo = *reinterpret_cast<const float2 *>(&a[mma_a_at(r, kk + 2 * t)]);
+                const float2 hi =
+                    *reinterpret_cast<const float2 *>(&a[mma_a_at(r + 8, kk + 2 * t)]);
+                af[i][0] = to_tf32(lo.x);
+                af[i][1] = to_tf32(hi.x);
+                af[i][2] = to_tf32(lo.y);
+                af[i][3] = to_tf32(hi.y);
+            }
+#pragma unroll
+            for (int j = 0; j < MMA_TN; ++j) {
+                const int n = wn + j * 8 + g;
+                bf[j][0] = to_tf32(b[mma_b_at(kk + 2 * t, n)]);
+                bf[j][1] = to_tf32(b[mma_b_at(kk + 2 * t + 1, n)]);
+            }
+#pragma unroll
+            for (int i = 0; i < MMA_TM; ++i)
+#pragma unroll
+                for (int j = 0; j < MMA_TN; ++j)
+                    mma_tf32(acc[i][j], af[i], bf[j]);
+        }
+    }
+    cp_async_wait_all(); // only empty groups are left; none outlives the block
+
+    // C: lane (g, t) holds rows g and g + 8 of each 16 x 8 tile, columns 2t, 2t + 1:
+    // one float2 store each where N is even and C 8-byte aligned, else two scalars
+    const bool vec_c = (N % 2) == 0 && (reinterpret_cast<uintptr_t>(C) & 7) == 0;
+#pragma unroll
+    for (int i = 0; i < MMA_TM; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = bm + wm + i * 16 + g + 8 * h;
+            if (r >= M)
+                continue;
+#pragma unroll
+            for (int j = 0; j < MMA_TN; ++j) {
+                const int c = bn + wn + j * 8 + 2 * t;
+                float *out = C + (size_t)r * N + c;
+                const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+                if (vec_c && c + 1 < N) {
+                    *reinterpret_cast<float2 *>(out) = make_float2(v0, v1);
+                } else {
+                    if (c < N)
+                        out[0] = v0;
+                    if (c + 1 < N)
+                        out[1] = v1;
+                }
+            }
+        }
+    }
+}
+#endif // __CUDA_ARCH__ >= 800
+
+// The kernel: 256 threads, two blocks per SM (at most 128 registers a thread).  Built
+// for every architecture of the wheel; below sm_80 its body is empty and the launcher
+// refuses before any launch (csrc/lessons/matmul.c first, naming the capability).
+__global__ void __launch_bounds__(MMA_THREADS, 2)
+    matmul_mma(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+               int M, int N, int K)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    extern __shared__ __align__(128) float mma_smem[];
+    mma_tiles(mma_smem, A, B, C, M, N, K);
+#endif
+}
