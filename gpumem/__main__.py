@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -130,6 +131,7 @@ def _banner() -> str:
 def _report(args: argparse.Namespace) -> int:
     from gpumem import report
 
+    start = time.perf_counter()
     reason = report.no_gpu_reason()
     measure = reason is None
     progress = not args.no_progress
@@ -159,10 +161,16 @@ def _report(args: argparse.Namespace) -> int:
         else:
             print("\n\n".join(str(t) for t in tables))
     else:
+        card = report.card(measure=measure, quick=args.quick, progress=progress)
+        ctitle = report.card_title(measure)
+        if not args.json:
+            print(report.card_table(card, ctitle), end="\n\n", flush=True)
         rows = report.headlines(measure=measure, quick=args.quick, progress=progress)
-        tables = [report.as_table(rows)]
+        tables = [report.card_table(card, ctitle), report.as_table(rows)]
+        elapsed = time.perf_counter() - start
         if args.json:
-            print(report.to_json(rows=rows, **meta))
+            print(report.to_json(rows=rows, card=card, card_title=ctitle,
+                                 elapsed_s=round(elapsed, 2), **meta))
         else:
             print(report.as_text(rows))
     if args.out:
@@ -173,6 +181,8 @@ def _report(args: argparse.Namespace) -> int:
         if rows and not any(p.endswith(".png") for p in paths):
             print("no plots: matplotlib is not installed (pip install 'gpumem[report]')",
                   file=where)
+    print(f"gpumem report took {time.perf_counter() - start:.1f} s"
+          + (" (--quick)" if args.quick else ""), file=sys.stderr if args.json else sys.stdout)
     return 0
 
 

@@ -1,4 +1,10 @@
-"""``gpumem report``: every lesson's headline experiment on this GPU, in one table.
+"""``gpumem report``: the memory card, then every lesson's headline experiment on this GPU.
+
+The report opens with the memory card (:func:`card`): one row per level of the
+hierarchy -- shared memory, L1, constant, L2 near and far, device memory, the host link, the pool -- with its size, the latency (cycles and
+ns) and bandwidth this GPU measured, the published figure
+(:mod:`gpumem.runtime.published`) and the ratio; each row comes from the lesson
+that measures it (its ``card``).
 
 Each row says what was measured (kernel time, GB/s, and a hardware counter where
 :func:`gpumem.profiler_available`), what :mod:`gpumem.model` predicts for it
@@ -35,10 +41,12 @@ from . import lessons, model, runtime
 from .lessons.access import copy, offset_sweep
 from .runtime.args import _flag
 from .runtime.table import Table
+from .tools.card import CARD_COLUMNS, card_reference, ratio_text
 from .tools.headline import (_gbps, _pow2, _predict, _rng, _row, _steps, _timed,
                              _unmeasured, _bench)
 
-__all__ = ["HEADLINES", "SWEEPS", "COLUMNS", "headlines", "sweeps", "as_table", "as_text",
+__all__ = ["CARDS", "card", "card_title", "card_table", "HEADLINES", "SWEEPS", "COLUMNS",
+           "headlines", "sweeps", "as_table", "as_text",
            "to_markdown", "to_html", "to_json", "write", "plot", "no_gpu_reason"]
 
 #: The report's columns, in print order (row key -> header).
@@ -86,6 +94,54 @@ def _device(measure: bool, quick: bool) -> list[dict]:
 #: the report's own device row, then every lesson that declares a headline.
 HEADLINES: list[tuple[str, Callable[[bool, bool], list[dict]]]] = [("device", _device)] + [
     (lesson.name, lesson.headline) for lesson in lessons.declarations() if lesson.headline]
+
+
+# ---- the memory card ------------------------------------------------------------------------
+#: The memory card's rows, in lesson order: (lesson, function(measure, quick) -> rows), every
+#: lesson that declares a ``card`` (:mod:`gpumem.tools.card` says the rows' keys).
+CARDS: list[tuple[str, Callable[[bool, bool], list[dict]]]] = [
+    (lesson.name, lesson.card) for lesson in lessons.declarations() if lesson.card]
+
+
+def card(*, measure: bool | None = None, quick: bool = False,
+         progress: bool = False) -> list[dict]:
+    """The memory card: every level's size, latency and bandwidth as this GPU measures
+    them, beside the published figures (:data:`CARDS`).  Without a GPU (``measure``
+    false) the rows show the sizes and published figures of the GPU the model assumes,
+    the measured columns None.  ``measure``, ``quick``, ``progress``: as for
+    :func:`headlines`."""
+    fn = "report.card"
+    _check_flags(fn, measure=measure, quick=quick, progress=progress)
+    if measure is None:
+        measure = runtime.is_available()
+    rows: list[dict] = []
+    for _, f in _steps(CARDS, "gpumem memory card", progress):
+        rows += f(measure, quick)
+    return sorted(rows, key=lambda r: r.get("depth", 0))       # stable: lesson order within
+
+
+def card_title(measure: bool) -> str:
+    """The card's title: whose figures the measured ones stand beside."""
+    entry, name = card_reference(measure)
+    if not measure:
+        return (f"memory card (no GPU: nothing measured; sizes and published figures of the "
+                f"{name}, which the model assumes)")
+    if entry is None:
+        return f"memory card of {name} (no published figures are known for this GPU)"
+    return f"memory card of {name}, beside the published figures of the {entry.key}"
+
+
+def card_table(rows: Sequence[dict], title: str = "memory card") -> Table:
+    """The card's rows as a :class:`gpumem.Table` of text cells (:data:`CARD_COLUMNS`);
+    the rows themselves keep every number and each figure's source."""
+    def num(v: Any, fmt: str) -> str:
+        return "" if v is None else format(v, fmt)
+
+    out = [{"level": r["level"], "size": r.get("size_text", ""), "cycles": num(r["cycles"], ".0f"),
+            "ns": num(r["ns"], ",.0f"), "GB/s": num(r["GB/s"], ",.0f"),
+            "published": r.get("published", ""), "x published": ratio_text(r),
+            "from": r["lesson"]} for r in rows]
+    return Table(out, columns=list(CARD_COLUMNS.values()), title=title)
 
 
 # ---- the lessons' full sweeps (--lesson) ----------------------------------------------------

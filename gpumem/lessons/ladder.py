@@ -48,9 +48,9 @@ from ..runtime.args import arg_range, _checking_only, _flag, _given, _host, _ind
 from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress, _repeat
 from ..model.ring import _M32, chain_image, chain_order, latency_chain, latency_reference
 from ..runtime.measure import device_copy
-from ..runtime.published import REFERENCE_GPU, published
+from ..runtime.published import REFERENCE_GPU, compared_with as _published
 from ..runtime.table import Table
-from ..tools import headline as hl
+from ..tools import card, headline as hl
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
 
 __all__ = ["Chase", "latency", "latency_reference", "chain_order", "latency_chain", "chain_image",
@@ -103,19 +103,6 @@ L1_SHARED_PER_SM = {(7, 0): 128 * KiB, (7, 2): 128 * KiB, (7, 5): 96 * KiB, (8, 
 
 #: The levels :func:`latency_levels` reads off a latency ladder, in order.
 LATENCY_LEVELS = ("shared", "constant", "L1", "L2 near", "L2 far", "device memory")
-
-
-def _published(gpu: Any = None) -> tuple[Any, str]:
-    """The published figures to compare with (:mod:`gpumem.runtime.published`) and the
-    GPU's name: ``gpu`` (a name or a DeviceInfo), else the running GPU's, else the
-    reference GPU's (no GPU: the model's H100).  The entry is None for a GPU without
-    published figures."""
-    if gpu is None and runtime.is_available():
-        gpu = runtime.device().name
-    if gpu is None:
-        return published(REFERENCE_GPU), REFERENCE_GPU + " (assumed: no GPU)"
-    name = gpu if isinstance(gpu, str) else gpu.name
-    return published(name), name
 
 
 # ---- latency ------------------------------------------------------------------------
@@ -290,7 +277,7 @@ def published_figures(gpu: Any = None) -> Table:
     each with its source.  ``gpu``: a device name or :class:`gpumem.DeviceInfo` (default
     the running GPU; without one the reference H100).  An unknown GPU gives an empty
     table whose title says no published figures are known."""
-    pub, name = _published(gpu)
+    pub, name = _published(gpu, "published_figures")
     if pub is None:
         return Table([], columns=["what", "low", "high", "unit", "source"],
                      title=f"no published figures are known for {name}")
@@ -715,6 +702,50 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
                              "notebook 08 has the whole ladder and the bandwidths")]
 
 
+# ---- gpumem report: the memory card (one chase, and a bandwidth where one is read, per level) -
+def _card(measure: bool, quick: bool) -> list[dict]:
+    entry, _ = card.card_reference(measure)
+    dev = runtime.device() if measure else None
+    cc = tuple(dev.compute_capability) if dev else tuple(int(x) for x in hl.MODEL_CC.split("."))
+    l2 = dev.l2_cache_size if dev else int(entry.get("l2_mb", 0)) * MiB
+    unified, big = L1_SHARED_PER_SM.get(cc), (256 if quick else 1024) * MiB
+    dram = dev.total_memory if dev else int(entry.get("memory_gb", 0) * 1e9)
+    # level, size, its unit, the chased ring (bytes, path), the bandwidth read, its figure
+    spec = [("shared", dev.shared_memory_per_multiprocessor if dev else unified, "/SM",
+             (16 * KiB, "shared"), ("shared", "block", 32 * KiB), None) if dev else (
+             "shared", unified, "/SM (+L1)", (16 * KiB, "shared"), ("shared", "block", 32 * KiB), None),
+            ("constant", CONSTANT_MAX, "", (1 * KiB, "constant"), None, None),
+            ("L1", unified, "/SM (+shared)", (16 * KiB, "ca"), ("read", "block", 64 * KiB),
+             "l1_bytes_per_clk_sm"),
+            ("L2 near", l2 // 2, "", (min(4 * MiB, l2 // 8) // 128 * 128, "cg"),
+             ("read", "grid", l2 // 4 // 16 * 16), "l2_gbps"),
+            ("L2 far", l2, "", (int(0.7 * l2) // 128 * 128, "cg"), None, None),
+            ("device memory", dram, "", (max(256 * MiB, 8 * l2) // 128 * 128, "cg"),
+             ("read", "grid", big), "memory_gbps")]
+    rows = []
+    for level, size, per, (ws, v), bw, fig in spec:
+        kw = card.published_latency(entry, level)
+        per_clk = entry.get(fig) if entry and fig == "l1_bytes_per_clk_sm" else None
+        if per_clk:
+            kw.update(published_text=f"{per_clk} B/clk/SM", source=entry.source(fig))
+        elif fig:
+            kw.update(card.published_figure(entry, fig))
+        how = f"chase a {card.size_text(ws)} ring ({v})" + (
+            f"; read {card.size_text(bw[2])} (bandwidth {bw[0]}, scope={bw[1]})" if bw else "")
+        if measure:
+            c = latency(ws, variant=v, steps=2048 if quick else 8192)
+            kw.update(cycles=c.cycles_per_load, ns=c.ns_per_load)
+            if bw:
+                r = _measure_bandwidth(*bw, 3 if quick else 5, dev.multiprocessors)
+                kw["gbps"] = r["GB/s"]
+                if per_clk and r.get("clock MHz"):   # the figure at the clock the read saw
+                    kw["published_gbps"] = per_clk * dev.multiprocessors * r["clock MHz"] / 1e3
+        text = f"{entry.get('memory_gb'):g} GB" if level == "device memory" and not dev else \
+            card.size_text(size, per)
+        rows.append(card.card_row(level, "ladder", size=size, size_text_=text, how=how, **kw))
+    return rows
+
+
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
     sets = [s for s in LATENCY_SETS if s <= 64 * KiB or s in (
         1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB)] if quick else None
@@ -760,5 +791,6 @@ LESSON = Lesson(
     headline=_headline,
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
+    card=_card,
     model=(),
 )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-__all__ = ["Published", "published", "published_gpus", "REFERENCE_GPU"]
+__all__ = ["Published", "published", "published_gpus", "compared_with", "REFERENCE_GPU"]
 
 #: The entry gpumem assumes where it models without a GPU (the model's compute
 #: capability, 9.0, is the H100's).
@@ -102,3 +102,22 @@ def published(name: str | None = None) -> Published | None:
                 re.search(p, name.strip(), re.IGNORECASE) for p in raw["match"]):
             return _entry(raw)
     return None
+
+
+def compared_with(gpu: Any = None, fn: str = "compared_with") -> tuple[Published | None, str]:
+    """The published figures to set a measurement beside, and the GPU's name: ``gpu``'s
+    (a device name or a :class:`DeviceInfo`), else the running GPU's, else -- no GPU --
+    the reference GPU's (the one the model assumes; its name then says so).  The
+    figures are None for a GPU without published figures."""
+    from . import device, is_available
+
+    if gpu is not None and not isinstance(gpu, str) and not isinstance(
+            getattr(gpu, "name", None), str):
+        raise TypeError(f"{fn}: gpu must be a device name (str), a gpumem.DeviceInfo or None, "
+                        f"not {type(gpu).__name__}")
+    if gpu is None and is_available():
+        gpu = device().name
+    if gpu is None:
+        return published(REFERENCE_GPU), REFERENCE_GPU + " (assumed: no GPU)"
+    return published(gpu if isinstance(gpu, str) else gpu.name), \
+        gpu if isinstance(gpu, str) else gpu.name
