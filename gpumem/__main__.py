@@ -3,7 +3,8 @@
 ``gpumem`` (or ``gpumem report``) runs every lesson's headline experiment on
 this GPU and prints one table: what was measured, what :mod:`gpumem.model`
 predicts, and a takeaway (:mod:`gpumem.report`).  Without a GPU it says so
-and prints the model's side.  ``gpumem tour`` is the short device summary
+and prints the model's side.  ``gpumem compare A.json B.json`` sets two ``report --json``
+runs side by side.  ``gpumem tour`` is the short device summary
 with vec_add and matmul timings.
 """
 from __future__ import annotations
@@ -186,6 +187,28 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- compare -------------------------------------------------------------------------------
+COMPARE_HELP = """\
+Two GPUs side by side: the memory card and the headlines of two 'gpumem report --json'
+runs (e.g. 'gpumem report --json > h100.json' on each machine), with B over A."""
+
+
+def _report_file(text: str) -> dict:
+    from gpumem import compare
+
+    try:
+        return compare.load(text)
+    except compare.ReportFileError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from gpumem import compare
+
+    print(compare.as_text(args.a, args.b))
+    return 0
+
+
 # ---- the parser ----------------------------------------------------------------------------
 def _add_report_options(p: argparse.ArgumentParser) -> None:
     from gpumem.report import SWEEPS
@@ -204,7 +227,8 @@ def _add_report_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``gpumem`` argument parser: subcommands ``report`` (the default) and ``tour``."""
+    """The ``gpumem`` argument parser: subcommands ``report`` (the default), ``tour`` and
+    ``compare``."""
     ap = argparse.ArgumentParser(prog="gpumem", description=DESCRIPTION,
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="'gpumem COMMAND --help' describes each command. "
@@ -223,6 +247,11 @@ def build_parser() -> argparse.ArgumentParser:
     tour.add_argument("--size", type=_positive_int, default=2048, metavar="N",
                       help="matmul size N (N x N x N), a positive integer (default 2048)")
     tour.set_defaults(run=_tour)
+    cmp = sub.add_parser("compare", help="two report --json runs side by side, B over A",
+                         description=COMPARE_HELP)
+    cmp.add_argument("a", type=_report_file, metavar="A.json", help="the first run")
+    cmp.add_argument("b", type=_report_file, metavar="B.json", help="the second run")
+    cmp.set_defaults(run=_compare)
     return ap
 
 
