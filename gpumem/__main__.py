@@ -12,12 +12,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import shutil
 import tempfile
+import textwrap
 import time
 
 import numpy as np
 
 import gpumem as gm
+from gpumem.runtime.table import DEFAULT_WIDTH
 
 DESCRIPTION = """\
 Explore and measure the GPU memory hierarchy. With no command, runs 'report':
@@ -150,13 +153,15 @@ def _report(args: argparse.Namespace) -> int:
         for line in lines:                      # stdout is the JSON alone
             print(line, file=sys.stderr)
     else:
-        print("\n".join(lines) + "\n", flush=True)
+        width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+        print("\n".join(textwrap.fill(line, width) for line in lines) + "\n", flush=True)
     meta = {"gpumem": gm.__version__, "gpu": measure, "no_gpu_reason": reason,
             "device": gm.device().name if measure else None,
             "profiler": bool(measure and gm.profiler_available()), "quick": args.quick}
     if args.lesson:
         tables = report.sweeps(args.lesson, measure=measure, quick=args.quick, progress=progress)
         rows: list = []
+        card: list = []
         if args.json:
             print(report.to_json(tables=tables, lesson=args.lesson, **meta))
         else:
@@ -175,13 +180,17 @@ def _report(args: argparse.Namespace) -> int:
         else:
             print(report.as_text(rows))
     if args.out:
+        card_rows = [] if args.lesson else card
         paths = report.write(args.out, tables, header=lines, rows=rows,
-                             measure=measure, quick=args.quick)
+                             measure=measure, quick=args.quick, card=card_rows)
         where = sys.stderr if args.json else sys.stdout
         print("wrote " + ", ".join(paths), file=where)
-        if rows and not any(p.endswith(".png") for p in paths):
-            print("no plots: matplotlib is not installed (pip install 'gpumem[report]')",
-                  file=where)
+        written = {os.path.basename(p) for p in paths}
+        skipped = [n for n in report.plot_names(rows, card_rows) if n not in written] \
+            if rows else []
+        if skipped:
+            print("no plots: matplotlib is not installed (pip install 'gpumem[report]'); "
+                  "skipped " + ", ".join(skipped), file=where)
     print(f"gpumem report took {time.perf_counter() - start:.1f} s"
           + (" (--quick)" if args.quick else ""), file=sys.stderr if args.json else sys.stdout)
     return 0

@@ -99,7 +99,8 @@ def test_quick_headlines_use_smaller_sizes():
     assert quick["model"]["copy_bytes"] == full["model"]["copy_bytes"] / 2
 
 
-def test_main_without_arguments_prints_the_model_report(model_mode, capsys):
+def test_main_without_arguments_prints_the_model_report(model_mode, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")          # every cell on one line, to find it
     assert main([]) == 0
     out = capsys.readouterr().out
     assert out.startswith("No GPU here (forced by the test).")
@@ -142,15 +143,16 @@ def test_out_writes_markdown_html_and_plots(model_mode, tmp_path, capsys):
     except ImportError:
         assert not list(d.glob("*.png"))
     else:
-        for png in ("access_gld_efficiency.png", "matmul.png"):
+        for png in ("memory_card.png", "access_gld_efficiency.png", "matmul.png"):
             assert (d / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-            assert f'src="{png}"' in page
+            assert f'alt="{png}"' in page and f'src="{png}"' not in page     # embedded
     assert str(d / "report.md") in capsys.readouterr().out
 
 
 def test_lesson_access_prints_the_offset_sweep(model_mode, capsys, monkeypatch):
     # the sweep asks gpumem itself whether there is a GPU: model-only here too
     monkeypatch.setattr(gm.runtime, "is_available", lambda: False)
+    monkeypatch.setenv("COLUMNS", "250")          # one line per row, to parse
     assert main(["report", "--lesson", "access", "--quick", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "offset sweep: read" in out and "gld_efficiency [model]" in out
@@ -570,7 +572,7 @@ def test_cli_quick_report_json_on_a_gpu(capsys, tmp_path):
 
 # ---- the memory card ----------------------------------------------------------------------
 LEVELS = ["shared", "constant", "L1", "L2 near", "L2 far", "device memory", "host -> device",
-          "device -> host", "pool (1 MiB)", "cudaMalloc (1 MiB)"]
+          "device -> host", "pool, 1 MiB", "cudaMalloc, 1 MiB"]
 
 
 def test_the_card_comes_from_the_lessons_declarations():
@@ -606,9 +608,9 @@ def test_card_on_a_gpu_without_published_figures(monkeypatch):
     assert by["L1"]["GB/s"] == 25000.0 and by["device memory"]["GB/s"] == 3000.0
     assert by["device memory"]["size"] == 80 * 2**30
     assert by["host -> device"]["GB/s"] == pytest.approx(50.0)
-    assert by["pool (1 MiB)"]["ns"] == pytest.approx(1000.0)        # 0.5 + 0.5 us
-    assert by["cudaMalloc (1 MiB)"]["ns"] == pytest.approx(50000.0)
-    assert by["pool (1 MiB)"]["size_text"] == "64 MiB reserved"
+    assert by["pool, 1 MiB"]["ns"] == pytest.approx(1000.0)        # 0.5 + 0.5 us
+    assert by["cudaMalloc, 1 MiB"]["ns"] == pytest.approx(50000.0)
+    assert by["pool, 1 MiB"]["size_text"] == "64 MiB reserved"
     assert all(r["published"] == "" and r["GB/s_ratio"] is None for r in rows)
     assert report.card_title(True) == ("memory card of Fake GPU (no published figures are "
                                        "known for this GPU)")
@@ -653,6 +655,6 @@ def test_the_card_on_a_gpu_climbs_the_hierarchy():
     assert bw == sorted(bw, reverse=True), bw
     for k in ("host -> device", "device -> host"):
         assert 1 < by[k]["GB/s"] < 1000 and by[k]["ns"] > 0
-    assert by["pool (1 MiB)"]["ns"] < by["cudaMalloc (1 MiB)"]["ns"]
+    assert by["pool, 1 MiB"]["ns"] < by["cudaMalloc, 1 MiB"]["ns"]
     if gm.runtime.published.published(gm.device().name) is not None:
         assert 0.3 < by["device memory"]["GB/s_ratio"] < 1.1

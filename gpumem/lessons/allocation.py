@@ -458,7 +458,7 @@ def _card(measure: bool, quick: bool) -> list[dict]:
     """The pool on the memory card: the time of allocating and freeing 1 MiB from it
     (a reused block) against cudaMalloc's, and the bytes it has reserved."""
     rows = []
-    for kind, level in (("pool", "pool (1 MiB)"), ("cudaMalloc", "cudaMalloc (1 MiB)")):
+    for kind, level in (("pool", "pool, 1 MiB"), ("cudaMalloc", "cudaMalloc, 1 MiB")):
         kw: dict = {}
         if measure:
             d = _core._alloc_cost(kind, 1 << 20, 20 if quick else 100, 5)
