@@ -15,7 +15,8 @@ Targets (issue 14), each reported with its measured value:
 * L1 plateau (``read``, ``scope="block"``, up to 64 KiB per SM: the best) near
   128 bytes per clock per SM: 0.8x .. 1.05x of it, with the clock the launch measured;
 * latency: every level of :func:`gpumem.lessons.ladder.latency_levels` within the published
-  H100 range (``PUBLISHED_H100``, widened by ``TOLERANCE``), and the near/far L2 split
+  range of the device (:mod:`gpumem.runtime.published`, widened by ``TOLERANCE``), and the
+  near/far L2 split
   shown: the far-L2 latency at least 1.3x the near one and below device memory's.
 
 About 10-15 s on an H100 (the latency ladder's warm-up passes dominate); ``quick``:

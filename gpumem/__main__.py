@@ -3,7 +3,8 @@
 ``gpumem`` (or ``gpumem report``) runs every lesson's headline experiment on
 this GPU and prints one table: what was measured, what :mod:`gpumem.model`
 predicts, and a takeaway (:mod:`gpumem.report`).  Without a GPU it says so
-and prints the model's side.  ``gpumem tour`` is the short device summary
+and prints the model's side.  ``gpumem compare A.json B.json`` sets two ``report --json``
+runs side by side.  ``gpumem tour`` is the short device summary
 with vec_add and matmul timings.
 """
 from __future__ import annotations
@@ -11,11 +12,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import shutil
 import tempfile
+import textwrap
+import time
 
 import numpy as np
 
 import gpumem as gm
+from gpumem.runtime.table import DEFAULT_WIDTH
 
 DESCRIPTION = """\
 Explore and measure the GPU memory hierarchy. With no command, runs 'report':
@@ -130,6 +135,7 @@ def _banner() -> str:
 def _report(args: argparse.Namespace) -> int:
     from gpumem import report
 
+    start = time.perf_counter()
     reason = report.no_gpu_reason()
     measure = reason is None
     progress = not args.no_progress
@@ -147,32 +153,68 @@ def _report(args: argparse.Namespace) -> int:
         for line in lines:                      # stdout is the JSON alone
             print(line, file=sys.stderr)
     else:
-        print("\n".join(lines) + "\n", flush=True)
+        width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+        print("\n".join(textwrap.fill(line, width) for line in lines) + "\n", flush=True)
     meta = {"gpumem": gm.__version__, "gpu": measure, "no_gpu_reason": reason,
             "device": gm.device().name if measure else None,
             "profiler": bool(measure and gm.profiler_available()), "quick": args.quick}
     if args.lesson:
         tables = report.sweeps(args.lesson, measure=measure, quick=args.quick, progress=progress)
         rows: list = []
+        card: list = []
         if args.json:
             print(report.to_json(tables=tables, lesson=args.lesson, **meta))
         else:
             print("\n\n".join(str(t) for t in tables))
     else:
+        card = report.card(measure=measure, quick=args.quick, progress=progress)
+        ctitle = report.card_title(measure)
+        if not args.json:
+            print(report.card_table(card, ctitle), end="\n\n", flush=True)
         rows = report.headlines(measure=measure, quick=args.quick, progress=progress)
-        tables = [report.as_table(rows)]
+        tables = [report.card_table(card, ctitle), report.as_table(rows)]
+        elapsed = time.perf_counter() - start
         if args.json:
-            print(report.to_json(rows=rows, **meta))
+            print(report.to_json(rows=rows, card=card, card_title=ctitle,
+                                 elapsed_s=round(elapsed, 2), **meta))
         else:
             print(report.as_text(rows))
     if args.out:
+        card_rows = [] if args.lesson else card
         paths = report.write(args.out, tables, header=lines, rows=rows,
-                             measure=measure, quick=args.quick)
+                             measure=measure, quick=args.quick, card=card_rows)
         where = sys.stderr if args.json else sys.stdout
         print("wrote " + ", ".join(paths), file=where)
-        if rows and not any(p.endswith(".png") for p in paths):
-            print("no plots: matplotlib is not installed (pip install 'gpumem[report]')",
-                  file=where)
+        written = {os.path.basename(p) for p in paths}
+        skipped = [n for n in report.plot_names(rows, card_rows) if n not in written] \
+            if rows else []
+        if skipped:
+            print("no plots: matplotlib is not installed (pip install 'gpumem[report]'); "
+                  "skipped " + ", ".join(skipped), file=where)
+    print(f"gpumem report took {time.perf_counter() - start:.1f} s"
+          + (" (--quick)" if args.quick else ""), file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+# ---- compare -------------------------------------------------------------------------------
+COMPARE_HELP = """\
+Two GPUs side by side: the memory card and the headlines of two 'gpumem report --json'
+runs (e.g. 'gpumem report --json > h100.json' on each machine), with B over A."""
+
+
+def _report_file(text: str) -> dict:
+    from gpumem import compare
+
+    try:
+        return compare.load(text)
+    except compare.ReportFileError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from gpumem import compare
+
+    print(compare.as_text(args.a, args.b))
     return 0
 
 
@@ -194,7 +236,8 @@ def _add_report_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``gpumem`` argument parser: subcommands ``report`` (the default) and ``tour``."""
+    """The ``gpumem`` argument parser: subcommands ``report`` (the default), ``tour`` and
+    ``compare``."""
     ap = argparse.ArgumentParser(prog="gpumem", description=DESCRIPTION,
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="'gpumem COMMAND --help' describes each command. "
@@ -213,6 +256,11 @@ def build_parser() -> argparse.ArgumentParser:
     tour.add_argument("--size", type=_positive_int, default=2048, metavar="N",
                       help="matmul size N (N x N x N), a positive integer (default 2048)")
     tour.set_defaults(run=_tour)
+    cmp = sub.add_parser("compare", help="two report --json runs side by side, B over A",
+                         description=COMPARE_HELP)
+    cmp.add_argument("a", type=_report_file, metavar="A.json", help="the first run")
+    cmp.add_argument("b", type=_report_file, metavar="B.json", help="the second run")
+    cmp.set_defaults(run=_compare)
     return ap
 
 

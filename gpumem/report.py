@@ -1,4 +1,10 @@
-"""``gpumem report``: every lesson's headline experiment on this GPU, in one table.
+"""``gpumem report``: the memory card, then every lesson's headline experiment on this GPU.
+
+The report opens with the memory card (:func:`card`): one row per level of the
+hierarchy -- shared memory, L1, constant, L2 near and far, device memory, the host link, the pool -- with its size, the latency (cycles and
+ns) and bandwidth this GPU measured, the published figure
+(:mod:`gpumem.runtime.published`) and the ratio; each row comes from the lesson
+that measures it (its ``card``).
 
 Each row says what was measured (kernel time, GB/s, and a hardware counter where
 :func:`gpumem.profiler_available`), what :mod:`gpumem.model` predicts for it
@@ -23,23 +29,27 @@ every lesson; no lesson imports it.
 """
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
 import os
-from typing import Any, Callable, Sequence
+import shutil
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from . import lessons, model, runtime
 from .lessons.access import copy, offset_sweep
 from .runtime.args import _flag
-from .runtime.table import Table
+from .runtime.table import DEFAULT_WIDTH, Table, _fit_widths
+from .tools.card import CARD_COLUMNS, card_reference, ratio_text
 from .tools.headline import (_gbps, _pow2, _predict, _rng, _row, _steps, _timed,
                              _unmeasured, _bench)
 
-__all__ = ["HEADLINES", "SWEEPS", "COLUMNS", "headlines", "sweeps", "as_table", "as_text",
-           "to_markdown", "to_html", "to_json", "write", "plot", "no_gpu_reason"]
+__all__ = ["CARDS", "card", "card_title", "card_table", "HEADLINES", "SWEEPS", "COLUMNS",
+           "headlines", "sweeps", "as_table", "as_text",
+           "to_markdown", "to_html", "to_json", "write", "plot", "plot_names", "no_gpu_reason"]
 
 #: The report's columns, in print order (row key -> header).
 COLUMNS = {"lesson": "lesson", "experiment": "experiment", "measured_text": "measured",
@@ -86,6 +96,54 @@ def _device(measure: bool, quick: bool) -> list[dict]:
 #: the report's own device row, then every lesson that declares a headline.
 HEADLINES: list[tuple[str, Callable[[bool, bool], list[dict]]]] = [("device", _device)] + [
     (lesson.name, lesson.headline) for lesson in lessons.declarations() if lesson.headline]
+
+
+# ---- the memory card ------------------------------------------------------------------------
+#: The memory card's rows, in lesson order: (lesson, function(measure, quick) -> rows), every
+#: lesson that declares a ``card`` (:mod:`gpumem.tools.card` says the rows' keys).
+CARDS: list[tuple[str, Callable[[bool, bool], list[dict]]]] = [
+    (lesson.name, lesson.card) for lesson in lessons.declarations() if lesson.card]
+
+
+def card(*, measure: bool | None = None, quick: bool = False,
+         progress: bool = False) -> list[dict]:
+    """The memory card: every level's size, latency and bandwidth as this GPU measures
+    them, beside the published figures (:data:`CARDS`).  Without a GPU (``measure``
+    false) the rows show the sizes and published figures of the GPU the model assumes,
+    the measured columns None.  ``measure``, ``quick``, ``progress``: as for
+    :func:`headlines`."""
+    fn = "report.card"
+    _check_flags(fn, measure=measure, quick=quick, progress=progress)
+    if measure is None:
+        measure = runtime.is_available()
+    rows: list[dict] = []
+    for _, f in _steps(CARDS, "gpumem memory card", progress):
+        rows += f(measure, quick)
+    return sorted(rows, key=lambda r: r.get("depth", 0))       # stable: lesson order within
+
+
+def card_title(measure: bool) -> str:
+    """The card's title: whose figures the measured ones stand beside."""
+    entry, name = card_reference(measure)
+    if not measure:
+        return (f"memory card (no GPU: nothing measured; sizes and published figures of the "
+                f"{name}, which the model assumes)")
+    if entry is None:
+        return f"memory card of {name} (no published figures are known for this GPU)"
+    return f"memory card of {name}, beside the published figures of the {entry.key}"
+
+
+def card_table(rows: Sequence[dict], title: str = "memory card") -> Table:
+    """The card's rows as a :class:`gpumem.Table` of text cells (:data:`CARD_COLUMNS`);
+    the rows themselves keep every number and each figure's source."""
+    def num(v: Any, fmt: str) -> str:
+        return "" if v is None else format(v, fmt)
+
+    out = [{"level": r["level"], "size": r.get("size_text", ""), "cycles": num(r["cycles"], ".0f"),
+            "ns": num(r["ns"], ",.0f"), "GB/s": num(r["GB/s"], ",.0f"),
+            "published": r.get("published", ""), "x published": ratio_text(r),
+            "from": r["lesson"]} for r in rows]
+    return Table(out, columns=list(CARD_COLUMNS.values()), title=title)
 
 
 # ---- the lessons' full sweeps (--lesson) ----------------------------------------------------
@@ -218,12 +276,18 @@ _WIDTHS = {"lesson": 9, "experiment": 30, "measured_text": 44, "model_text": 34,
            "takeaway": 34}
 
 
-def as_text(rows: Sequence[dict], title: str = "gpumem report") -> str:
-    """The rows as a plain-text table, left-aligned, long cells wrapped."""
+def as_text(rows: Sequence[dict], title: str = "gpumem report", width: int | None = None) -> str:
+    """The rows as a plain-text table, left-aligned, long cells wrapped, no wider than
+    ``width`` characters (default: the terminal's; the columns of :data:`_WIDTHS` at most)."""
     keys = list(COLUMNS)
+    if width is None:
+        width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
     # a lesson's name is never wrapped: the column is as wide as the longest one
-    widths = dict(_WIDTHS, lesson=max([_WIDTHS["lesson"]] + [len(str(r.get("lesson", "")))
-                                                               for r in rows]))
+    lesson_w = max([_WIDTHS["lesson"]] + [len(str(r.get("lesson", ""))) for r in rows])
+    room = width - lesson_w - 2 * (len(keys) - 1)
+    text_keys = [k for k in keys if k != "lesson"]
+    fitted = _fit_widths([_WIDTHS[k] for k in text_keys], max(room, 0))
+    widths = dict(zip(text_keys, fitted), lesson=lesson_w)
     head = "  ".join(COLUMNS[k].ljust(widths[k]) for k in keys).rstrip()
     rule = "  ".join("-" * widths[k] for k in keys)
     lines = [title, head, rule] if title else [head, rule]
@@ -253,16 +317,18 @@ def _html_table(t: Table) -> str:
 
 
 def to_html(tables: Sequence[Table], header: Sequence[str] = (),
-            images: Sequence[str] = ()) -> str:
-    """A small self-contained HTML page: the ``header`` lines, the tables, and ``images``
-    (file names beside the page)."""
+            images: Mapping[str, bytes] | None = None) -> str:
+    """One self-contained HTML page (it opens offline: no link, no file beside it): the
+    ``header`` lines, the tables, and ``images`` ({name: PNG bytes}) embedded as base64
+    data URIs."""
     style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;"
              "margin-bottom:2em}td,th{border:1px solid #bbb;padding:4px 8px;text-align:left;"
              "vertical-align:top}th{background:#eee}caption{font-weight:bold;text-align:left;"
              "padding:4px 0}")
     parts = [f"<p>{html.escape(line)}</p>" for line in header]
     parts += [_html_table(t) for t in tables]
-    parts += [f'<p><img src="{html.escape(i)}" alt="{html.escape(i)}"></p>' for i in images]
+    parts += [f'<p><img src="data:image/png;base64,{base64.b64encode(data).decode("ascii")}" '
+              f'alt="{html.escape(name)}"></p>' for name, data in (images or {}).items()]
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>gpumem report</title>"
             f"<style>{style}</style></head><body>\n<h1>gpumem report</h1>\n"
             + "\n".join(parts) + "\n</body></html>\n")
@@ -292,18 +358,59 @@ def to_json(rows: Sequence[dict] = (), tables: Sequence[Table] = (), **meta: Any
     return json.dumps(_clean(doc), indent=1, default=str)
 
 
-def plot(rows: Sequence[dict], out_dir: str, *, measure: bool, quick: bool) -> list[str]:
+def plot_names(rows: Sequence[dict], card: Sequence[dict] = ()) -> list[str]:
+    """The PNG files :func:`plot` writes for these rows and card (with matplotlib)."""
+    return (["memory_card.png"] if card else []) + ["access_gld_efficiency.png"] + (
+        ["matmul.png"] if any(r.get("lesson") == "matmul" for r in rows) else [])
+
+
+def _plot_card(card: Sequence[dict], out_dir: str, plt: Any) -> str:
+    """The memory card's figure: latency (cycles) and bandwidth (GB/s) of each level
+    against its size, measured (dots) beside published (grey), cache sizes marked."""
+    fig, (lat, bw) = plt.subplots(1, 2, figsize=(11, 4))
+    sized = [r for r in card if r.get("size")]
+    for r in sized:
+        x = r["size"]
+        if r.get("published_cycles"):
+            lo, hi = r["published_cycles"]
+            lat.plot([x, x], [lo, hi], color="0.6", lw=6, alpha=0.6, solid_capstyle="butt")
+        if r.get("cycles") is not None:
+            lat.plot([x], [r["cycles"]], "o", color="#c44")
+        if r.get("published_GB/s"):
+            bw.plot([x], [r["published_GB/s"]], "s", color="0.6")
+        if r.get("GB/s") is not None:
+            bw.plot([x], [r["GB/s"]], "o", color="#48c")
+        for ax in (lat, bw):
+            ax.axvline(x, color="0.85", lw=0.8, zorder=0)
+            ax.text(x, 1.0, f" {r['level']}", rotation=90, va="top", fontsize=7,
+                    transform=ax.get_xaxis_transform())
+    for ax, what in ((lat, "SM cycles per dependent load"), (bw, "GB/s")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("size of the level (bytes)")
+        ax.set_ylabel(what)
+    lat.set_title("latency: measured (red) in the published range (grey)", fontsize=9)
+    bw.set_title("bandwidth: measured (blue), published (grey)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "memory_card.png"), dpi=100)
+    plt.close(fig)
+    return "memory_card.png"
+
+
+def plot(rows: Sequence[dict], out_dir: str, *, measure: bool, quick: bool,
+         card: Sequence[dict] = ()) -> list[str]:
     """PNG plots of the report into ``out_dir`` (needs matplotlib; [] without it):
-    the access lesson's gld efficiency against offsets 0..32 with the model's line,
-    and matmul GFLOP/s per variant (the model's FLOPs per loaded float without a GPU).
-    Returns the file names written."""
+    the memory card's levels (latency and bandwidth against size, beside the published
+    figures), the access lesson's gld efficiency against offsets 0..32 with the model's
+    line, and matmul GFLOP/s per variant (the model's FLOPs per loaded float without a
+    GPU).  Returns the file names written (:func:`plot_names` says which it would)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return []
-    names = []
+    names = [_plot_card(card, out_dir, plt)] if card else []
     t = offset_sweep(range(0, 33), n=2**22 if quick else 2**24, repeat=3,
                             progress=False)
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -346,16 +453,22 @@ def plot(rows: Sequence[dict], out_dir: str, *, measure: bool, quick: bool) -> l
 
 
 def write(out_dir: str, tables: Sequence[Table], *, header: Sequence[str] = (),
-          rows: Sequence[dict] = (), measure: bool = False, quick: bool = False) -> list[str]:
+          rows: Sequence[dict] = (), measure: bool = False, quick: bool = False,
+          card: Sequence[dict] = ()) -> list[str]:
     """Write report.md and report.html (and, for report rows, PNG plots) into ``out_dir``
-    (created if missing).  Returns the paths written."""
+    (created if missing).  report.html is one self-contained file: the plots are in it
+    (base64 PNG), beside it as files too.  Returns the paths written."""
     if not isinstance(out_dir, (str, os.PathLike)):
         raise TypeError(f"report.write: out_dir must be a path, not {type(out_dir).__name__}")
     os.makedirs(out_dir, exist_ok=True)
-    images = plot(rows, str(out_dir), measure=measure, quick=quick) if rows else []
+    images = plot(rows, str(out_dir), measure=measure, quick=quick, card=card) if rows else []
     paths = []
     md = to_markdown(tables, header) + "".join(f"\n![{i}]({i})\n" for i in images)
-    for name, text in (("report.md", md), ("report.html", to_html(tables, header, images))):
+    embedded = {}
+    for i in images:
+        with open(os.path.join(out_dir, i), "rb") as f:
+            embedded[i] = f.read()
+    for name, text in (("report.md", md), ("report.html", to_html(tables, header, embedded))):
         p = os.path.join(out_dir, name)
         with open(p, "w", encoding="utf-8") as f:
             f.write(text)

@@ -43,6 +43,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 import gpumem as gm
 from gpumem.lessons import ladder
+from gpumem.runtime.published import published
 
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else
@@ -91,10 +92,11 @@ print("lane ends, 4 lanes x (3 warm-up + 5 timed) steps:",
       ladder.latency_reference(n * 128, lanes=4, warmup=3, steps=5).tolist())
 
 # %% [markdown]
-# ## What public microbenchmarks report for the H100
+# ## What the datasheets and public microbenchmarks report
 #
-# Latency in SM cycles per dependent load (pointer chases; the method and the clocks move
-# them), and bandwidth as the suites state it. gpumem's ladder should land inside these
+# gpumem's published figures (`gpumem/data/published.json`, each with its source) for this
+# GPU — without a GPU, for the H100 SXM: latency in SM cycles per dependent load (pointer
+# chases; the method and the clocks move them), and the vendor's sizes and bandwidths. gpumem's ladder should land inside these
 # ranges — and must show the **near/far split of the L2**: a ring larger than one L2 partition
 # but smaller than the whole L2 is still an L2 hit, only a slower one.
 
@@ -108,12 +110,12 @@ display(ladder.published_figures())
 # earlier.
 
 # %%
-pub = ladder.PUBLISHED_H100["latency"]
+pub = published("H100 SXM")          # gpumem/data/published.json, each figure with its source
 expected = [
-    ("L1", "up to ~200 KiB", pub["L1"]),
-    ("L2, near partition", "~0.25 .. 25 MiB", pub["L2 near"]),
-    ("L2, far partition", "25 .. 50 MiB", pub["L2 far"]),
-    ("device memory", "beyond 50 MiB", pub["device memory"]),
+    ("L1", "up to ~200 KiB", pub.latency("L1")),
+    ("L2, near partition", "~0.25 .. 25 MiB", pub.latency("L2 near")),
+    ("L2, far partition", "25 .. 50 MiB", pub.latency("L2 far")),
+    ("device memory", "beyond 50 MiB", pub.latency("device memory")),
 ]
 gm.Table([{"level": lv, "ring": ring, "cycles low": lo, "cycles high": hi,
            "ns at 1.98 GHz": f"{lo / 1.98:.0f}..{hi / 1.98:.0f}"}
@@ -145,7 +147,11 @@ if HAVE_GPU:
         rows = [r for r in lat if r["variant"] == variant]
         ax.plot([r["working set"] for r in rows], [r["cycles/load"] for r in rows],
                 marker="o", ms=3, label=variant)
-    for name, (lo, hi) in ladder.PUBLISHED_H100["latency"].items():   # the published bands
+    here = published(dev.name) or pub                             # the published bands
+    for name in ladder.LATENCY_LEVELS:
+        if here.latency(name) is None:
+            continue
+        lo, hi = here.latency(name)
         ax.axhspan(lo, hi, color="grey", alpha=0.12)
         ax.text(0.995, (lo * hi) ** 0.5, f"{name} (published)", ha="right", va="center",
                 fontsize=7, transform=ax.get_yaxis_transform())
@@ -266,8 +272,11 @@ else:
     for v, scope in (("shared", "block"), ("read", "block"), ("read", "grid"), ("copy", "grid")):
         sets = [r["working set"] for r in plan if r["variant"] == v and r["scope"] == scope]
         print(f"  {v:6s} scope={scope:5s}: {size(sets[0])} .. {size(sets[-1])}")
-    print("published: L1 ~128 bytes/clk/SM; L2 ~7 TB/s (H100 PCIe, 114 SMs), ~10 TB/s "
-          "(H200, 132 SMs); HBM3 streaming 2.9-3.2 TB/s on an H100 SXM")
+    pcie = published("H100 PCIe")
+    lo, hi = pub.get("hbm_stream_gbps")
+    print(f"published: L1 ~{pub.get('l1_bytes_per_clk_sm')} bytes/clk/SM; L2 "
+          f"~{pcie.get('l2_gbps') / 1e3:.0f} TB/s (H100 PCIe, {pcie.get('sms')} SMs); HBM3 "
+          f"streaming {lo / 1e3:.1f}-{hi / 1e3:.1f} TB/s on an H100 SXM")
 
 # %% [markdown]
 # ## Warm and cold: `gm.bench(..., l2="cold")`

@@ -136,7 +136,14 @@ def test_published_figures():
     rows = {r["what"]: r for r in t}
     assert (rows["latency: shared"]["low"], rows["latency: shared"]["high"]) == (29, 30)
     assert rows["latency: L2 far"]["low"] == 470 and rows["latency: device memory"]["high"] == 860
-    assert rows["bandwidth: L1"]["unit"] == "bytes/clk/SM" and rows["bandwidth: L1"]["low"] == 128
+    assert rows["l1_bytes_per_clk_sm"]["unit"] == "bytes/clk/SM"
+    assert rows["l1_bytes_per_clk_sm"]["low"] == 128
+    assert all(r["source"] for r in t)           # every figure says where it comes from
+    pcie = {r["what"]: r for r in ladder.published_figures("NVIDIA H100 PCIe")}
+    assert pcie["memory_gbps"]["low"] == 2000 and "latency: L1" not in pcie
+    unknown = ladder.published_figures("NVIDIA Tesla T4")
+    assert len(unknown) == 0 and "no published figures are known for NVIDIA Tesla T4" in \
+        unknown.title
 
 
 def test_default_sets():
@@ -354,7 +361,7 @@ def test_private_helpers_check_first():
 
 # ---- cache_sizes and latency_levels on a synthetic ladder (no GPU) -------------------------------
 FakeDevice = collections.namedtuple("FakeDevice", "compute_capability l2_cache_size name")
-H100 = FakeDevice((9, 0), 50 * MiB, "fake H100")
+H100 = FakeDevice((9, 0), 50 * MiB, "NVIDIA H100 80GB HBM3")
 
 
 def _step_model(ws):
@@ -437,7 +444,8 @@ def test_cache_sizes_without_device_or_enough_rows(no_gpu):
 def test_latency_levels_beside_the_published_figures():
     t = latency_levels(_synthetic(("ca", "cg", "shared", "constant")), device=H100)
     by = {r["level"]: r for r in t}
-    assert [r["level"] for r in t] == list(ladder.PUBLISHED_H100["latency"])
+    assert [r["level"] for r in t] == list(ladder.LATENCY_LEVELS)
+    assert "H100" in t.title
     assert by["shared"]["cycles/load"] == 30.0 and by["shared"]["within"] is True
     assert by["constant"]["cycles/load"] == 19.0 and by["constant"]["within"] is True
     assert by["L1"]["cycles/load"] == 40.0 and by["L1"]["within"] is True
@@ -448,6 +456,10 @@ def test_latency_levels_beside_the_published_figures():
     only_ca = {r["level"]: r for r in latency_levels(_synthetic(), device=H100)}
     assert only_ca["shared"]["cycles/load"] is None and only_ca["shared"]["within"] is None
     assert only_ca["L2 near"]["cycles/load"] == 255.0       # from the 1-4 MiB ca rings
+    other = latency_levels(_synthetic(), device=FakeDevice((9, 0), 50 * MiB, "a new GPU"))
+    assert "none are known" in other.title
+    assert all(r["published low"] is None and r["within"] is None for r in other)
+    assert {r["level"]: r["cycles/load"] for r in other}["L1"] == 40.0
 
 
 # ---- on the GPU: latency ----------------------------------------------------------------------

@@ -99,7 +99,8 @@ def test_quick_headlines_use_smaller_sizes():
     assert quick["model"]["copy_bytes"] == full["model"]["copy_bytes"] / 2
 
 
-def test_main_without_arguments_prints_the_model_report(model_mode, capsys):
+def test_main_without_arguments_prints_the_model_report(model_mode, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")          # every cell on one line, to find it
     assert main([]) == 0
     out = capsys.readouterr().out
     assert out.startswith("No GPU here (forced by the test).")
@@ -130,25 +131,28 @@ def test_out_writes_markdown_html_and_plots(model_mode, tmp_path, capsys):
     assert main(["report", "--quick", "--no-progress", "--out", str(d)]) == 0
     md = (d / "report.md").read_text()
     assert "| lesson | experiment | measured | model | takeaway |" in md
-    assert "No GPU here" in md and md.count("\n| ") == 1 + len(report.headlines(measure=False))
+    n_rows = len(report.card(measure=False)) + len(report.headlines(measure=False))
+    assert "No GPU here" in md and md.count("\n| ") == 2 + n_rows      # the card, then headlines
+    assert md.index("memory card") < md.index("| lesson |")
     page = (d / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    assert page.count("<tr>") == 1 + len(report.headlines(measure=False))
+    assert page.count("<tr>") == 2 + n_rows
     assert "<th>takeaway</th>" in page and "http" not in page      # self-contained
     try:
         importlib.import_module("matplotlib")
     except ImportError:
         assert not list(d.glob("*.png"))
     else:
-        for png in ("access_gld_efficiency.png", "matmul.png"):
+        for png in ("memory_card.png", "access_gld_efficiency.png", "matmul.png"):
             assert (d / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-            assert f'src="{png}"' in page
+            assert f'alt="{png}"' in page and f'src="{png}"' not in page     # embedded
     assert str(d / "report.md") in capsys.readouterr().out
 
 
 def test_lesson_access_prints_the_offset_sweep(model_mode, capsys, monkeypatch):
     # the sweep asks gpumem itself whether there is a GPU: model-only here too
     monkeypatch.setattr(gm.runtime, "is_available", lambda: False)
+    monkeypatch.setenv("COLUMNS", "250")          # one line per row, to parse
     assert main(["report", "--lesson", "access", "--quick", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "offset sweep: read" in out and "gld_efficiency [model]" in out
@@ -174,8 +178,10 @@ def test_progress_without_tqdm_is_one_line_per_lesson(model_mode, monkeypatch, c
     assert main(["report", "--quick"]) == 0
     err = capsys.readouterr().err
     steps = [ln for ln in err.splitlines() if ln.startswith("[")]
-    assert steps == [f"[{i}/{len(LESSONS)}] gpumem report: {lesson} ..."
-                     for i, lesson in enumerate(LESSONS, 1)]
+    cards = [name for name, _ in report.CARDS]
+    assert steps == [f"[{i}/{len(cards)}] gpumem memory card: {lesson} ..."
+                     for i, lesson in enumerate(cards, 1)] + [
+        f"[{i}/{len(LESSONS)}] gpumem report: {lesson} ..." for i, lesson in enumerate(LESSONS, 1)]
 
 
 def test_no_progress_means_nothing_on_stderr(model_mode, monkeypatch, capsys):
@@ -301,7 +307,10 @@ class FakeGPU:
                     ("naive_row", 0.0), ("shared", 1.6e7), ("padded", 0.0), ("coarsened", 0.0))}}
     LATENCY = {16 * 2**10: 30.0, 4 * 2**20: 260.0}    # cycles per load; larger rings: 700
 
-    def __init__(self, monkeypatch):
+    #: GB/s of the ladder's bandwidth reads by (variant, scope): shared, L1, L2, device memory
+    BANDWIDTH = {("shared", "block"): 30000.0, ("read", "block"): 25000.0}
+
+    def __init__(self, monkeypatch, name="Fake GPU"):
         self.profiling = None
         owner = {f: d.name for d in gm.lessons.declarations() for f in d.families}
         for fam in ("copy", "matmul", "read_offset", "struct_update", "stencil_1d",
@@ -352,6 +361,16 @@ class FakeGPU:
         monkeypatch.setattr(clu, "_stream_gbps", lambda quick: 6000.0)
         monkeypatch.setattr(clu, "_histogram_ms", lambda x, bins, v, quick: {"cluster": 0.1}.get(
             v, 0.4))
+            name=name, multiprocessors=132, l2_cache_size=50 * 2**20,
+            theoretical_bandwidth_gbps=3352.0, compute_capability=(9, 0),
+            shared_memory_per_multiprocessor=228 * 1024, total_memory=80 * 2**30))
+        # the memory card: the ladder's bandwidth reads (L2 below 50 MiB, then device memory)
+        # and the pool's account
+        monkeypatch.setattr(sys.modules["gpumem.lessons.ladder"], "_measure_bandwidth",
+                            lambda v, scope, ws, repeat, sms: {
+                                "GB/s": self.BANDWIDTH.get((v, scope), 7000.0 if ws < 50 * 2**20
+                                                           else 3000.0), "clock MHz": 1980.0})
+        monkeypatch.setattr(gm.runtime, "memory_info", lambda: {"pool_reserved": 64 << 20})
         spaces = sys.modules["gpumem.lessons.spaces"]
         monkeypatch.setattr(spaces, "kernel_attributes", lambda fam, v: types.SimpleNamespace(
             local_bytes_per_thread={"local": 64, "cap32": 160}.get(v, 0),
@@ -576,3 +595,93 @@ def test_cli_quick_report_json_on_a_gpu(capsys, tmp_path):
     assert doc["gpu"] is True and doc["device"] == gm.device().name
     assert all(r["measured"] for r in doc["rows"] if r["lesson"] != "matmul")
     assert os.path.exists(tmp_path / "report.html")
+
+
+# ---- the memory card ----------------------------------------------------------------------
+LEVELS = ["shared", "constant", "L1", "L2 near", "L2 far", "device memory", "host -> device",
+          "device -> host", "pool, 1 MiB", "cudaMalloc, 1 MiB"]
+
+
+def test_the_card_comes_from_the_lessons_declarations():
+    assert report.CARDS == [(d.name, d.card) for d in gm.lessons.declarations() if d.card]
+    assert {name for name, _ in report.CARDS} == {"ladder", "transfer", "allocation"}
+
+
+def test_card_without_a_gpu_shows_sizes_and_published_figures():
+    rows = report.card(measure=False, quick=True)
+    assert [r["level"] for r in rows] == LEVELS
+    by = {r["level"]: r for r in rows}
+    for r in rows:
+        assert r["cycles"] is None and r["ns"] is None and r["GB/s"] is None
+        assert r["cycles_ratio"] is None and r["GB/s_ratio"] is None and r["how"]
+        assert bool(r["published"]) == bool(r["source"])
+    assert by["L1"]["published"] == "32-40 cyc, 128 B/clk/SM"
+    assert by["L2 far"]["size"] == 50 * 2**20 and by["L2 near"]["size_text"] == "25 MiB"
+    assert by["device memory"]["published_GB/s"] == 3350.0
+    assert by["device memory"]["size_text"] == "80 GB"
+    assert by["host -> device"]["size_text"] == "PCIe 5.0 x16"
+    assert by["host -> device"]["published_GB/s"] == 64.0
+    assert "no GPU" in report.card_title(False)
+    text = str(report.card_table(rows, report.card_title(False)))
+    assert "570-860 cyc, 3,350 GB/s" in text
+
+
+def test_card_on_a_gpu_without_published_figures(monkeypatch):
+    FakeGPU(monkeypatch)
+    rows = report.card(measure=True, quick=True)
+    by = {r["level"]: r for r in rows}
+    assert [r["level"] for r in rows] == LEVELS
+    assert by["L1"]["cycles"] == 30.0 and by["L2 near"]["cycles"] == 260.0
+    assert by["L1"]["GB/s"] == 25000.0 and by["device memory"]["GB/s"] == 3000.0
+    assert by["device memory"]["size"] == 80 * 2**30
+    assert by["host -> device"]["GB/s"] == pytest.approx(50.0)
+    assert by["pool, 1 MiB"]["ns"] == pytest.approx(1000.0)        # 0.5 + 0.5 us
+    assert by["cudaMalloc, 1 MiB"]["ns"] == pytest.approx(50000.0)
+    assert by["pool, 1 MiB"]["size_text"] == "64 MiB reserved"
+    assert all(r["published"] == "" and r["GB/s_ratio"] is None for r in rows)
+    assert report.card_title(True) == ("memory card of Fake GPU (no published figures are "
+                                       "known for this GPU)")
+
+
+def test_card_on_an_h100_sets_ratios(monkeypatch):
+    FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
+    by = {r["level"]: r for r in report.card(measure=True)}
+    assert by["L1"]["cycles_ratio"] == pytest.approx(30.0 / 36.0)
+    # 128 bytes/clk/SM at the clock the read saw: 132 x 128 x 1.98 GB/s
+    assert by["L1"]["GB/s_ratio"] == pytest.approx(25000.0 / (132 * 128 * 1.98))
+    assert by["device memory"]["GB/s_ratio"] == pytest.approx(3000.0 / 3350.0)
+    assert by["host -> device"]["GB/s_ratio"] == pytest.approx(50.0 / 64.0)
+    assert by["shared"]["cycles_ratio"] == pytest.approx(30.0 / 29.5)
+    assert by["L2 near"]["GB/s_ratio"] is None          # no published L2 bandwidth for it
+    assert "H100 SXM" in report.card_title(True)
+    cells = {r["level"]: r for r in report.card_table(list(by.values()))}
+    assert cells["device memory"]["x published"] == "0.98 lat, 0.90 BW"     # 700 / 715 cycles
+
+
+def test_the_report_opens_with_the_card(model_mode, capsys):
+    assert main(["report", "--quick", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("memory card") < out.index("\nlesson ")
+    assert "gpumem report took" in out.splitlines()[-1]
+    assert main(["report", "--quick", "--json", "--no-progress"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["level"] for r in doc["card"]] == LEVELS and doc["elapsed_s"] >= 0
+    assert "no GPU" in doc["card_title"]
+
+
+@pytest.mark.gpu
+def test_the_card_on_a_gpu_climbs_the_hierarchy():
+    t0 = time.perf_counter()
+    by = {r["level"]: r for r in report.card(quick=True)}
+    seconds = time.perf_counter() - t0
+    assert list(by) == LEVELS and seconds < 15, f"the quick card took {seconds:.1f} s"
+    lat = [by[k]["cycles"] for k in ("L1", "L2 near", "L2 far", "device memory")]
+    assert lat == sorted(lat) and lat[0] < 100 and lat[-1] > 3 * lat[0], lat
+    assert by["shared"]["cycles"] < by["L2 near"]["cycles"]
+    bw = [by[k]["GB/s"] for k in ("L1", "L2 near", "device memory")]
+    assert bw == sorted(bw, reverse=True), bw
+    for k in ("host -> device", "device -> host"):
+        assert 1 < by[k]["GB/s"] < 1000 and by[k]["ns"] > 0
+    assert by["pool, 1 MiB"]["ns"] < by["cudaMalloc, 1 MiB"]["ns"]
+    if gm.runtime.published.published(gm.device().name) is not None:
+        assert 0.3 < by["device memory"]["GB/s_ratio"] < 1.1

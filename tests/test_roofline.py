@@ -53,7 +53,8 @@ def test_a_profile_table_as_it_is():
 def test_without_a_gpu_the_h100_is_assumed(no_gpu):
     t = gm.roofline(gm.matmul_model_points(64, 64, 64))
     assert t.roof["device"] == H100_SXM["name"] and "assumed" in t.title
-    assert t.roof["peak_gflops"] == pytest.approx(132 * 128 * 2 * 1.98)
+    assert t.roof["peak_gflops"] == pytest.approx(67_000.0)     # the H100 SXM datasheet's
+    assert t.roof["bandwidth_gbps"] == pytest.approx(3350.0)
 
 
 def test_device_info_peak():

@@ -41,7 +41,7 @@ from .._core import DeviceArray
 from ..runtime.args import _flag, _index, _indices, arg_row
 from ..runtime.counters import _check_names
 from ..runtime.table import Table
-from ..tools import headline as hl
+from ..tools import card, headline as hl
 from ..tools.lesson import Lesson
 from ..tools.sweep import MAX_N, _choices, _int, _ints, _need_gpu, _progress, _str
 
@@ -454,6 +454,22 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
             first_touch_sweep(touch, repeat=3 if quick else 5, progress=progress)]
 
 
+def _card(measure: bool, quick: bool) -> list[dict]:
+    """The pool on the memory card: the time of allocating and freeing 1 MiB from it
+    (a reused block) against cudaMalloc's, and the bytes it has reserved."""
+    rows = []
+    for kind, level in (("pool", "pool, 1 MiB"), ("cudaMalloc", "cudaMalloc, 1 MiB")):
+        kw: dict = {}
+        if measure:
+            d = _core._alloc_cost(kind, 1 << 20, 20 if quick else 100, 5)
+            kw["ns"] = 1e3 * statistics.median(a + f for a, f in zip(d["alloc"], d["free"]))
+        size = runtime.memory_info()["pool_reserved"] if measure and kind == "pool" else None
+        rows.append(card.card_row(level, "allocation", size=size, size_text_=(
+            f"{card.size_text(size)} reserved" if size else ""), how=(
+            f"allocate + free 1 MiB ({kind}), host time per pair (median)"), **kw))
+    return rows
+
+
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
 def _sanitize() -> None:
     """Every variant of every family of this lesson, once (tools/sanitize_calls.py), and
@@ -499,5 +515,6 @@ LESSON = Lesson(
     headline=_headline,
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
+    card=_card,
     model=(),
 )

@@ -28,8 +28,8 @@ checked against the CPU (:func:`latency_reference`).
 once per pass through ``ld.global.cg``, from L2 while it fits there, from
 device memory beyond.  The ``shared`` variant reads a copy in shared memory.
 
-Reference figures for the H100 from public microbenchmark suites are in
-:data:`PUBLISHED_H100` (:func:`published_figures` tabulates them).
+Published figures from vendors and papers come from
+:mod:`gpumem.runtime.published` (:func:`published_figures` tabulates a GPU's).
 """
 from __future__ import annotations
 
@@ -48,13 +48,14 @@ from ..runtime.args import arg_range, _checking_only, _flag, _given, _host, _ind
 from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress, _repeat
 from ..model.ring import _M32, chain_image, chain_order, latency_chain, latency_reference
 from ..runtime.measure import device_copy
+from ..runtime.published import REFERENCE_GPU, compared_with as _published
 from ..runtime.table import Table
-from ..tools import headline as hl
+from ..tools import card, headline as hl
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
 
 __all__ = ["Chase", "latency", "latency_reference", "chain_order", "latency_chain", "chain_image",
            "bandwidth", "bandwidth_reference", "latency_ladder", "bandwidth_ladder",
-           "cache_sizes", "latency_levels", "published_figures", "PUBLISHED_H100",
+           "cache_sizes", "latency_levels", "published_figures", "LATENCY_LEVELS",
            "LATENCY_SETS", "LATENCY_VARIANTS", "BANDWIDTH_SETS", "L1_SHARED_PER_SM"]
 
 Array = Union[np.ndarray, DeviceArray]
@@ -100,25 +101,8 @@ L1_SHARED_PER_SM = {(7, 0): 128 * KiB, (7, 2): 128 * KiB, (7, 5): 96 * KiB, (8, 
                     (10, 0): 256 * KiB, (10, 3): 256 * KiB, (11, 0): 256 * KiB,
                     (12, 0): 128 * KiB, (12, 1): 128 * KiB}
 
-#: Published H100 figures from public microbenchmark suites and papers (for
-#: comparison; method and clocks move them): latency in SM cycles per
-#: dependent load (low, high); bandwidth as stated.
-PUBLISHED_H100 = {
-    "latency": {
-        "shared": (29, 30),
-        "constant": (17, 21),
-        "L1": (32, 40),
-        "L2 near": (220, 265),
-        "L2 far": (470, 500),
-        "device memory": (570, 860),
-    },
-    "bandwidth": {
-        "L1 bytes/clk/SM": 128,
-        "L2 TB/s, H100 PCIe (114 SMs)": 7.0,
-        "L2 TB/s, H200 (132 SMs)": 10.0,
-        "HBM3 TB/s, BabelStream copy / dot (H100 SXM)": (2.90, 3.18),
-    },
-}
+#: The levels :func:`latency_levels` reads off a latency ladder, in order.
+LATENCY_LEVELS = ("shared", "constant", "L1", "L2 near", "L2 far", "device memory")
 
 
 # ---- latency ------------------------------------------------------------------------
@@ -287,19 +271,26 @@ def bandwidth_reference(x: np.ndarray, *, variant: str = "read", passes: int = 1
 
 
 # ---- the published figures ------------------------------------------------------------
-def published_figures() -> Table:
-    """:data:`PUBLISHED_H100` as a table: latency in cycles per dependent load (low..high)
-    and bandwidth as the suites state it."""
-    rows = [{"what": f"latency: {k}", "low": lo, "high": hi, "unit": "cycles"}
-            for k, (lo, hi) in PUBLISHED_H100["latency"].items()]
-    for k, v in PUBLISHED_H100["bandwidth"].items():
+def published_figures(gpu: Any = None) -> Table:
+    """A GPU's published figures (:mod:`gpumem.runtime.published`) as a table: latency in
+    cycles per dependent load (low..high), then the vendor's and the papers' figures,
+    each with its source.  ``gpu``: a device name or :class:`gpumem.DeviceInfo` (default
+    the running GPU; without one the reference H100).  An unknown GPU gives an empty
+    table whose title says no published figures are known."""
+    pub, name = _published(gpu, "published_figures")
+    if pub is None:
+        return Table([], columns=["what", "low", "high", "unit", "source"],
+                     title=f"no published figures are known for {name}")
+    rows = [{"what": f"latency: {k}", "low": lo, "high": hi, "unit": "cycles",
+             "source": pub.source(k)} for k in LATENCY_LEVELS
+            for lo, hi in [pub.latency(k) or (None, None)] if lo is not None]
+    for k, v in pub.figures.items():
         lo, hi = v if isinstance(v, tuple) else (v, v)
-        unit = "bytes/clk/SM" if "clk" in k else "TB/s"
-        rows.append({"what": f"bandwidth: {k.replace(' bytes/clk/SM', '')}", "low": lo,
-                     "high": hi, "unit": unit})
-    return Table(rows, columns=["what", "low", "high", "unit"], sources={"low": "published",
-                                                                          "high": "published"},
-                 title="H100 reference figures from public microbenchmark suites")
+        rows.append({"what": k, "low": lo, "high": hi, "unit": pub.units.get(k, ""),
+                     "source": pub.source(k)})
+    return Table(rows, columns=["what", "low", "high", "unit", "source"],
+                 sources={"low": "published", "high": "published"},
+                 title=f"{pub.key}: published figures (vendor and papers)")
 
 
 # ---- the latency ladder ------------------------------------------------------------------
@@ -514,8 +505,8 @@ def cache_sizes(table: Table | None = None, *, variant: Literal["ca", "ldg"] = "
 
 
 def latency_levels(table: Table, *, device: Any = None) -> Table:
-    """Each level's latency in a :func:`latency_ladder` table beside the published H100
-    figures (:data:`PUBLISHED_H100`).
+    """Each level's latency in a :func:`latency_ladder` table beside the device's
+    published figures (:func:`published_figures`; None where none are published).
 
     * shared: the median over the ``shared`` rings; constant: the lowest
       ``constant`` ring (the constant cache proper; larger rings spill to its L1.5);
@@ -553,15 +544,18 @@ def latency_levels(table: Table, *, device: Any = None) -> Table:
              "constant": agg(pick("constant", 0, CONSTANT_MAX), lowest),
              "L1": agg(pick("ca", 0, 64 * KiB)),
              "L2 near": agg(near), "L2 far": agg(far), "device memory": agg(dram)}
+    pub, name = _published(dev)
     rows = []
-    for level, (lo, hi) in PUBLISHED_H100["latency"].items():
+    for level in LATENCY_LEVELS:
+        lo, hi = (pub.latency(level) if pub else None) or (None, None)
         cyc, ns = found[level]
         rows.append({"level": level, "cycles/load": cyc, "ns/load": ns, "published low": lo,
                      "published high": hi,
-                     "within": None if cyc is None else bool(lo <= cyc <= hi)})
+                     "within": None if cyc is None or lo is None else bool(lo <= cyc <= hi)})
     return Table(rows, sources={"cycles/load": "measured", "ns/load": "measured",
                                 "published low": "published", "published high": "published"},
-                 title="latency per level beside the published H100 figures")
+                 title=f"latency per level beside the published figures of {name}"
+                 + ("" if pub else " (none are known)"))
 
 
 # ---- the bandwidth ladder ------------------------------------------------------------------
@@ -677,12 +671,14 @@ def _memcpy_row(nbytes: int, repeat: int, sms: int) -> dict:
 
 # ---- gpumem report: the headline -------------------------------------------------------------
 def _headline(measure: bool, quick: bool) -> list[dict]:
-    pub = PUBLISHED_H100["latency"]
+    entry, name = _published(None if measure else REFERENCE_GPU)
     levels = ("shared", "L1", "L2 near", "device memory")
-    mod = {f"{k}_published_low": float(pub[k][0]) for k in levels}
-    mod.update({f"{k}_published_high": float(pub[k][1]) for k in levels})
-    mtext = "published H100 (cycles): " + ", ".join(
-        f"{k} {pub[k][0]}-{pub[k][1]}" for k in levels)
+    pub = {k: entry.latency(k) for k in levels if entry and entry.latency(k)}
+    mod = {f"{k}_published_low": float(lo) for k, (lo, _) in pub.items()}
+    mod.update({f"{k}_published_high": float(hi) for k, (_, hi) in pub.items()})
+    mtext = (f"published {entry.key} (cycles): " + ", ".join(
+        f"{k} {lo}-{hi}" for k, (lo, hi) in pub.items())) if pub else \
+        f"no published latencies are known for {name}"
     what = "latency of one dependent load (pointer chase, one lane): shared, L1, L2, device memory"
     take = "each level down costs several times the one above: latency, not bandwidth, is what a chase sees"
     if not measure:
@@ -704,6 +700,50 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
                     model_text=mtext,
                     takeaway=f"device memory is {ratio:.0f}x the L1's latency here; "
                              "notebook 08 has the whole ladder and the bandwidths")]
+
+
+# ---- gpumem report: the memory card (one chase, and a bandwidth where one is read, per level) -
+def _card(measure: bool, quick: bool) -> list[dict]:
+    entry, _ = card.card_reference(measure)
+    dev = runtime.device() if measure else None
+    cc = tuple(dev.compute_capability) if dev else tuple(int(x) for x in hl.MODEL_CC.split("."))
+    l2 = dev.l2_cache_size if dev else int(entry.get("l2_mb", 0)) * MiB
+    unified, big = L1_SHARED_PER_SM.get(cc), (256 if quick else 1024) * MiB
+    dram = dev.total_memory if dev else int(entry.get("memory_gb", 0) * 1e9)
+    # level, size, its unit, the chased ring (bytes, path), the bandwidth read, its figure
+    spec = [("shared", dev.shared_memory_per_multiprocessor if dev else unified, "/SM",
+             (16 * KiB, "shared"), ("shared", "block", 32 * KiB), None) if dev else (
+             "shared", unified, "/SM (+L1)", (16 * KiB, "shared"), ("shared", "block", 32 * KiB), None),
+            ("constant", CONSTANT_MAX, "", (1 * KiB, "constant"), None, None),
+            ("L1", unified, "/SM (+shared)", (16 * KiB, "ca"), ("read", "block", 64 * KiB),
+             "l1_bytes_per_clk_sm"),
+            ("L2 near", l2 // 2, "", (min(4 * MiB, l2 // 8) // 128 * 128, "cg"),
+             ("read", "grid", l2 // 4 // 16 * 16), "l2_gbps"),
+            ("L2 far", l2, "", (int(0.7 * l2) // 128 * 128, "cg"), None, None),
+            ("device memory", dram, "", (max(256 * MiB, 8 * l2) // 128 * 128, "cg"),
+             ("read", "grid", big), "memory_gbps")]
+    rows = []
+    for level, size, per, (ws, v), bw, fig in spec:
+        kw = card.published_latency(entry, level)
+        per_clk = entry.get(fig) if entry and fig == "l1_bytes_per_clk_sm" else None
+        if per_clk:
+            kw.update(published_text=f"{per_clk} B/clk/SM", source=entry.source(fig))
+        elif fig:
+            kw.update(card.published_figure(entry, fig))
+        how = f"chase a {card.size_text(ws)} ring ({v})" + (
+            f"; read {card.size_text(bw[2])} (bandwidth {bw[0]}, scope={bw[1]})" if bw else "")
+        if measure:
+            c = latency(ws, variant=v, steps=2048 if quick else 8192)
+            kw.update(cycles=c.cycles_per_load, ns=c.ns_per_load)
+            if bw:
+                r = _measure_bandwidth(*bw, 3 if quick else 5, dev.multiprocessors)
+                kw["gbps"] = r["GB/s"]
+                if per_clk and r.get("clock MHz"):   # the figure at the clock the read saw
+                    kw["published_gbps"] = per_clk * dev.multiprocessors * r["clock MHz"] / 1e3
+        text = f"{entry.get('memory_gb'):g} GB" if level == "device memory" and not dev else \
+            card.size_text(size, per)
+        rows.append(card.card_row(level, "ladder", size=size, size_text_=text, how=how, **kw))
+    return rows
 
 
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
@@ -751,5 +791,6 @@ LESSON = Lesson(
     headline=_headline,
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
+    card=_card,
     model=(),
 )

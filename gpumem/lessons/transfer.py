@@ -44,7 +44,7 @@ from .._core import DeviceArray
 from ..runtime.args import _flag, _given, _host
 from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress
 from ..runtime.table import Table
-from ..tools import headline as hl
+from ..tools import card, headline as hl
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
 
 __all__ = ["read_sum", "read_sum_reference", "scale", "scale_reference", "pinned_like",
@@ -413,6 +413,24 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
         (16 if quick else 64) << 20)]
 
 
+def _card(measure: bool, quick: bool) -> list[dict]:
+    """The host link on the memory card: pinned copies each way (GB/s of a large copy,
+    the time of a 4-byte one as its latency) beside the published link."""
+    entry, _ = card.card_reference(measure)
+    nbytes, rep = (16 if quick else 64) << 20, 3 if quick else 10
+    link = (entry.get("host_link") if entry else None) or ""
+    rows = []
+    for d, arrow in (("h2d", "host -> device"), ("d2h", "device -> host")):
+        kw = card.published_figure(entry, "host_link_gbps")
+        if measure:
+            ms = statistics.median(_core._transfer_copy("pinned", d, nbytes, rep, 1))
+            tiny = statistics.median(_core._transfer_copy("pinned", d, 4, 5 * rep, 2))
+            kw.update(gbps=nbytes / ms / 1e6, ns=tiny * 1e6)
+        rows.append(card.card_row(arrow, "transfer", size_text_=link, how=(
+            f"cudaMemcpy of {nbytes >> 20} MiB pinned (GB/s) and of 4 bytes (ns)"), **kw))
+    return rows
+
+
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
 def _sanitize_read_sum():
     for n in (0, 1, 3, 1001, 4099):
@@ -456,5 +474,6 @@ LESSON = Lesson(
     headline=_headline,
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
+    card=_card,
     model=(),
 )

@@ -8,12 +8,35 @@ from __future__ import annotations
 
 import math
 import numbers
+import shutil
+import textwrap
 from typing import Any, Iterable, Mapping, Sequence
 
 from .args import _iterable
 
 #: Significant digits of the floats in a printed column.
 SIGNIFICANT = 4
+#: The width a printed table keeps within where no terminal says its own (characters).
+DEFAULT_WIDTH = 100
+#: The narrowest a wrapped column gets (characters).
+MIN_WIDTH = 8
+
+
+def _fit_widths(natural: list[int], room: int) -> list[int]:
+    """Column widths within ``room`` characters: the widest column narrowed one
+    character at a time (none below :data:`MIN_WIDTH` or its natural width)."""
+    widths = list(natural)
+    while sum(widths) > room:
+        i = max(range(len(widths)), key=lambda k: widths[k])
+        if widths[i] <= MIN_WIDTH:
+            break
+        widths[i] -= 1
+    return widths
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters (long words broken)."""
+    return textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
 
 
 class Table:
@@ -110,13 +133,38 @@ class Table:
         lines = ([f"**{self.title}**", ""] if self.title else []) + [head, sep] + body
         return "\n".join(lines)
 
-    def __str__(self) -> str:
+    def to_text(self, width: int | None = None) -> str:
+        """The table as plain text no wider than ``width`` characters (default: the
+        terminal's, :func:`shutil.get_terminal_size`; 0: no limit, every cell on one
+        line).  Where the columns are too wide together, the widest are wrapped (words
+        kept whole where they fit) until the table fits or every column is down to
+        :data:`MIN_WIDTH`; ``str(table)`` is ``to_text()``, ``to_pandas()`` and
+        ``to_markdown()`` keep every cell whole."""
+        if width is None:
+            width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+        if isinstance(width, bool) or not isinstance(width, int) or width < 0:
+            raise TypeError(f"Table.to_text: width must be an int >= 0 or None, not {width!r}")
         cells = [[self._header(c) for c in self.columns]]
         cells += self._cells()
-        widths = [max(len(row[i]) for row in cells) for i in range(len(self.columns))]
-        lines = ["  ".join(s.rjust(w) for s, w in zip(row, widths)) for row in cells]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return (self.title + "\n" if self.title else "") + "\n".join(lines)
+        n = len(self.columns)
+        natural = [max(len(row[i]) for row in cells) for i in range(n)]
+        widths = _fit_widths(natural, width - 2 * max(n - 1, 0)) if width else natural
+        wrapped = [i for i in range(n) if widths[i] < natural[i]]
+        lines = []
+        for k, row in enumerate(cells):
+            parts = [_wrap(cell, widths[i]) if i in wrapped else [cell]
+                     for i, cell in enumerate(row)]
+            for j in range(max(len(p) for p in parts)):
+                line = [(p[j] if j < len(p) else "") for p in parts]
+                lines.append("  ".join(t.ljust(w) if i in wrapped else t.rjust(w)
+                                       for i, (t, w) in enumerate(zip(line, widths))).rstrip())
+            if k == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        title = "\n".join(_wrap(self.title, width)) if width and self.title else self.title
+        return (title + "\n" if title else "") + "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
 
     def __repr__(self) -> str:
         # a terminal shows the table itself, as Jupyter does (_repr_markdown_)

@@ -7,7 +7,7 @@ A lesson is one stem in every folder -- ``cuda/<stem>.cu``,
 ``LESSON = Lesson(...)``.  Everything that lists lessons is derived from these
 declarations (:data:`gpumem.lessons.LESSONS` names the modules, in lesson
 order): the package's re-exports, :mod:`gpumem.experiments`, ``gpumem
-report``'s headlines and ``--lesson`` sweeps, the notebook tests, the
+report``'s memory card, headlines and ``--lesson`` sweeps, the notebook tests, the
 sanitizer calls (``tools/sanitize_calls.py``), the benchmark list and the
 README's table of lessons (checked by a test).
 """
@@ -57,6 +57,11 @@ class Lesson:
     report_sweeps : callable or None
         ``(measure: bool, quick: bool, progress: bool) -> list[Table]``: its full
         sweeps for ``gpumem report --lesson <name>``.
+    card : callable or None
+        ``(measure: bool, quick: bool) -> list[dict]``: its rows of the memory card
+        that opens ``gpumem report`` (:mod:`gpumem.tools.card` builds them): one per
+        level of the hierarchy the lesson measures.  Without a GPU the rows show the
+        sizes and the published figures, the measured columns None.
     sanitize : callable or None
         ``() -> None``: calls every variant of every family once on small, awkward
         sizes (compute-sanitizer runs these through ``tools/sanitize_calls.py``).
@@ -75,6 +80,7 @@ class Lesson:
     report_sweeps: Callable[[bool, bool, bool], list[Any]] | None = field(default=None,
                                                                          repr=False)
     sanitize: Callable[[], None] | None = field(default=None, repr=False)
+    card: Callable[[bool, bool], list[dict]] | None = field(default=None, repr=False)
     model: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

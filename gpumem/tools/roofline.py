@@ -31,14 +31,17 @@ import numpy as np
 
 from .. import runtime
 from ..runtime.hardware import FP32_LANES
+from ..runtime.published import REFERENCE_GPU, published
 from ..runtime.table import Table
 
 __all__ = ["roofline", "plot_roofline", "FP32_LANES", "H100_SXM"]
 
-#: The roof used where no device is given and no GPU is present: an H100 SXM
-#: (132 SMs x 128 FP32 lanes x 2 x 1,980 MHz; HBM3 at 3,352 GB/s theoretical).
-H100_SXM = {"name": "NVIDIA H100 80GB HBM3 (assumed: no GPU)", "peak_gflops": 132 * 128 * 2 * 1.98,
-            "bandwidth_gbps": 3352.0}
+#: The roof used where no device is given and no GPU is present: the reference GPU's
+#: published FP32 peak and memory bandwidth (:mod:`gpumem.runtime.published`: an H100 SXM).
+_REF = published(REFERENCE_GPU)
+H100_SXM = {"name": f"{_REF.key} (assumed: no GPU)",
+            "peak_gflops": 1e3 * _REF.get("fp32_tflops"),
+            "bandwidth_gbps": float(_REF.get("memory_gbps"))}
 
 _DRAM = ("dram_read_bytes", "dram_write_bytes")
 
@@ -152,8 +155,8 @@ def roofline(points: Any, *, device: Any = None, peak_gflops: float | None = Non
         ``source`` (e.g. the model's bytes: no GPU needed), or a profile's
         ``Profile.table()`` as it is.
     device : DeviceInfo, optional
-        Whose roof (default :func:`gpumem.device`; without a GPU an H100 SXM,
-        :data:`H100_SXM`, and the title says it was assumed).
+        Whose roof (default :func:`gpumem.device`; without a GPU the published roof of an
+        H100 SXM, :data:`H100_SXM`, and the title says it was assumed).
     peak_gflops, bandwidth_gbps : float, optional
         Override the roof: e.g. a measured device copy's GB/s instead of the
         theoretical bandwidth.

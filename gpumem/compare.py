@@ -1,0 +1,124 @@
+"""``gpumem compare A.json B.json``: two GPUs side by side, from two ``gpumem report --json`` runs.
+
+Two tables: the memory card, level by level -- size, cycles, ns and GB/s of
+each run and B over A (cycles stay in the rows, the text shows ns) -- and the headlines, every number both runs measured
+(each lesson's ``measured`` dict), with B over A.  A level or number only one
+run has shows with the other side empty.
+
+>>> from gpumem import compare
+>>> a, b = compare.load("h100.json"), compare.load("h200.json")
+>>> print(compare.as_text(a, b))
+
+Face layer: reads JSON files, imports the runtime's Table.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+from .runtime.table import Table
+
+__all__ = ["load", "label", "card_table", "headline_table", "as_text", "ReportFileError"]
+
+
+class ReportFileError(ValueError):
+    """A file that is not the JSON of ``gpumem report --json``."""
+
+
+def load(path: str | os.PathLike) -> dict:
+    """The report a ``gpumem report --json`` run wrote to ``path`` (a dict), checked: it
+    must hold ``rows`` (the headlines); ``card`` is optional (older runs lack it)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"compare.load: path must be a file name, not {type(path).__name__}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise ReportFileError(f"cannot read {os.fspath(path)!r}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ReportFileError(f"{os.fspath(path)!r} is not JSON ({e})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+        raise ReportFileError(f"{os.fspath(path)!r} is not the JSON of 'gpumem report --json' "
+                              "(no 'rows' list)")
+    doc.setdefault("card", [])
+    doc["_path"] = os.fspath(path)
+    return doc
+
+
+def label(doc: dict) -> str:
+    """Who ran: the device (or that there was none), and the file."""
+    dev = doc.get("device") or "no GPU: model only"
+    return f"{dev} ({os.path.basename(doc.get('_path', ''))}" + \
+        (", --quick)" if doc.get("quick") else ")")
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and \
+        math.isfinite(v) else None
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    a, b = _num(a), _num(b)
+    return None if a is None or b is None or a == 0 else b / a
+
+
+def _g(v: float | None) -> str:
+    """Four significant digits: one column holds bytes, percentages and GB/s alike."""
+    return "" if v is None else format(v, ",.4g")
+
+
+def _merge(a: list, b: list, key) -> list[tuple[Any, dict | None, dict | None]]:
+    """Rows of both lists by key, in A's order, then B's own."""
+    ka = {key(r): r for r in a}
+    kb = {key(r): r for r in b}
+    keys = list(ka) + [k for k in kb if k not in ka]
+    return [(k, ka.get(k), kb.get(k)) for k in keys]
+
+
+def card_table(a: dict, b: dict) -> Table:
+    """The two memory cards, level by level: size, cycles, ns and GB/s of A and B, and
+    B / A of each (sizes that differ show as ``"A | B"``)."""
+    rows = []
+    for level, ra, rb in _merge(a["card"], b["card"], lambda r: r.get("level")):
+        ra, rb = ra or {}, rb or {}
+        sa, sb = ra.get("size_text", ""), rb.get("size_text", "")
+        rows.append({"level": level, "size": sa if sa == sb or not sb else
+                     sb if not sa else f"{sa} | {sb}", "A cycles": _num(ra.get("cycles")),
+                     "B cycles": _num(rb.get("cycles")),
+                     "B/A cycles": _ratio(ra.get("cycles"), rb.get("cycles")),
+                     "A ns": _num(ra.get("ns")), "B ns": _num(rb.get("ns")),
+                     "B/A ns": _ratio(ra.get("ns"), rb.get("ns")),
+                     "A GB/s": _num(ra.get("GB/s")), "B GB/s": _num(rb.get("GB/s")),
+                     "B/A GB/s": _ratio(ra.get("GB/s"), rb.get("GB/s"))})
+    # printed: ns (clocks differ between GPUs) and GB/s; the rows keep the cycles too
+    return Table(rows, columns=["level", "size", "A ns", "B ns", "B/A ns", "A GB/s", "B GB/s",
+                                "B/A GB/s"],
+                 title="memory card, A against B: measured ns and GB/s, B over A (the rows "
+                       "keep cycles)")
+
+
+def headline_table(a: dict, b: dict) -> Table:
+    """Every number the headlines measured, A against B, with B / A."""
+    rows = []
+    pairs = _merge(a["rows"], b["rows"], lambda r: (r.get("lesson"), r.get("experiment")))
+    for (lesson, _), ra, rb in pairs:
+        ma, mb = (ra or {}).get("measured") or {}, (rb or {}).get("measured") or {}
+        for name in list(ma) + [k for k in mb if k not in ma]:
+            va, vb = _num(ma.get(name)), _num(mb.get(name))
+            if va is None and vb is None:
+                continue
+            rows.append({"lesson": lesson, "measured": name, "A": _g(va), "B": _g(vb),
+                         "B/A": _ratio(va, vb)})
+    title = "headlines, A against B"
+    if not rows:
+        title += " (neither run measured anything: both without a GPU)"
+    return Table(rows, columns=["lesson", "measured", "A", "B", "B/A"],
+                 title=title)
+
+
+def as_text(a: dict, b: dict) -> str:
+    """Both tables as text, after a line naming each run."""
+    return "\n\n".join([f"A: {label(a)}\nB: {label(b)}", str(card_table(a, b)),
+                        str(headline_table(a, b))])

@@ -1,0 +1,121 @@
+"""The memory card: one row per level of the hierarchy, beside the published figures.
+
+A lesson that measures a level declares ``card(measure, quick) -> list[dict]``
+(:class:`gpumem.tools.lesson.Lesson`) and builds each row with :func:`card_row`;
+``gpumem report`` opens with the rows of every lesson that declares one, so a
+new lesson is in the card by construction.  Each row is a dict with the keys
+
+``level``, ``lesson``, ``depth``
+    The level (``"L2 near"``), the lesson that measures it, and where the level sits
+    (:data:`DEPTH`: the card lists rows from the SM outwards).
+``size``
+    Bytes of the level (None where a size means nothing, e.g. the host link);
+    ``size_text`` says it for people (``"228 KiB/SM"``).
+``cycles``, ``ns``, ``GB/s``
+    What this GPU measured (None without a GPU or where the row measures no such
+    thing): SM cycles and nanoseconds of one dependent access, bytes per second.
+``published``, ``published_cycles``, ``published_GB/s``, ``source``
+    The published figure as text and as numbers (:mod:`gpumem.runtime.published`),
+    and where it comes from.
+``cycles_ratio``, ``GB/s_ratio``
+    Measured over published: cycles over the middle of the published range, GB/s
+    over GB/s (None where either side is missing); :func:`ratio_text` prints both.
+``how``
+    What the row measures (or would measure, without a GPU).
+
+Tools layer: imports the runtime.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import runtime
+from ..runtime.published import REFERENCE_GPU, Published, published
+
+__all__ = ["DEPTH", "card_row", "card_reference", "size_text", "published_latency", "published_figure",
+           "ratio_text", "CARD_COLUMNS"]
+
+#: Where each level sits, from the SM outwards (the card's order; a level not named here
+#: goes last, in lesson order).
+DEPTH = {"shared": 1, "constant": 2, "L1": 3, "L2 near": 4, "L2 far": 5, "device memory": 6,
+         "host -> device": 7, "device -> host": 8, "pool, 1 MiB": 9, "cudaMalloc, 1 MiB": 10}
+
+#: The card's printed columns: row key -> header.
+CARD_COLUMNS = {"level": "level", "size_text": "size", "cycles": "cycles", "ns": "ns",
+                "GB/s": "GB/s", "published": "published", "ratio_text": "x published",
+                "lesson": "from"}
+
+
+def size_text(nbytes: float | None, per: str = "") -> str:
+    """``nbytes`` for people, binary units (``"50 MiB"``); ``per`` is appended (``"/SM"``)."""
+    if nbytes is None:
+        return ""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            v = nbytes / scale
+            return (f"{v:.0f}" if v >= 10 or v == int(v) else f"{v:.1f}") + f" {unit}{per}"
+    return f"{nbytes:.0f} B{per}"
+
+
+def card_reference(measure: bool) -> tuple[Published | None, str]:
+    """The published figures the card compares with, and the GPU's name: the running
+    GPU's (None where none are known); without a GPU (``measure`` false) the reference
+    GPU's, the one the model assumes."""
+    if measure:
+        name = runtime.device().name
+        return published(name), name
+    return published(REFERENCE_GPU), REFERENCE_GPU
+
+
+def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: str = "",
+             cycles: float | None = None, ns: float | None = None, gbps: float | None = None,
+             published_cycles: tuple[float, float] | None = None,
+             published_gbps: float | None = None, published_text: str = "",
+             source: str | None = None, how: str = "") -> dict:
+    """One card row (see the module docstring).  ``published_text`` stands for the
+    published bandwidth where it is stated in other units (``"128 B/clk/SM"``);
+    ``published_gbps`` may still carry its GB/s for the ratio."""
+    parts = []
+    if published_cycles is not None:
+        lo, hi = published_cycles
+        parts.append(f"{lo:g} cyc" if lo == hi else f"{lo:g}-{hi:g} cyc")
+    if published_text:
+        parts.append(published_text)
+    elif published_gbps is not None:
+        parts.append(f"{published_gbps:,.0f} GB/s")
+    lat_ratio = bw_ratio = None
+    if cycles is not None and published_cycles is not None:
+        lat_ratio = cycles / (0.5 * (published_cycles[0] + published_cycles[1]))
+    if gbps is not None and published_gbps:
+        bw_ratio = gbps / published_gbps
+    return {"level": level, "lesson": lesson, "depth": DEPTH.get(level, len(DEPTH) + 1),
+            "size": size,
+            "size_text": size_text_ or size_text(size), "cycles": cycles, "ns": ns,
+            "GB/s": gbps, "published": ", ".join(parts),
+            "published_cycles": list(published_cycles) if published_cycles else None,
+            "published_GB/s": published_gbps, "source": source,
+            "cycles_ratio": lat_ratio, "GB/s_ratio": bw_ratio, "how": how}
+
+
+def ratio_text(row: dict) -> str:
+    """The card's ``x published`` cell: measured over published, latency and bandwidth."""
+    parts = []
+    if row.get("cycles_ratio") is not None:
+        parts.append(f"{row['cycles_ratio']:.2f} lat")
+    if row.get("GB/s_ratio") is not None:
+        parts.append(f"{row['GB/s_ratio']:.2f} BW")
+    return ", ".join(parts)
+
+
+def published_latency(entry: Published | None, level: str) -> dict[str, Any]:
+    """``card_row`` keywords for the published latency of ``level`` (none where unknown)."""
+    if entry is None or entry.latency(level) is None:
+        return {}
+    return {"published_cycles": entry.latency(level), "source": entry.source(level)}
+
+
+def published_figure(entry: Published | None, name: str) -> dict[str, Any]:
+    """``card_row`` keywords for a published bandwidth figure (GB/s) ``name``."""
+    if entry is None or entry.get(name) is None:
+        return {}
+    return {"published_gbps": float(entry.get(name)), "source": entry.source(name)}
