@@ -297,7 +297,7 @@ _BASE = {("struct_update", "data"): np.ones((8, 2), np.float32),
          ("register_pressure", "x"): np.ones((64, 8), np.float32),
          ("matmul", "a"): np.ones((8, 8), np.float32), ("matmul", "b"): np.ones((8, 8), np.float32),
          ("latency", "working_set"): 4096,
-         ("dram_channels", "a"): np.ones(1 << 17, np.float32)}   # 8 streams of 64 KiB
+         ("dram_channels", "a"): np.ones(1 << 17, np.float32),   # 8 streams of 64 KiB
          ("cluster_histogram", "x"): np.ones(8, np.uint32)}
 
 

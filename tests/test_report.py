@@ -353,17 +353,15 @@ class FakeGPU:
         monkeypatch.setattr(gm.runtime, "profiler_available", lambda: True)
         monkeypatch.setattr(gm.runtime, "profile", self.profile)
         monkeypatch.setattr(gm.runtime, "device", lambda: types.SimpleNamespace(
-            name="Fake GPU", multiprocessors=132, l2_cache_size=50 * 2**20,
-            theoretical_bandwidth_gbps=3352.0, compute_capability=(9, 0)))
+            name=name, multiprocessors=132, l2_cache_size=50 * 2**20,
+            theoretical_bandwidth_gbps=3352.0, compute_capability=(9, 0),
+            shared_memory_per_multiprocessor=228 * 1024, total_memory=80 * 2**30))
         # the clusters lesson's chases, DSMEM reads and histograms
         clu = sys.modules["gpumem.lessons.clusters"]
         monkeypatch.setattr(clu, "_chase_cycles", lambda v, steps: {"local": 30.0}.get(v, 200.0))
         monkeypatch.setattr(clu, "_stream_gbps", lambda quick: 6000.0)
         monkeypatch.setattr(clu, "_histogram_ms", lambda x, bins, v, quick: {"cluster": 0.1}.get(
             v, 0.4))
-            name=name, multiprocessors=132, l2_cache_size=50 * 2**20,
-            theoretical_bandwidth_gbps=3352.0, compute_capability=(9, 0),
-            shared_memory_per_multiprocessor=228 * 1024, total_memory=80 * 2**30))
         # the memory card: the ladder's bandwidth reads (L2 below 50 MiB, then device memory)
         # and the pool's account
         monkeypatch.setattr(sys.modules["gpumem.lessons.ladder"], "_measure_bandwidth",
