@@ -279,6 +279,7 @@ class FakeGPU:
 
     MS = {("copy", "float4"): 1.0, ("matmul", "naive"): 8.0, ("matmul", "tiled"): 2.0,
           ("matmul", "warptiled"): 0.625,
+          ("matmul", "mma"): 0.08,
           ("read_offset", 0): 1.0, ("read_offset", 11): 1.25, ("struct_update", "aos"): 2.0,
           ("struct_update", "soa"): 1.0, ("stencil_1d", "constant"): 1.05,
           ("stencil_1d", "readonly"): 1.1, ("constant_broadcast", "constant", 1): 1.0,
@@ -323,8 +324,7 @@ class FakeGPU:
         # the stencil's ceiling: the device copy, here as fast as the float4 copy
         def device_copy(dst, src, repeat, warmup):
             return {"GB/s": 8.0 * np.size(src) / (self.MS[("copy", "float4")] * 1e-3) / 1e9}
-        for lesson in ("stencil", "transpose", "dram"):
-        for lesson in ("stencil", "transpose", "clusters"):
+        for lesson in ("stencil", "transpose", "dram", "clusters"):
             monkeypatch.setattr(sys.modules[f"gpumem.lessons.{lesson}"], "device_copy",
                                 device_copy)
         # the ladder's chases and the transfer lesson's copies
