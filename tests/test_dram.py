@@ -201,6 +201,11 @@ def test_sweeps_refuse_bad_arguments(call, msg):
         call()
 
 
+def test_every_sanitizer_call_passes_the_checks():
+    with gm.runtime.args._checking():       # the C entry points check, nothing is launched
+        dram._sanitize()
+
+
 def test_headline_without_gpu_shows_the_model():
     (row,) = dram._headline(False, True)
     assert row["lesson"] == "dram"
