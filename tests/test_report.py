@@ -567,6 +567,9 @@ def test_cli_quick_report_json_on_a_gpu(capsys, tmp_path):
     doc = json.loads(capsys.readouterr().out)
     assert doc["gpu"] is True and doc["device"] == gm.device().name
     assert all(r["measured"] for r in doc["rows"] if r["lesson"] != "matmul")
+    assert [r["level"] for r in doc["card"]] == LEVELS
+    assert all(r["ns"] is not None and r["ns"] > 0 for r in doc["card"])    # every level measured
+    assert doc["elapsed_s"] < 15, f"report --quick took {doc['elapsed_s']} s"
     assert os.path.exists(tmp_path / "report.html")
 
 
