@@ -23,14 +23,16 @@ import gpumem as gm
 from gpumem.runtime.table import DEFAULT_WIDTH
 
 DESCRIPTION = """\
-Explore and measure the GPU memory hierarchy. With no command, runs 'report':
-every lesson's headline experiment on this GPU (10 s on an H100),
-printed as one table of what was measured, what gpumem.model predicts, and a
-one-line takeaway. Without a GPU, prints the model's side of every row."""
+Explore and measure the GPU memory hierarchy. With no command, runs 'report': the
+memory card (every level's size, latency and bandwidth measured on this GPU beside
+the published figures), then every lesson's headline experiment, printed as one
+table of what was measured, what gpumem.model predicts, and a one-line takeaway.
+Without a GPU, prints the published figures and the model's side of every row."""
 
 REPORT_HELP = """\
-Run every lesson's headline experiment (device, matmul, access, layout, stencil,
-spaces) and print one table; or, with --lesson, that lesson's full sweeps."""
+Print the memory card (one row per level, from the lessons that measure it), then
+run every lesson's headline experiment and print one table; or, with --lesson, that
+lesson's full sweeps."""
 
 TOUR_HELP = ("The device summary, vec_add's bandwidth and a few matmuls (the model's numbers "
              "without a GPU).")
@@ -247,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
                     version=_banner())
     sub = ap.add_subparsers(dest="command", metavar="COMMAND",
                             title="commands (default: report)")
-    rep = sub.add_parser("report", help="every lesson's headline experiment in one table",
+    rep = sub.add_parser("report", help="the memory card and every lesson's headline experiment",
                          description=REPORT_HELP)
     _add_report_options(rep)
     rep.set_defaults(run=_report)

@@ -42,6 +42,7 @@ import numpy as np
 from . import lessons, model, runtime
 from .lessons.access import copy, offset_sweep
 from .runtime.args import _flag
+from .runtime.published import published
 from .runtime.table import DEFAULT_WIDTH, Table, _fit_widths
 from .tools.card import CARD_COLUMNS, card_reference, ratio_text
 from .tools.headline import (_gbps, _pow2, _predict, _rng, _row, _steps, _timed,
@@ -87,9 +88,14 @@ def _device(measure: bool, quick: bool) -> list[dict]:
         meas["copy_dram_read_bytes"] = got["copy"]
         text += (f"; DRAM read {got['copy'] / 1e6:,.0f} MB measured / "
                  f"{pred['gld_bytes_requested'] / 1e6:,.0f} MB model")
+    pub = published(dev.name)
+    stated = f"{100 * r.gbps / peak:.0f}% of the theoretical {_gbps(peak)}"
+    if pub is not None and pub.get("memory_gbps"):
+        meas["published_GB/s"] = float(pub.get("memory_gbps"))
+        stated += f", {100 * r.gbps / pub.get('memory_gbps'):.0f}% of the published " \
+                  f"{_gbps(pub.get('memory_gbps'))}"
     return [_row("device", what, measured=meas, model=mod, measured_text=text, model_text=mtext,
-                 takeaway=f"{_gbps(r.gbps)} is this GPU's streaming ceiling: "
-                          f"{100 * r.gbps / peak:.0f}% of the datasheet's {_gbps(peak)}")]
+                 takeaway=f"{_gbps(r.gbps)} is this GPU's streaming ceiling: {stated}")]
 
 
 #: The headline experiments, in lesson order: (lesson, function(measure, quick) -> rows):

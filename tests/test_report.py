@@ -592,6 +592,9 @@ def test_cli_quick_report_json_on_a_gpu(capsys, tmp_path):
     doc = json.loads(capsys.readouterr().out)
     assert doc["gpu"] is True and doc["device"] == gm.device().name
     assert all(r["measured"] for r in doc["rows"] if r["lesson"] != "matmul")
+    assert [r["level"] for r in doc["card"]] == LEVELS
+    assert all(r["ns"] is not None and r["ns"] > 0 for r in doc["card"])    # every level measured
+    assert doc["elapsed_s"] < 15, f"report --quick took {doc['elapsed_s']} s"
     assert os.path.exists(tmp_path / "report.html")
 
 
@@ -620,7 +623,7 @@ def test_card_without_a_gpu_shows_sizes_and_published_figures():
     assert by["host -> device"]["size_text"] == "PCIe 5.0 x16"
     assert by["host -> device"]["published_GB/s"] == 64.0
     assert "no GPU" in report.card_title(False)
-    text = str(report.card_table(rows, report.card_title(False)))
+    text = report.card_table(rows, report.card_title(False)).to_text(0)
     assert "570-860 cyc, 3,350 GB/s" in text
 
 
@@ -652,6 +655,10 @@ def test_card_on_an_h100_sets_ratios(monkeypatch):
     assert by["shared"]["cycles_ratio"] == pytest.approx(30.0 / 29.5)
     assert by["L2 near"]["GB/s_ratio"] is None          # no published L2 bandwidth for it
     assert "H100 SXM" in report.card_title(True)
+    dev = report.headlines(measure=True, lessons=["device"])[0]
+    assert dev["measured"]["published_GB/s"] == 3350.0
+    assert "of the theoretical 3,352 GB/s" in dev["takeaway"]
+    assert "of the published 3,350 GB/s" in dev["takeaway"]
     cells = {r["level"]: r for r in report.card_table(list(by.values()))}
     assert cells["device memory"]["x published"] == "0.98 lat, 0.90 BW"     # 700 / 715 cycles
 

@@ -48,7 +48,7 @@ from ..runtime.args import arg_range, _checking_only, _flag, _given, _host, _ind
 from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress, _repeat
 from ..model.ring import _M32, chain_image, chain_order, latency_chain, latency_reference
 from ..runtime.measure import device_copy
-from ..runtime.published import REFERENCE_GPU, compared_with as _published
+from ..runtime.published import REFERENCE_GPU, compared_with as _published, published
 from ..runtime.table import Table
 from ..tools import card, headline as hl
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
@@ -74,10 +74,13 @@ MAX_WARMUP = arg_range("latency", "warmup")[1]
 MAX_PASSES = arg_range("bandwidth", "passes")[1]
 BANDWIDTH_SHARED_MAX = 48 * KiB   #: bytes of x for the bandwidth ``shared`` variant
 
+#: The L2 bytes assumed where no device says its own: the published L2 of the model's GPU.
+REFERENCE_L2 = int(published(REFERENCE_GPU).get("l2_mb")) * MiB
+
 #: The latency ladder's rings: powers of two from 1 KiB to 2 GiB, plus 48 KiB (the
 #: largest shared ring), points around the L1 step (96-384 KiB) and every 4 MiB
 #: from 12 to 56 MiB, where the ring outgrows first the near L2 partition and then
-#: the whole L2 (H100: 50 MiB).
+#: the whole L2 (:data:`REFERENCE_L2`).
 LATENCY_SETS = tuple(sorted({*(1 << k for k in range(10, 32)), 48 * KiB,
                              96 * KiB, 160 * KiB, 192 * KiB, 224 * KiB, 384 * KiB,
                              *(m * MiB for m in range(12, 57, 4)), 80 * MiB, 96 * MiB}))
@@ -517,7 +520,7 @@ def latency_levels(table: Table, *, device: Any = None) -> Table:
       L2 -- too large for one partition, small enough for the whole L2;
     * device memory: the median of the rings of at least 8 times the L2.
 
-    The L2 size is ``device``'s (default :func:`gpumem.device`), else 50 MiB (H100).
+    The L2 size is ``device``'s (default :func:`gpumem.device`), else :data:`REFERENCE_L2`.
     Returns a Table: level, cycles/load, ns/load, published low and high, and
     whether the measurement lies within them.
     """
@@ -526,7 +529,7 @@ def latency_levels(table: Table, *, device: Any = None) -> Table:
         raise TypeError(f"{fn}: table must be a gpumem.Table from latency_ladder, not "
                         f"{type(table).__name__}")
     dev = _device_or_none(fn, device)
-    l2 = int(dev.l2_cache_size) if dev is not None and dev.l2_cache_size else 50 * MiB
+    l2 = int(dev.l2_cache_size) if dev is not None and dev.l2_cache_size else REFERENCE_L2
 
     def pick(variant: str, lo: float, hi: float) -> list[dict]:
         return [r for r in _global_rows(table, variant) if lo <= r["working set"] <= hi]
@@ -685,7 +688,7 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
         return [hl._unmeasured("ladder", what, "cycles and ns per load on four rings, beside "
                                "the published figures", model=mod, model_text=mtext,
                                takeaway=take)]
-    l2 = runtime.device().l2_cache_size or 50 * MiB
+    l2 = runtime.device().l2_cache_size or REFERENCE_L2
     steps = 2048 if quick else 8192
     rings = {"shared": (16 * KiB, "shared"), "L1": (16 * KiB, "ca"),
              "L2 near": (min(4 * MiB, l2 // 8) // 128 * 128, "ca"),
