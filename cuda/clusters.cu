@@ -360,7 +360,8 @@ extern "C" const void *gm_dsmem_chase_kernel(const gm_dsmem_chase_params *p)
 
 extern "C" size_t gm_dsmem_chase_smem(const gm_dsmem_chase_params *p)
 {
-    return (size_t)p->nodes * 4;
+    const size_t ring = (size_t)p->nodes * 4;
+    return (size_t)p->smem > ring ? (size_t)p->smem : ring;
 }
 
 extern "C" cudaError_t gm_dsmem_chase(const gm_dsmem_chase_params *p, gm_dims *dims,

@@ -46,7 +46,7 @@ def test_variants_tables():
 def test_argument_tables():
     rows = {r["name"]: r for r in gm._core.args("dsmem_stream")}
     assert rows["cluster"]["allowed"] == (1, 2, 4, 8, 16) and rows["cluster"]["default"] == 2
-    assert rows["smem"]["hi"] == 227 * 1024
+    assert rows["smem"]["hi"] == 227 * 1024 and rows["smem"]["default"] is None
     rows = {r["name"]: r for r in gm._core.args("dsmem_chase")}
     assert rows["cluster"]["allowed"] == (2, 4, 8, 16) and rows["hop"]["hidden"]
     assert rows["nodes"]["hi"] == 12288
@@ -261,6 +261,7 @@ def test_chase_ends_where_the_reference_says(variant, rng, no_leak):
             assert r[1] >= steps            # at least a cycle per dependent load
     rec = gm.last_record()
     assert rec.kernel == "dsmem_chase" and rec.variant == variant and rec.params["cluster"] == 4
+    assert rec.params["smem"] >= gm.device().shared_memory_per_multiprocessor // 2 - 16
 
 
 @gpu
@@ -287,9 +288,13 @@ def test_stream_checksums_equal_the_reference(variant, rng, no_leak):
             want = dsmem_stream_reference(variant, smem=smem, passes=passes,
                                           blocks=cluster * clusters_)
             assert int(got[0]) == want, (cluster, smem, block, clusters_, passes)
-    gm.dsmem_stream(variant=variant)               # the default grid: a full wave
+    got = gm.dsmem_stream(variant=variant)   # the default grid (a full wave) and smem
     rec = gm.last_record()
-    assert rec.params["clusters"] >= 1 and rec.bytes == 65536 * 64 * 2 * rec.params["clusters"]
+    smem, ncl = rec.params["smem"], rec.params["clusters"]
+    assert smem == min(gm.device().shared_memory_per_multiprocessor // 2,
+                       gm.device().shared_memory_per_block_optin) // 16 * 16
+    assert ncl >= 1 and rec.bytes == smem * 64 * 2 * ncl
+    assert int(got[0]) == dsmem_stream_reference(variant, smem=smem, passes=64, blocks=2 * ncl)
 
 
 @gpu
