@@ -321,7 +321,7 @@ def test_dsmem_bandwidth_table(no_leak):
     assert [(r["cluster"], r["variant"]) for r in t] == [
         (s, v) for s in (1, 2, 8) for v in ("read", "write", "local")]
     for r in t:
-        assert r["GB/s"] > 1000 and r["blocks"] == r["cluster"] * r["clusters"] and not r["note"]
+        assert r["GB/s"] > 100 and r["blocks"] == r["cluster"] * r["clusters"] and not r["note"]
 
 
 def _poisoned_u32(n):
