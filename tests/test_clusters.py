@@ -336,12 +336,15 @@ def test_histogram_equals_bincount(variant, rng, no_leak):
         for n in (0, 1, 1001, int(rng.integers(100_000, 300_000))):
             x = rng.integers(0, bins + bins // 3 + 2, size=n, dtype=np.uint32)  # some >= bins
             x[: min(n, 3)] = 0xFFFFFFFF
-            for block in (32, 96, 512):
+            # the cluster variant's default is one block here (the bins fit): 2 and 4 too
+            sizes = (None, 2, 4) if variant == "cluster" else (None,)
+            for block, cluster in ((b, k) for b in (32, 96, 512) for k in sizes):
                 out = _poisoned_u32(bins)
-                got = gm.cluster_histogram(x, bins, variant=variant, block=block, out=out)
+                got = gm.cluster_histogram(x, bins, variant=variant, block=block,
+                                           cluster=cluster, out=out)
                 assert got is out
                 np.testing.assert_array_equal(out.get(), cluster_histogram_reference(x, bins),
-                                              err_msg=f"bins={bins} n={n} block={block}")
+                                              err_msg=f"bins={bins} n={n} {block} {cluster}")
     x = rng.integers(0, 300, size=5003, dtype=np.uint32)
     host = gm.cluster_histogram(x, 257, variant=variant)          # a new result, an ndarray
     assert isinstance(host, np.ndarray) and host.dtype == np.uint32
