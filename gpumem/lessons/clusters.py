@@ -87,10 +87,12 @@ def _require(fn: str) -> None:
     """A GPU, and one of compute capability 9.0 or newer: CudaUnavailableError or
     CudaError naming ``fn`` and the capability otherwise (before anything runs)."""
     if not runtime.is_available():
+        why = "no usable CUDA GPU"
         try:
-            _need_gpu()
+            _need_gpu()                 # its message says why, where it has one
         except runtime.CudaUnavailableError as e:
-            raise runtime.CudaUnavailableError(f"{fn}: no GPU to measure on ({e})") from None
+            why = str(e)
+        raise runtime.CudaUnavailableError(f"{fn}: no GPU to measure on ({why})")
     cc = tuple(runtime.device().compute_capability)
     if not cluster_capable(cc):
         raise runtime.CudaError(
