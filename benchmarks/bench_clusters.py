@@ -82,7 +82,8 @@ def run(out_dir: str, quick: bool) -> bool:
     notes = [f"{'met' if c['met'] else 'MISSED'}: {c['what']} ({c['value']:.2f}x)"
              for c in checks]
     notes.append(f"device copy: {copy:.0f} GB/s (the faster of before {before['GB/s']:.0f} "
-                 f"and after {after['GB/s']:.0f}); DSMEM: 64 KiB per block, {passes} passes, "
+                 f"and after {after['GB/s']:.0f}); DSMEM: half an SM's shared memory per block "
+                 f"({read2['smem']} bytes: one block per SM), {passes} passes, "
                  "a full wave of clusters, every checksum equal to the reference")
     notes.append("histogram: uniform uint32 values, counts equal to np.bincount; 'block' "
                  "only where all bins fit one block's shared memory")

@@ -264,6 +264,9 @@ __global__ void dsmem_pipeline_kernel(const float *__restrict__ x, float *__rest
     const bool producer = cl.block_rank() == 0;
     float *hand = V == GM_PIPE_DSMEM ? cl.map_shared_rank(s_tiles, 1)
                                      : scratch + cid * 2 * (long long)tile;
+    // The consumer block must be running before the producer writes into its shared
+    // memory: a cluster's blocks are co-scheduled, but not started in step.
+    cl.sync();
     for (long long t = first; t <= last; ++t) {
         if (producer && t < last) {
             float *dst = hand + (t & 1) * tile;
@@ -360,7 +363,8 @@ extern "C" const void *gm_dsmem_chase_kernel(const gm_dsmem_chase_params *p)
 
 extern "C" size_t gm_dsmem_chase_smem(const gm_dsmem_chase_params *p)
 {
-    return (size_t)p->nodes * 4;
+    const size_t ring = (size_t)p->nodes * 4;
+    return (size_t)p->smem > ring ? (size_t)p->smem : ring;
 }
 
 extern "C" cudaError_t gm_dsmem_chase(const gm_dsmem_chase_params *p, gm_dims *dims,

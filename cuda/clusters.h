@@ -34,6 +34,8 @@ typedef struct {
     int steps;       /* timed loads */
     int warmup;      /* untimed loads before them */
     int cluster;     /* blocks per cluster, 2..GM_CLUSTER_MAX */
+    int smem;        /* dynamic shared memory per block (>= 4 * nodes; 0: 4 * nodes): csrc
+                        asks for half an SM's, so that no two blocks share an SM */
 } gm_dsmem_chase_params;
 GM_FAMILY(dsmem_chase)
 
@@ -53,7 +55,8 @@ typedef enum {
 typedef struct {
     int variant;      /* gm_stream_variant */
     unsigned *out;    /* 1: the checksum, zeroed before the launch */
-    int smem;         /* bytes per block, a multiple of 16 */
+    int smem;         /* bytes per block, a multiple of 16 (csrc's default: half an SM's
+                         shared memory, so that every block of a cluster has an SM of its own) */
     int passes;
     int cluster;      /* 1..GM_CLUSTER_MAX */
     int clusters;     /* clusters in the grid */

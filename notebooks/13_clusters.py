@@ -73,7 +73,8 @@ print("chase of 1000 nodes ends at", clusters.dsmem_chase_reference(1000, steps=
 if RUN:
     r = gm.dsmem_chase(1000, variant="remote", steps=4096)
     print("remote chase ends at", r[0])
-    print("stream checksum", gm.dsmem_stream(variant="read", smem=65536, passes=4, clusters=4)[0])
+    print("stream checksum", gm.dsmem_stream(variant="read", smem=65536, passes=4, clusters=4,
+                                             cluster=2)[0])
     for v in ("cluster", "global"):
         out = gm.to_device(np.full(bins, 0xFFFFFFFF, np.uint32))
         gm.cluster_histogram(x, bins, variant=v, out=out)
@@ -100,8 +101,9 @@ else:
 # %% [markdown]
 # ## 2. Bandwidth by cluster size
 #
-# Every block fills 64 KiB of its shared memory, then reads the next rank's (`read`), writes the
-# next rank's (`write`) or reads its own (`local`) 64 times with 16-byte accesses; a full wave
+# Every block fills half an SM's shared memory (so that no two blocks share an SM: every access
+# to another rank crosses the SM-to-SM network), then reads the next rank's (`read`), writes the
+# next rank's (`write`) or reads its own (`local`) 32 times with 16-byte accesses; a full wave
 # of clusters. Clusters of 16 need the non-portable size: where the GPU refuses them the row
 # says so.
 

@@ -46,7 +46,7 @@ def test_variants_tables():
 def test_argument_tables():
     rows = {r["name"]: r for r in gm._core.args("dsmem_stream")}
     assert rows["cluster"]["allowed"] == (1, 2, 4, 8, 16) and rows["cluster"]["default"] == 2
-    assert rows["smem"]["hi"] == 227 * 1024
+    assert rows["smem"]["hi"] == 227 * 1024 and rows["smem"]["default"] is None
     rows = {r["name"]: r for r in gm._core.args("dsmem_chase")}
     assert rows["cluster"]["allowed"] == (2, 4, 8, 16) and rows["hop"]["hidden"]
     assert rows["nodes"]["hi"] == 12288
@@ -261,6 +261,7 @@ def test_chase_ends_where_the_reference_says(variant, rng, no_leak):
             assert r[1] >= steps            # at least a cycle per dependent load
     rec = gm.last_record()
     assert rec.kernel == "dsmem_chase" and rec.variant == variant and rec.params["cluster"] == 4
+    assert rec.params["smem"] >= gm.device().shared_memory_per_multiprocessor // 2 - 16
 
 
 @gpu
@@ -287,9 +288,13 @@ def test_stream_checksums_equal_the_reference(variant, rng, no_leak):
             want = dsmem_stream_reference(variant, smem=smem, passes=passes,
                                           blocks=cluster * clusters_)
             assert int(got[0]) == want, (cluster, smem, block, clusters_, passes)
-    gm.dsmem_stream(variant=variant)               # the default grid: a full wave
+    got = gm.dsmem_stream(variant=variant)   # the default grid (a full wave) and smem
     rec = gm.last_record()
-    assert rec.params["clusters"] >= 1 and rec.bytes == 65536 * 64 * 2 * rec.params["clusters"]
+    smem, ncl = rec.params["smem"], rec.params["clusters"]
+    assert smem == min(gm.device().shared_memory_per_multiprocessor // 2,
+                       gm.device().shared_memory_per_block_optin) // 16 * 16
+    assert ncl >= 1 and rec.bytes == smem * 64 * 2 * ncl
+    assert int(got[0]) == dsmem_stream_reference(variant, smem=smem, passes=64, blocks=2 * ncl)
 
 
 @gpu
@@ -316,7 +321,7 @@ def test_dsmem_bandwidth_table(no_leak):
     assert [(r["cluster"], r["variant"]) for r in t] == [
         (s, v) for s in (1, 2, 8) for v in ("read", "write", "local")]
     for r in t:
-        assert r["GB/s"] > 1000 and r["blocks"] == r["cluster"] * r["clusters"] and not r["note"]
+        assert r["GB/s"] > 100 and r["blocks"] == r["cluster"] * r["clusters"] and not r["note"]
 
 
 def _poisoned_u32(n):
@@ -331,12 +336,15 @@ def test_histogram_equals_bincount(variant, rng, no_leak):
         for n in (0, 1, 1001, int(rng.integers(100_000, 300_000))):
             x = rng.integers(0, bins + bins // 3 + 2, size=n, dtype=np.uint32)  # some >= bins
             x[: min(n, 3)] = 0xFFFFFFFF
-            for block in (32, 96, 512):
+            # the cluster variant's default is one block here (the bins fit): 2 and 4 too
+            sizes = (None, 2, 4) if variant == "cluster" else (None,)
+            for block, cluster in ((b, k) for b in (32, 96, 512) for k in sizes):
                 out = _poisoned_u32(bins)
-                got = gm.cluster_histogram(x, bins, variant=variant, block=block, out=out)
+                got = gm.cluster_histogram(x, bins, variant=variant, block=block,
+                                           cluster=cluster, out=out)
                 assert got is out
                 np.testing.assert_array_equal(out.get(), cluster_histogram_reference(x, bins),
-                                              err_msg=f"bins={bins} n={n} block={block}")
+                                              err_msg=f"bins={bins} n={n} {block} {cluster}")
     x = rng.integers(0, 300, size=5003, dtype=np.uint32)
     host = gm.cluster_histogram(x, 257, variant=variant)          # a new result, an ndarray
     assert isinstance(host, np.ndarray) and host.dtype == np.uint32

@@ -45,6 +45,22 @@ fail:
     return -1;
 }
 
+/* Half an SM's shared memory (bytes, a multiple of 16, at most the opt-in per block):
+ * a block asking for this much has an SM to itself (two would need more than the SM
+ * has, with the 1 KiB the system reserves per block), so every rank of a cluster sits
+ * on its own SM and DSMEM accesses cross the SM-to-SM network. */
+static int smem_spread(long long *out)
+{
+    int dev = 0, sm = 0, optin = 0;
+    GM_CUDA(cudaGetDevice(&dev));
+    GM_CUDA(cudaDeviceGetAttribute(&sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+    GM_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    *out = ((long long)(sm / 2 < optin ? sm / 2 : optin)) / 16 * 16;
+    return 0;
+fail:
+    return -1;
+}
+
 /* The device's opt-in shared memory per block (bytes). */
 static int smem_optin(long long *out)
 {
@@ -111,7 +127,7 @@ static const gm_variant chase_variants[] = {
     GM_END_ROWS,
 };
 
-enum { CH_NODES, CH_VARIANT, CH_CLUSTER, CH_STEPS, CH_WARMUP, CH_HOP };
+enum { CH_NODES, CH_VARIANT, CH_CLUSTER, CH_STEPS, CH_WARMUP, CH_HOP, CH_SMEM };
 static const gm_arg chase_args[] = {
     [CH_NODES] = {"nodes", GM_INT, GM_POSITIONAL | GM_RECORD, 1024, 2, GM_CHASE_MAX_NODES,
                   .what = " (4-byte links in shared memory)"},
@@ -122,6 +138,7 @@ static const gm_arg chase_args[] = {
     [CH_WARMUP] = {"warmup", GM_INT, GM_NO_DEFAULT | GM_RECORD, 0, 0, 1 << 24,
                    .what = " (untimed loads first)"},
     [CH_HOP] = {"hop", GM_INT, GM_HIDDEN | GM_RECORD, 0, 0, GM_CHASE_MAX_NODES},
+    [CH_SMEM] = {"smem", GM_INT, GM_HIDDEN, 0, 0, GM_STREAM_MAX_SMEM},
     {NULL},
 };
 
@@ -170,16 +187,21 @@ static void chase_fill(const gm_call *c, void *params)
         (int)c->v[CH_STEPS],
         (int)c->v[CH_WARMUP],
         c->v[CH_CLUSTER] ? (int)c->v[CH_CLUSTER] : 2,
+        (int)c->v[CH_SMEM],
     };
 }
 
+/* Before the launch: the GPU checked; every block given half an SM's shared memory
+ * (smem_spread: the ranks on SMs of their own, the ring at its start); the cluster
+ * checked. */
 static int chase_prepare(gm_call *c)
 {
     gm_dsmem_chase_params p;
     int fit = 0;
-    chase_fill(c, &p);
-    if (need_clusters(c->f->name) < 0)
+    if (need_clusters(c->f->name) < 0 || smem_spread(&c->v[CH_SMEM]) < 0 ||
+        gm_record(c, "smem", c->v[CH_SMEM]) < 0)
         return -1;
+    chase_fill(c, &p);
     return cluster_fits(c, c->variant->kernel(&p), p.cluster, GM_CHASE_BLOCK,
                         gm_dsmem_chase_smem(&p), &fit);
 }
@@ -220,7 +242,7 @@ static const gm_arg stream_args[] = {
     [ST_VARIANT] = {"variant", GM_VARIANT, GM_RECORD, .sdef = "read"},
     [ST_CLUSTER] = {"cluster", GM_INT, GM_RECORD, 2, 1, GM_CLUSTER_MAX, .allowed = powers_of_two,
                     .what = " (blocks per cluster)"},
-    [ST_SMEM] = {"smem", GM_INT, GM_RECORD, 65536, 16, GM_STREAM_MAX_SMEM,
+    [ST_SMEM] = {"smem", GM_INT, GM_NO_DEFAULT | GM_RECORD, 0, 16, GM_STREAM_MAX_SMEM,
                  .what = " (bytes of shared memory per block)"},
     [ST_PASSES] = {"passes", GM_INT, GM_RECORD, 64, 1, 1 << 16},
     [ST_BLOCK] = {"block", GM_INT, GM_RECORD | GM_WHOLE_WARPS, 512, 32, 1024, .what = " threads"},
@@ -238,7 +260,7 @@ static void stream_amounts(gm_call *c)
 
 static int stream_check(gm_call *c)
 {
-    if (c->v[ST_SMEM] % 16) {
+    if (c->given[ST_SMEM] && c->v[ST_SMEM] % 16) {
         PyErr_Format(PyExc_ValueError, "dsmem_stream: smem=%lld is not allowed; smem must be a "
                      "multiple of 16 bytes (whole 16-byte words) from 16 to %d",
                      c->v[ST_SMEM], GM_STREAM_MAX_SMEM);
@@ -256,7 +278,7 @@ static void stream_fill(const gm_call *c, void *params)
     *(gm_dsmem_stream_params *)params = (gm_dsmem_stream_params){
         c->variant ? c->variant->select : GM_STREAM_READ,
         gm_res(c),
-        c->v[ST_SMEM] ? (int)c->v[ST_SMEM] : 65536,
+        c->v[ST_SMEM] ? (int)c->v[ST_SMEM] : 65536, /* (kernel_attributes: any size) */
         (int)c->v[ST_PASSES],
         c->v[ST_CLUSTER] ? (int)c->v[ST_CLUSTER] : 2,
         c->v[ST_CLUSTERS] ? (int)c->v[ST_CLUSTERS] : 1,
@@ -264,15 +286,23 @@ static void stream_fill(const gm_call *c, void *params)
     };
 }
 
-/* Before the launch: the GPU and the cluster checked, the grid (when not given:
- * as many clusters as can be resident at once, one full wave), out zeroed (a
- * profiler replay restores it: an in-place buffer). */
+/* Before the launch: the GPU checked; smem (when not given: half an SM's shared
+ * memory, so that every block has an SM of its own and every DSMEM access crosses
+ * the SM-to-SM network) and the cluster checked; the grid (when not given: as many
+ * clusters as can be resident at once, one full wave), out zeroed (a profiler
+ * replay restores it: an in-place buffer). */
 static int stream_prepare(gm_call *c)
 {
     gm_dsmem_stream_params p;
     int fit = 0;
+    if (need_clusters(c->f->name) < 0)
+        return -1;
+    if (!c->given[ST_SMEM] && smem_spread(&c->v[ST_SMEM]) < 0)
+        return -1;
+    if (gm_record(c, "smem", c->v[ST_SMEM]) < 0)
+        return -1;
     stream_fill(c, &p);
-    if (need_clusters(c->f->name) < 0 || smem_fits(c, c->v[ST_SMEM], "smem") < 0 ||
+    if (smem_fits(c, c->v[ST_SMEM], "smem") < 0 ||
         cluster_fits(c, c->variant->kernel(&p), p.cluster, p.block, (size_t)p.smem, &fit) < 0)
         return -1;
     if (!c->given[ST_CLUSTERS])
@@ -291,7 +321,8 @@ fail:
 static const gm_family gm_dsmem_stream_family = {
     "dsmem_stream",
     "Clusters of `cluster` blocks (`clusters` of them; default: as many as fit at once): every "
-    "block fills `smem` bytes of shared memory with uint32 words, then `passes` times reads "
+    "block fills `smem` bytes of shared memory (default: half an SM's, so that each block has "
+    "an SM of its own) with uint32 words, then `passes` times reads "
     "the next rank's (read), writes the next rank's (write) or reads its own (local) with "
     "coalesced 16-byte accesses.  uint32 [the sum of every word read, or for write of every "
     "word written last, wrapping at 2^32].  Needs compute capability 9.0.",

@@ -87,10 +87,12 @@ def _require(fn: str) -> None:
     """A GPU, and one of compute capability 9.0 or newer: CudaUnavailableError or
     CudaError naming ``fn`` and the capability otherwise (before anything runs)."""
     if not runtime.is_available():
+        why = "no usable CUDA GPU"
         try:
-            _need_gpu()
+            _need_gpu()                 # its message says why, where it has one
         except runtime.CudaUnavailableError as e:
-            raise runtime.CudaUnavailableError(f"{fn}: no GPU to measure on ({e})") from None
+            why = str(e)
+        raise runtime.CudaUnavailableError(f"{fn}: no GPU to measure on ({why})")
     cc = tuple(runtime.device().compute_capability)
     if not cluster_capable(cc):
         raise runtime.CudaError(
@@ -115,7 +117,8 @@ def dsmem_chase(nodes: int = 1024, *, variant: Literal["local", "self", "remote"
                 cluster: int = 2, steps: int = 4096, warmup: int | None = None):
     """A dependent pointer chase in shared memory, launched as one cluster.
 
-    Every block of the cluster writes the same ring of ``nodes`` 4-byte links into its
+    Every block of the cluster (each given half an SM's shared memory, so that each
+    has an SM of its own) writes the same ring of ``nodes`` 4-byte links into its
     shared memory (node ``i`` holds the byte offset of node ``(i + hop) mod nodes``,
     :func:`chase_hop`); after ``cluster.sync()`` one thread of rank 0 follows it,
     each load's address the value the previous one returned: ``warmup`` untimed
@@ -159,7 +162,7 @@ def dsmem_chase_reference(nodes: int = 1024, *, steps: int = 4096,
 
 
 def dsmem_stream(*, variant: Literal["read", "write", "local"] = "read", cluster: int = 2,
-                 smem: int = 65536, passes: int = 64, block: int = 512,
+                 smem: int | None = None, passes: int = 64, block: int = 512,
                  clusters: int | None = None):
     """Stream 16-byte words through another block's shared memory, many times.
 
@@ -179,9 +182,12 @@ def dsmem_stream(*, variant: Literal["read", "write", "local"] = "read", cluster
     cluster : int
         Blocks per cluster: 1, 2, 4, 8 or 16 (16 only where the GPU allows it;
         ValueError "refused by this GPU" otherwise).
-    smem : int
+    smem : int, optional
         Bytes of shared memory per block, a multiple of 16, up to this GPU's opt-in
-        maximum (227 KiB on an H100).
+        maximum (227 KiB on an H100).  Default: half an SM's shared memory (114 KiB on
+        an H100), so that no two blocks share an SM and every access to another rank's
+        memory crosses the SM-to-SM network (with less, two ranks of a cluster may sit on
+        one SM).
     passes : int
         Times every word is moved, 1 .. 65536.
     block : int
@@ -194,8 +200,8 @@ def dsmem_stream(*, variant: Literal["read", "write", "local"] = "read", cluster
     numpy.ndarray of one uint32: the sum of every word read (``write``: of every
     word in the blocks' memories after the last pass), wrapping at 2**32 --
     :func:`dsmem_stream_reference` -- or None while gpumem checks a call.  The
-    LaunchRecord (:func:`gpumem.last_record`) has the time, the bytes moved and
-    ``clusters``.
+    LaunchRecord (:func:`gpumem.last_record`) has the time, the bytes moved, ``smem``
+    and ``clusters``.
     """
     return _core.dsmem_stream(variant=variant,
                               **_indices("dsmem_stream", cluster=cluster, smem=smem,
@@ -355,24 +361,24 @@ def dsmem_latency(*, nodes: int = 1024, cluster: int = 2, steps: int = 4096,
                        "block's of its cluster (clock64 cycles per load)")
 
 
-def _stream_point(variant: str, cluster: int, smem: int, passes: int, block: int,
+def _stream_point(variant: str, cluster: int, smem: int | None, passes: int, block: int,
                   repeat: int) -> dict:
     """One dsmem_stream timing: median GB/s of ``repeat`` launches, the checksum checked."""
     res = runtime.bench(dsmem_stream, variant=variant, cluster=cluster, smem=smem,
                         passes=passes, block=block, repeat=repeat, warmup=2)
-    clusters = int(res.params["clusters"])
+    clusters, smem = int(res.params["clusters"]), int(res.params["smem"])
     got = int(dsmem_stream(variant=variant, cluster=cluster, smem=smem, passes=passes,
                            block=block, clusters=clusters)[0])
     want = dsmem_stream_reference(variant, smem=smem, passes=passes, blocks=cluster * clusters)
     if got != want:
         raise RuntimeError(f"dsmem_bandwidth: {variant} with cluster={cluster} summed {got}, "
                            f"not {want}")
-    return {"clusters": clusters, "blocks": cluster * clusters, "ms": res.median_ms,
-            "GB/s": res.gbps}
+    return {"clusters": clusters, "blocks": cluster * clusters, "smem": smem,
+            "ms": res.median_ms, "GB/s": res.gbps}
 
 
 def dsmem_bandwidth(sizes: Sequence[int] | None = None, *,
-                    variants: Sequence[str] = STREAM_VARIANTS, smem: int = 65536,
+                    variants: Sequence[str] = STREAM_VARIANTS, smem: int | None = None,
                     passes: int = 64, block: int = 512, repeat: int = 10,
                     progress: bool = False) -> Table:
     """GB/s of distributed shared memory by cluster size: :func:`dsmem_stream` over a
@@ -393,8 +399,8 @@ def dsmem_bandwidth(sizes: Sequence[int] | None = None, *,
 
     Returns
     -------
-    Table: cluster, variant, clusters, blocks, ms, GB/s (every byte read or written
-    over the kernel's time, CUDA events), note.
+    Table: cluster, variant, clusters, blocks, smem, ms, GB/s (every byte read or
+    written over the kernel's time, CUDA events), note.
     """
     fn = "dsmem_bandwidth"
     given = sizes is not None
@@ -404,7 +410,7 @@ def dsmem_bandwidth(sizes: Sequence[int] | None = None, *,
             raise ValueError(f"{fn}: sizes: {s} is not a cluster size; allowed: 1, 2, 4, 8, 16")
     variants = _choices(fn, "variants", variants, STREAM_VARIANTS, each="variant")
     lo, hi = arg_range("dsmem_stream", "smem")
-    smem = _int(fn, "smem", smem, lo, hi)
+    smem = None if smem is None else _int(fn, "smem", smem, lo, hi)
     passes = _int(fn, "passes", passes, 1, 1 << 16)
     block = _int(fn, "block", block, 32, 1024)
     repeat = _int(fn, "repeat", repeat, 1, 100_000)
@@ -414,7 +420,7 @@ def dsmem_bandwidth(sizes: Sequence[int] | None = None, *,
     rows = []
     for s, v in _progress(cases, len(cases), fn, progress):
         row: dict[str, Any] = {"cluster": s, "variant": v, "clusters": None, "blocks": None,
-                               "ms": None, "GB/s": None, "note": ""}
+                               "smem": None, "ms": None, "GB/s": None, "note": ""}
         try:
             row.update(_stream_point(v, s, smem, passes, block, repeat))
         except ValueError as e:
@@ -422,9 +428,11 @@ def dsmem_bandwidth(sizes: Sequence[int] | None = None, *,
                 raise
             row["note"] = _REFUSED
         rows.append(row)
-    return Table(rows, ["cluster", "variant", "clusters", "blocks", "ms", "GB/s", "note"],
+    per = "half an SM's shared memory" if smem is None else f"{smem} bytes"
+    return Table(rows, ["cluster", "variant", "clusters", "blocks", "smem", "ms", "GB/s",
+                        "note"],
                  sources={"ms": "measured", "GB/s": "measured"},
-                 title=f"distributed shared memory by cluster size: {smem} bytes per block, "
+                 title=f"distributed shared memory by cluster size: {per} per block, "
                        f"{passes} passes, 16-byte accesses")
 
 
