@@ -554,6 +554,10 @@ static cudaError_t mma_ready()
 
 extern "C" const void *gm_matmul_kernel(const gm_matmul_params *p)
 {
+    // kernel_occupancy() asks with mma's 96 KiB: opt in first (an older GPU refuses;
+    // its error is cleared here, the launch reports it)
+    if (p->variant == GM_MATMUL_MMA && mma_ready() != cudaSuccess)
+        (void)cudaGetLastError();
     return (const void *)select_kernel(p);
 }
 

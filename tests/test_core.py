@@ -40,7 +40,7 @@ def test_no_gpu_behaviour():
     assert gm._core.bytes_held() == 0
     # ... and the package keeps working for what needs no GPU.
     assert [v.name for v in gm.variants("matmul")] == ["naive", "tiled", "prefetch", "coarsened",
-                                                      "register_tiled", "warptiled"]
+                                                      "register_tiled", "warptiled", "mma"]
 
 
 def test_runtime_version_without_device():
@@ -51,7 +51,7 @@ def test_runtime_version_without_device():
 def test_variants_lists_named_variants_with_bytes_and_flops():
     vs = gm.variants("matmul")
     assert [v.name for v in vs] == ["naive", "tiled", "prefetch", "coarsened", "register_tiled",
-                                    "warptiled"]
+                                    "warptiled", "mma"]
     assert all(v.family == "matmul" and v.bytes == "4*(M*K + K*N + M*N)" and v.flops == "2*M*N*K"
                for v in vs)
     assert "shared memory" in vs[1].idea

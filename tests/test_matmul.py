@@ -472,3 +472,19 @@ def test_mma_empty_and_k0(M, K, N):
     gm.matmul(gm.to_device(np.ones((M, K), np.float32)), np.ones((K, N), np.float32),
               variant="mma", out=out)
     np.testing.assert_array_equal(out.get(), np.ones((M, K)) @ np.ones((K, N)))
+
+
+@pytest.mark.gpu
+def test_mma_kernel_fits_two_blocks_per_sm_without_spills():
+    """256 threads at most 128 registers (__launch_bounds__(256, 2)), nothing spilled to
+    local memory, and 96 KiB of dynamic shared memory opted in: two blocks per SM where
+    the SM has 2 x 97 KiB (sm_80, sm_86 has 100 KiB: one)."""
+    _needs_mma()
+    attrs = gm.kernel_attributes("matmul", "mma")
+    assert attrs.registers_per_thread <= 128 and attrs.local_bytes_per_thread == 0
+    assert attrs.static_shared_bytes == 0 and attrs.max_dynamic_shared_bytes >= 96 * 1024
+    occ = gm.kernel_occupancy("matmul", "mma", 256, smem=96 * 1024)
+    if gm.device().shared_memory_per_multiprocessor >= 2 * 97 * 1024:
+        assert occ.blocks_per_sm == 2
+    gm.matmul(np.ones((130, 70), F), np.ones((70, 129), F), variant="mma")
+    assert gm.last_record().smem == 96 * 1024

@@ -40,7 +40,7 @@ static const gm_variant variants[] = {
            "tensor cores: mma.sync m16n8k8 with TF32 inputs (rounded from float32) and float32 "
            "sums, 128 x 128 tiles of C per 8 warps, 64 x 32 per warp; a 3-stage cp.async "
            "pipeline keeps two k slices of 32 in flight, and a swizzled shared layout makes "
-           "the fragments' 32-bit loads conflict-free; compute capability 8.0 or newer",
+           "the fragment loads conflict-free; compute capability 8.0 or newer",
            MATMUL_BYTES, MATMUL_FLOPS),
     GM_END_ROWS,
 };

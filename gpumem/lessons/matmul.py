@@ -251,8 +251,10 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
     return rows
 
 def _has_mma() -> bool:
-    """Whether this GPU runs ``variant="mma"`` (compute capability 8.0 or newer)."""
-    return tuple(runtime.device().compute_capability) >= (8, 0)
+    """Whether this GPU runs ``variant="mma"`` (compute capability 8.0 or newer; False
+    where the device does not say)."""
+    cc = getattr(runtime.device(), "compute_capability", None)
+    return cc is not None and tuple(cc) >= (8, 0)
 
 
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:

@@ -345,7 +345,8 @@ def _cases(family):
         return [case(family, v, m=m, n=n, k=k, tile=t)
                 for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)),
                                  ("prefetch", (16, 32)), ("coarsened", (32,)),
-                                 ("register_tiled", (64,)), ("warptiled", (64, 128)))
+                                 ("register_tiled", (64,)), ("warptiled", (64, 128)),
+                                 ("mma", (128,)))
                 for t in tiles for m, n, k in shapes]
     raise AssertionError(family)
 
@@ -377,7 +378,9 @@ def test_model_equals_nsight_compute(family, tmp_path):
         for metric, key in counters.items():
             got = number(h[metric])
             exp = want.get(key, 0) if metric in LDGSTS_COUNTERS else want[key]
-            if key == "gldgsts_transactions" and exp and c["params"]["n"] % 4 == 0:
+            if key == "gldgsts_transactions" and exp and (
+                    c["params"]["n"] % 4 == 0
+                    or c["variant"] == "mma" and c["params"]["k"] % 4 == 0):
                 continue                  # 16-byte copies: not exact on the H100 (above)
             if key in SHARED_OVER:
                 ok = exp <= got <= exp * (1 + SHARED_OVER[key])
