@@ -582,7 +582,8 @@ def test_lesson_sweeps_measure_on_a_gpu(lesson):
     for t in tables:
         assert "measured" in t.sources.values(), t.title
         for col in (c for c, s in t.sources.items() if s == "measured"):
-            assert all(v is not None for v in t[col]), (t.title, col)
+            # empty only where the row says why (a variant that cannot run that point)
+            assert all(r[col] is not None or r.get("note") for r in t), (t.title, col)
 
 
 @pytest.mark.gpu

@@ -559,7 +559,8 @@ def channel_sweep(strides: Sequence[int] | None = None, *,
             calls.append(lambda streams=streams, kw=kw: dram_channels(a, streams, **kw))
             rows.append(row)
         if times:
-            rows[-2]["strided/random"] = times["strided"] / times["random"]
+            rows[-2]["strided/random"] = rows[-1]["strided/random"] = (times["strided"]
+                                                                     / times["random"])
     got, read = None, ()
     if gpu and metrics:
         # every metric at once; where CUPTI refuses the set, the DRAM bytes alone
