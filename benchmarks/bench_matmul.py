@@ -10,6 +10,11 @@ faster than register_tiled (each step of the staircase faster than the one befor
 step that is not is reported as MISSED); the best variant >= 0.90x cuBLAS at 4096^3,
 >= 0.85x at 2048^3, >= 0.60x at 1024^3; warptiled on shapes that are multiples of no
 tile (4095^3, 4097^3, 4000 x 3999 x 4001) within 15% of its time per FLOP at 4096^3.
+The tensor-core step, ``mma`` (TF32 in, float32 sums, mma.sync; compute capability
+8.0+), beside cuBLAS with TF32 allowed (CuPy in a child process with ``CUPY_TF32=1``,
+which CuPy reads at import; the row says which precision it actually got, from its
+error against float32 cuBLAS): target ``mma`` >= 0.60x cuBLAS TF32 at 4096^3; its
+output within ``MAX_TF32_ERR`` of float32 cuBLAS (TF32 keeps 10 mantissa bits).
 Before anything is timed, every
 variant's output is compared with the anchor's (cuBLAS; NumPy in float64 where
 CuPy is missing): ||C - C_ref|| / ||C_ref|| must stay under 1e-5, so the
@@ -27,6 +32,39 @@ X_CUBLAS = {4096: 0.90, 2048: 0.85, 1024: 0.60}             # best variant, x cu
 RAGGED = [(4095, 4095, 4095), (4097, 4097, 4097), (4000, 4001, 3999)]   # m, k, n
 RAGGED_SLACK = 1.15                                         # time per FLOP vs 4096^3
 MAX_REL_ERR = 1e-5  # float32 sums of 4096 products in another order land near 1e-7
+MAX_TF32_ERR = 2e-3  # operands rounded to 10 mantissa bits: ~2^-11 each, norm-wise ~5e-4
+X_CUBLAS_TF32 = 0.60                                        # mma at 4096^3, x cuBLAS TF32
+
+_TF32_CHILD = """
+import sys, numpy as np, cupy as cp
+sys.path.insert(0, sys.argv[2])
+from _common import time_cupy
+n, repeat = int(sys.argv[1]), int(sys.argv[3])
+rng = np.random.default_rng(1)
+a = cp.asarray(rng.standard_normal((n, n)).astype(np.float32))
+b = cp.asarray(rng.standard_normal((n, n)).astype(np.float32))
+c = a @ b
+ref = a.astype(cp.float64) @ b.astype(cp.float64)
+err = float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref))
+print(time_cupy(cp, lambda: a @ b, repeat), err)
+"""
+
+
+def cublas_tf32(n: int, repeat: int) -> tuple[float, float] | None:
+    """(median ms, relative error against float64) of cuBLAS with TF32 allowed, from a
+    child process (CUPY_TF32 is read when CuPy is imported); None where it fails."""
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        out = subprocess.run([sys.executable, "-c", _TF32_CHILD, str(n), here, str(repeat)],
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "CUPY_TF32": "1"})
+        ms, err = (float(v) for v in out.stdout.split()[-2:])
+        return ms, err
+    except (subprocess.SubprocessError, ValueError, OSError):
+        return None
 
 
 def rel_err(c: np.ndarray, ref: np.ndarray) -> float:
@@ -60,6 +98,7 @@ def run(out_dir: str, quick: bool) -> bool:
     cp = cupy_or_none()
     rng = np.random.default_rng(1)
     rows = []
+    tensor_cores = tuple(gm.device().compute_capability) >= (8, 0)   # mma's capability
     for n in sizes:
         ha, hb, a, b = operands(rng, n, n, n)
         repeat = 10 if n >= 4096 else 20
@@ -74,6 +113,16 @@ def run(out_dir: str, quick: bool) -> bool:
         else:
             ref = ha.astype(np.float64) @ hb.astype(np.float64)
         rows += [measure(a, b, ref, v, t, repeat, n, cublas_ms) for v, t in STEPS]
+        if tensor_cores:
+            tf = cublas_tf32(n, repeat) if cp is not None else None
+            if tf is not None:
+                rows.append({"size": n, "variant": "cuBLAS TF32 (CuPy, CUPY_TF32=1)",
+                             "tile": None, "median_ms": tf[0], "GFLOP/s": 2 * n**3 / tf[0] / 1e6,
+                             "x cuBLAS": cublas_ms / tf[0] if cublas_ms else None,
+                             "rel err": None, "err vs float64": tf[1]})
+            row = measure(a, b, ref, "mma", 128, repeat, n, cublas_ms)
+            row["x cuBLAS TF32"] = tf[0] / row["median_ms"] if tf else None
+            rows.append(row)
         del a, b
     ragged = []
     if not quick:
@@ -84,15 +133,25 @@ def run(out_dir: str, quick: bool) -> bool:
             rows.append(measure(a, b, ref, "warptiled", 128, 10, f"{mm}x{kk}x{nn}", None))
             ragged.append(rows[-1]["GFLOP/s"])
             del a, b
-    errors = [r["rel err"] for r in rows if r["rel err"] is not None]
+    errors = [r["rel err"] for r in rows if r["rel err"] is not None and r["variant"] != "mma"]
+    tf32_errors = [r["rel err"] for r in rows if r["variant"] == "mma"]
     table = gm.Table(rows, columns=["size", "variant", "tile", "median_ms", "GFLOP/s", "x cuBLAS",
-                              "rel err"],
+                                    "x cuBLAS TF32", "rel err", "err vs float64"],
                      sources={"median_ms": "measured", "GFLOP/s": "measured"},
                      title="matmul float32: the staircase beside cuBLAS (CUDA events, median)")
     big = max(sizes)
     at = {(r["variant"], r["tile"]): r["GFLOP/s"] for r in rows if r["size"] == big}
     checks = [{"what": f"every output within {MAX_REL_ERR:g} of the anchor's (relative, before "
-                       "timing)", "value": max(errors), "met": max(errors) < MAX_REL_ERR}]
+                       "timing; mma: TF32)", "value": max(errors), "met": max(errors) < MAX_REL_ERR}]
+    if tf32_errors:
+        checks.append({"what": f"mma's outputs within {MAX_TF32_ERR:g} of float32 cuBLAS "
+                               "(relative: TF32 operands)", "value": max(tf32_errors),
+                       "met": max(tf32_errors) < MAX_TF32_ERR})
+        r = next((r for r in rows if r["variant"] == "mma" and r["size"] == 4096), None)
+        if r is not None:
+            checks.append({"what": f"mma at 4096^3 >= {X_CUBLAS_TF32:.2f}x cuBLAS TF32",
+                           "value": r.get("x cuBLAS TF32") or 0.0,
+                           "met": (r.get("x cuBLAS TF32") or 0.0) >= X_CUBLAS_TF32})
     if big == 4096:
         for (v, t), goal in TARGETS.items():
             checks.append({"what": f"{v}-{t} at 4096^3 >= {goal:.0f} GFLOP/s", "value": at[(v, t)],
@@ -111,7 +170,8 @@ def run(out_dir: str, quick: bool) -> bool:
     if cp is not None:
         for n in sizes:
             best = max((r for r in rows if r["size"] == n and r["x cuBLAS"] is not None
-                        and r["tile"] is not None), key=lambda r: r["x cuBLAS"])
+                        and r["tile"] is not None and r["variant"] != "mma"),
+                       key=lambda r: r["x cuBLAS"])
             checks.append({"what": f"best variant at {n}^3 ({best['variant']}-{best['tile']}) "
                                    f">= {X_CUBLAS[n]:.2f}x cuBLAS", "value": best["x cuBLAS"],
                            "met": best["x cuBLAS"] >= X_CUBLAS[n]})
