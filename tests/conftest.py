@@ -24,6 +24,10 @@ def _gpu_gate(request):
     if request.node.get_closest_marker("gpu") is None:
         return
     if gpumem.is_available():
+        # The pool keeps what earlier tests freed; past 8 GiB it goes back, so that a test's
+        # child process (a fresh context) and the next large test find device memory.
+        if gpumem.memory_info().get("pool_reserved", 0) > 8 << 30:
+            gpumem.empty_cache()
         return
     if REQUIRE_GPU:
         pytest.fail("GPUMEM_REQUIRE_GPU=1 but no usable GPU: " + _why_unavailable())

