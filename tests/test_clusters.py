@@ -8,6 +8,7 @@ one; the stream checksums equal the reference for every variant, cluster size an
 awkward size; the histograms equal np.bincount on poisoned outputs, for bin counts
 beyond one block's shared memory; a refused cluster size is a ValueError in the
 function and a note in the sweep; nothing is left behind."""
+import types
 import re
 
 import numpy as np
@@ -437,3 +438,14 @@ def test_sanitizer_calls_cover_every_variant(no_leak):
         (f, v.name) for f in ("dsmem_chase", "dsmem_stream", "cluster_histogram",
                               "dsmem_pipeline")
         for v in gm.variants(f)}
+
+
+def test_the_card_row_without_measuring_and_on_an_older_gpu(monkeypatch):
+    (row,) = clusters._card(False, True)
+    assert row["level"] == "distributed shared" and row["lesson"] == "clusters"
+    assert row["cycles"] is None and row["GB/s"] is None and "dsmem_chase remote" in row["how"]
+    monkeypatch.setattr(gm.runtime, "device", lambda: types.SimpleNamespace(
+        compute_capability=(8, 9), clock_khz=2_520_000))
+    (row,) = clusters._card(True, True)
+    assert row["cycles"] is None and row["how"] == (
+        "needs compute capability 9.0; this GPU has 8.9")

@@ -355,7 +355,8 @@ class FakeGPU:
         monkeypatch.setattr(gm.runtime, "device", lambda: types.SimpleNamespace(
             name=name, multiprocessors=132, l2_cache_size=50 * 2**20,
             theoretical_bandwidth_gbps=3352.0, compute_capability=(9, 0),
-            shared_memory_per_multiprocessor=228 * 1024, total_memory=80 * 2**30))
+            shared_memory_per_multiprocessor=228 * 1024, total_memory=80 * 2**30,
+            clock_khz=1_980_000))
         # the clusters lesson's chases, DSMEM reads and histograms
         clu = sys.modules["gpumem.lessons.clusters"]
         monkeypatch.setattr(clu, "_chase_cycles", lambda v, steps: {"local": 30.0}.get(v, 200.0))
@@ -600,13 +601,13 @@ def test_cli_quick_report_json_on_a_gpu(capsys, tmp_path):
 
 
 # ---- the memory card ----------------------------------------------------------------------
-LEVELS = ["shared", "constant", "L1", "L2 near", "L2 far", "device memory", "host -> device",
-          "device -> host", "pool, 1 MiB", "cudaMalloc, 1 MiB"]
+LEVELS = ["shared", "constant", "L1", "distributed shared", "L2 near", "L2 far", "device memory",
+          "host -> device", "device -> host", "pool, 1 MiB", "cudaMalloc, 1 MiB"]
 
 
 def test_the_card_comes_from_the_lessons_declarations():
     assert report.CARDS == [(d.name, d.card) for d in gm.lessons.declarations() if d.card]
-    assert {name for name, _ in report.CARDS} == {"ladder", "transfer", "allocation"}
+    assert {name for name, _ in report.CARDS} == {"ladder", "transfer", "allocation", "clusters"}
 
 
 def test_card_without_a_gpu_shows_sizes_and_published_figures():

@@ -39,6 +39,7 @@ from .._core import DeviceArray
 from ..runtime.args import _flag, _index, _indices, arg_range
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
+from ..tools import card
 from ..tools import headline as hl
 from ..tools.lesson import Lesson
 from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress, _str
@@ -603,6 +604,28 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
                     takeaway=htake)]
 
 
+def _card(measure: bool, quick: bool) -> list[dict]:
+    """Distributed shared memory on the memory card: a dependent load from the next
+    cluster rank's shared memory (cycles; ns at the SMs' peak clock) and DSMEM reads in
+    clusters of 2 (GB/s), the headline's own measurements.  No published figure is known
+    to gpumem for either; a GPU below compute capability 9.0 gets the row, unmeasured,
+    saying so."""
+    kw: dict[str, Any] = {}
+    how = ("dsmem_chase remote (1024 links, cycles per load; ns at the peak clock) and "
+           "dsmem_stream read, clusters of 2 (GB/s)")
+    if measure:
+        info = runtime.device()
+        if cluster_capable(tuple(info.compute_capability)):
+            cycles = _chase_cycles("remote", 1024 if quick else 4096)
+            kw = {"cycles": cycles, "gbps": _stream_gbps(quick),
+                  "ns": cycles / (info.clock_khz / 1e6) if info.clock_khz else None}
+        else:
+            how = (f"needs compute capability {CC_NEEDED[0]}.{CC_NEEDED[1]}; this GPU has "
+                   f"{info.compute_capability[0]}.{info.compute_capability[1]}")
+    return [card.card_row("distributed shared", "clusters",
+                          size_text_="the cluster's blocks' shared memory", how=how, **kw)]
+
+
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
     cc = tuple(runtime.device().compute_capability) if measure else None
     if cc is None or not cluster_capable(cc):
@@ -656,4 +679,5 @@ LESSON = Lesson(
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
     model=(),
+    card=_card,
 )
