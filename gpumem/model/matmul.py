@@ -278,6 +278,23 @@ _WT_K = 16                               # k per step (BK)
 _WT = {128: (256, 64, 32), 64: (128, 32, 32)}
 
 
+def _warp_blocks(axis, m: int, n: int, k: int, t: int, thr: int, bk: int):
+    """What warptiled and mma share: ``t`` x ``t`` blocks of C of ``thr`` threads, K in
+    steps of ``bk``.  Returns the blocks along x and y, the k steps, each lane's thread index
+    (warps x 32), the warp index (a column), the blocks' weights along x and y (blocks of
+    one kind stand for their like, :class:`~gpumem.model._tally.Axis`) and their first
+    row and column, shaped (nby, 1, 1, 1) and (1, nbx, 1, 1)."""
+    nw = thr // WARP
+    gx, gy, steps = cdiv(n, t), cdiv(m, t), cdiv(k, bk)
+    tid = np.arange(thr, dtype=np.int64).reshape(nw, WARP)        # warps of 32 lanes
+    w = np.arange(nw, dtype=np.int64)[:, None]
+    bx, wbx = axis(gx, period(4 * t), (gx - 1,))
+    by, wby = axis(gy, period(4 * t * k, 4 * t * n), (gy - 1,))
+    BM = by[:, None, None, None] * t                     # (nby, 1, 1, 1)
+    BN = bx[None, :, None, None] * t                     # (1, nbx, 1, 1)
+    return gx, gy, steps, tid, w, wbx, wby, BM, BN
+
+
 def _gen_matmul_warptiled(tally, axis, p):
     """cuda/matmul.cu ``warptiled``: per k step, A (``tile`` rows x 16) by float4 or
     four predicated scalar loads into registers, B (16 x ``tile``) by cp.async into
@@ -292,14 +309,7 @@ def _gen_matmul_warptiled(tally, axis, p):
     tally.ldgsts = True                  # the variant's keys, zeros included
     if m == 0 or n == 0:
         return                                           # gpumem launches nothing
-    nw = thr // WARP
-    gx, gy, steps = cdiv(n, t), cdiv(m, t), cdiv(k, _WT_K)
-    tid = np.arange(thr, dtype=np.int64).reshape(nw, WARP)        # warps of 32 lanes
-    w = np.arange(nw, dtype=np.int64)[:, None]
-    bx, wbx = axis(gx, period(4 * t), (gx - 1,))
-    by, wby = axis(gy, period(4 * t * k, 4 * t * n), (gy - 1,))
-    BM = by[:, None, None, None] * t                     # (nby, 1, 1, 1)
-    BN = bx[None, :, None, None] * t                     # (1, nbx, 1, 1)
+    gx, gy, steps, tid, w, wbx, wby, BM, BN = _warp_blocks(axis, m, n, k, t, thr, _WT_K)
     # ---- C: warp w's tile at (wm, wn); lane (lm, ln) = (4 (lane % 8), 4 (lane / 8));
     # row wm + 32 (i / 4) + lm + i % 4, columns wn + 16 s + ln .. + 3
     wm, wn = (w // (t // wn_)) * wm_, (w % (t // wn_)) * wn_
@@ -372,14 +382,7 @@ def _gen_matmul_mma(tally, axis, p):
     tally.ldgsts = True                  # the variant's keys, zeros included
     if m == 0 or n == 0:
         return                                           # gpumem launches nothing
-    nw = thr // WARP
-    gx, gy, steps = cdiv(n, t), cdiv(m, t), cdiv(k, bk)
-    tid = np.arange(thr, dtype=np.int64).reshape(nw, WARP)
-    w = np.arange(nw, dtype=np.int64)[:, None]
-    bx, wbx = axis(gx, period(4 * t), (gx - 1,))
-    by, wby = axis(gy, period(4 * t * k, 4 * t * n), (gy - 1,))
-    BM = by[:, None, None, None] * t                     # (nby, 1, 1, 1)
-    BN = bx[None, :, None, None] * t                     # (1, nbx, 1, 1)
+    gx, gy, steps, tid, w, wbx, wby, BM, BN = _warp_blocks(axis, m, n, k, t, thr, bk)
     # ---- C: warp w's tile at (wm, wn); tile (i, j), half h: row wm + 16i + 8h + g,
     # columns wn + 8j + 2t, + 1 -- the 32 (i, h, j) stores of a lane on a leading axis
     wm, wn = (w // (t // _MMA_WN)) * _MMA_WM, (w % (t // _MMA_WN)) * _MMA_WN
