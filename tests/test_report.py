@@ -692,3 +692,21 @@ def test_the_card_on_a_gpu_climbs_the_hierarchy():
     assert by["pool, 1 MiB"]["ns"] < by["cudaMalloc, 1 MiB"]["ns"]
     if gm.runtime.published.published(gm.device().name) is not None:
         assert 0.3 < by["device memory"]["GB/s_ratio"] < 1.1
+
+
+@pytest.mark.gpu
+def test_the_card_figure_measures_the_ladder_on_a_gpu(tmp_path):
+    t0 = time.perf_counter()
+    curves = report.card_curves(quick=True)
+    seconds = time.perf_counter() - t0
+    fig = report.card_figure(report.card(measure=False), curves, gm.device().name)
+    lat = {label: (xs, ys) for label, xs, ys in fig["latency"]}
+    xs, ys = lat["global, ld.ca: L1, L2, device memory"]
+    assert (xs[0], xs[-1]) == (4 * 2**10, 256 * 2**20)
+    assert ys[0] < 100 and ys[-1] > 3 * ys[0], ys            # L1, then device memory
+    assert max(lat["shared memory"][1]) < 100
+    bw = {label: (xs, ys) for label, xs, ys in fig["bandwidth"]}
+    per_sm = bw["read, each SM its own copy (scope=block)"][1]
+    grid = bw["read once by the whole grid (scope=grid)"][1]
+    assert per_sm[0] > 2 * grid[-1], (per_sm, grid)         # L1 against device memory
+    assert seconds < 5, f"the quick figure's sweeps took {seconds:.1f} s"
