@@ -1,7 +1,8 @@
 """``gpumem report``: the memory card, then every lesson's headline experiment on this GPU.
 
 The report opens with the memory card (:func:`card`): one row per level of the
-hierarchy -- shared memory, L1, constant, L2 near and far, device memory, the host link, the pool -- with its size, the latency (cycles and
+hierarchy -- registers, shared memory, L1, constant, distributed shared memory, L2 near
+and far, device memory, the host link, the pool -- with its size, the latency (cycles and
 ns) and bandwidth this GPU measured, the published figure
 (:mod:`gpumem.runtime.published`) and the ratio; each row comes from the lesson
 that measures it (its ``card``).  Its figure (``--out``, :func:`card_figure`) sets
