@@ -466,7 +466,9 @@ def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
     the working sets it holds (from the card's row above it to its own size; device memory
     from the L2 on).  ``lines``: ``(bytes, label)``, the sizes that bound them (the card's
     rows: the device's attributes, else the published figures).  ``levels``: ``(bytes,
-    level)`` where each level's name is written.  ``title`` says what was measured, or that
+    level)`` where each level's name is written.  ``bandwidth_notes``: ``(bytes, text)``, a
+    level's bandwidth published per clock (``"128 B/clk/SM"``: GB/s needs the clock a
+    measurement sees, so without one it is written, not drawn).  ``title`` says what was measured, or that
     nothing was."""
     by = {r["level"]: r for r in card}
     lat = _series(curves["latency"], "latency", "cycles/load") if curves else []
@@ -475,7 +477,7 @@ def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
     x_lo, x_hi = (min(xs), max(xs)) if xs else (4 * _KiB, 1 * _GiB)
     lines = [(float(by[k]["size"]), f"{label}: {size_text(by[k]['size'])}")
              for k, label in _FIGURE_LINES.items() if k in by and by[k].get("size")]
-    lat_bands, bw_bands, levels = [], [], []
+    lat_bands, bw_bands, levels, notes = [], [], [], []
     lower = x_lo
     for k in (k for k in _FIGURE_LEVELS if k in by):
         r = by[k]
@@ -487,6 +489,11 @@ def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
         if r.get("published_GB/s"):
             g = float(r["published_GB/s"])
             bw_bands.append((k, lower, upper, g, g))
+        else:       # a bandwidth published per clock: GB/s only at a measured clock
+            per_clock = [p.strip() for p in str(r.get("published", "")).split(",")
+                         if "/clk" in p]
+            notes += [(math.sqrt(lower * upper), f"{k}: {per_clock[0]} published")] \
+                if per_clock else []
         lower = upper
     pub = "the published figures" if lat_bands or bw_bands else "no published figures known"
     if curves:
@@ -496,7 +503,8 @@ def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
         title = (f"no GPU, nothing measured: {pub} of the {device or REFERENCE_GPU} "
                  "(the model's GPU), level by level, against working set")
     return {"title": title, "latency": lat, "bandwidth": bw, "latency_bands": lat_bands,
-            "bandwidth_bands": bw_bands, "lines": lines, "levels": levels,
+            "bandwidth_bands": bw_bands, "bandwidth_notes": notes, "lines": lines,
+            "levels": levels,
             "x_range": (x_lo, x_hi), "measured": bool(curves)}
 
 
@@ -533,6 +541,9 @@ def _plot_card(fig_data: dict, out_dir: str, plt: Any) -> str:
         elif not fig_data[f"{name}_bands"]:
             ax.text(0.5, 0.5, "nothing measured, no published figure", ha="center",
                     transform=ax.transAxes, fontsize=8, color="0.4")
+    for x, text in fig_data["bandwidth_notes"]:
+        bw.text(x, 0.5, text, ha="center", fontsize=7, color="0.4",
+                transform=bw.get_xaxis_transform())
     for x, level in fig_data["levels"]:
         lat.text(x, 1.01, level, ha="center", va="bottom", fontsize=8,
                  transform=lat.get_xaxis_transform())

@@ -154,6 +154,7 @@ def test_the_card_figure_without_a_gpu_draws_the_published_levels():
                                     ("L2 far", 25 * MiB, 50 * MiB, 470.0, 500.0),
                                     ("device memory", 50 * MiB, 1 * GiB, 570.0, 860.0)]
     assert fig["bandwidth_bands"] == [("device memory", 50 * MiB, 1 * GiB, 3350.0, 3350.0)]
+    assert fig["bandwidth_notes"] == [(32 * KiB, "L1: 128 B/clk/SM published")]
     assert [name for _, name in fig["levels"]] == ["L1", "L2 near", "L2 far", "device memory"]
     assert fig["levels"][0][0] == pytest.approx(32 * KiB)       # the middle of 4..256 KiB, log2
 
