@@ -4,12 +4,14 @@
 this GPU and prints one table: what was measured, what :mod:`gpumem.model`
 predicts, and a takeaway (:mod:`gpumem.report`).  Without a GPU it says so
 and prints the model's side.  ``gpumem compare A.json B.json`` sets two ``report --json``
-runs side by side.  ``gpumem tour`` is the short device summary
+runs side by side (``gpumem report --compare A.json``: this run beside a saved one).
+``gpumem tour`` is the short device summary
 with vec_add and matmul timings.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import shutil
@@ -32,7 +34,8 @@ Without a GPU, prints the published figures and the model's side of every row.""
 REPORT_HELP = """\
 Print the memory card (one row per level, from the lessons that measure it), then
 run every lesson's headline experiment and print one table; or, with --lesson, that
-lesson's full sweeps."""
+lesson's full sweeps. --compare A.json then sets this run beside a saved one, as
+'gpumem compare' does."""
 
 TOUR_HELP = ("The device summary, vec_add's bandwidth and a few matmuls (the model's numbers "
              "without a GPU).")
@@ -176,11 +179,18 @@ def _report(args: argparse.Namespace) -> int:
         rows = report.headlines(measure=measure, quick=args.quick, progress=progress)
         tables = [report.card_table(card, ctitle), report.as_table(rows)]
         elapsed = time.perf_counter() - start
+        doc = report.to_json(rows=rows, card=card, card_title=ctitle,
+                             elapsed_s=round(elapsed, 2), **meta)
         if args.json:
-            print(report.to_json(rows=rows, card=card, card_title=ctitle,
-                                 elapsed_s=round(elapsed, 2), **meta))
+            print(doc)
         else:
             print(report.as_text(rows))
+        if args.compare is not None:
+            from gpumem import compare
+
+            this = dict(json.loads(doc), _path="this run")
+            print("\n" + compare.as_text(args.compare, this),
+                  file=sys.stderr if args.json else sys.stdout)
     if args.out:
         card_rows = [] if args.lesson else card
         paths = report.write(args.out, tables, header=lines, rows=rows,
@@ -224,9 +234,14 @@ def _compare(args: argparse.Namespace) -> int:
 def _add_report_options(p: argparse.ArgumentParser) -> None:
     from gpumem.report import SWEEPS
 
-    p.add_argument("--lesson", choices=list(SWEEPS), metavar="NAME",
-                   help="run this lesson's full sweep(s) instead and print their tables; "
-                        "one of: " + ", ".join(SWEEPS))
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--lesson", choices=list(SWEEPS), metavar="NAME",
+                       help="run this lesson's full sweep(s) instead and print their tables; "
+                            "one of: " + ", ".join(SWEEPS))
+    which.add_argument("--compare", type=_report_file, metavar="A.json",
+                       help="then set this run beside the 'gpumem report --json' run in A.json "
+                            "(as 'gpumem compare A.json B.json', this run as B; on stderr "
+                            "with --json)")
     p.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     p.add_argument("--json", action="store_true",
                    help="print the rows (or the lesson's tables) as JSON on stdout")

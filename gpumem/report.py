@@ -1,10 +1,13 @@
 """``gpumem report``: the memory card, then every lesson's headline experiment on this GPU.
 
 The report opens with the memory card (:func:`card`): one row per level of the
-hierarchy -- shared memory, L1, constant, L2 near and far, device memory, the host link, the pool -- with its size, the latency (cycles and
+hierarchy -- registers, shared memory, L1, constant, distributed shared memory, L2 near
+and far, device memory, the host link, the pool -- with its size, the latency (cycles and
 ns) and bandwidth this GPU measured, the published figure
 (:mod:`gpumem.runtime.published`) and the ratio; each row comes from the lesson
-that measures it (its ``card``).
+that measures it (its ``card``).  Its figure (``--out``, :func:`card_figure`) sets
+latency and bandwidth against working set -- the ladder lesson's chases and reads
+(:func:`card_curves`) -- beside the published figures, the cache sizes marked.
 
 Each row says what was measured (kernel time, GB/s, and a hardware counter where
 :func:`gpumem.profiler_available`), what :mod:`gpumem.model` predicts for it
@@ -42,15 +45,17 @@ import numpy as np
 from . import lessons, model, runtime
 from .lessons.access import copy, offset_sweep
 from .runtime.args import _flag
-from .runtime.published import published
+from .lessons.ladder import bandwidth_ladder, latency_ladder
+from .runtime.published import REFERENCE_GPU, published
 from .runtime.table import DEFAULT_WIDTH, Table, _fit_widths
-from .tools.card import CARD_COLUMNS, card_reference, ratio_text
+from .tools.card import CARD_COLUMNS, card_reference, ratio_text, size_text
 from .tools.headline import (_gbps, _pow2, _predict, _rng, _row, _steps, _timed,
                              _unmeasured, _bench)
 
 __all__ = ["CARDS", "card", "card_title", "card_table", "HEADLINES", "SWEEPS", "COLUMNS",
            "headlines", "sweeps", "as_table", "as_text",
-           "to_markdown", "to_html", "to_json", "write", "plot", "plot_names", "no_gpu_reason"]
+           "to_markdown", "to_html", "to_json", "write", "plot", "plot_names", "no_gpu_reason",
+           "card_curves", "card_figure"]
 
 #: The report's columns, in print order (row key -> header).
 COLUMNS = {"lesson": "lesson", "experiment": "experiment", "measured_text": "measured",
@@ -370,33 +375,182 @@ def plot_names(rows: Sequence[dict], card: Sequence[dict] = ()) -> list[str]:
         ["matmul.png"] if any(r.get("lesson") == "matmul" for r in rows) else [])
 
 
-def _plot_card(card: Sequence[dict], out_dir: str, plt: Any) -> str:
-    """The memory card's figure: latency (cycles) and bandwidth (GB/s) of each level
-    against its size, measured (dots) beside published (grey), cache sizes marked."""
-    fig, (lat, bw) = plt.subplots(1, 2, figsize=(11, 4))
-    sized = [r for r in card if r.get("size")]
-    for r in sized:
-        x = r["size"]
+# ---- the memory card's figure: latency and bandwidth against working set ----------------------
+_KiB, _MiB, _GiB = 1 << 10, 1 << 20, 1 << 30
+#: The rings the card's figure chases (bytes), by ``quick``: from L1-sized rings through the
+#: L2's halves to device memory (the ladder's :func:`latency_ladder`; the ``shared`` and
+#: ``constant`` paths take the sizes their memories hold).
+CURVE_LATENCY_SETS = {
+    False: (4 * _KiB, 8 * _KiB, 16 * _KiB, 32 * _KiB, 48 * _KiB, 64 * _KiB, 128 * _KiB,
+            192 * _KiB, 256 * _KiB, 384 * _KiB, 512 * _KiB, 1 * _MiB, 2 * _MiB, 4 * _MiB,
+            8 * _MiB, 12 * _MiB, 16 * _MiB, 24 * _MiB, 32 * _MiB, 40 * _MiB, 48 * _MiB,
+            64 * _MiB, 128 * _MiB, 256 * _MiB, 1 * _GiB),
+    True: (4 * _KiB, 16 * _KiB, 48 * _KiB, 64 * _KiB, 128 * _KiB, 256 * _KiB, 512 * _KiB,
+           1 * _MiB, 4 * _MiB, 16 * _MiB, 32 * _MiB, 48 * _MiB, 64 * _MiB, 256 * _MiB)}
+#: The paths chased, by ``quick``: ``ca`` climbs L1, L2 and device memory; ``cg`` skips L1.
+CURVE_LATENCY_VARIANTS = {False: ("ca", "cg", "shared", "constant"),
+                          True: ("ca", "shared", "constant")}
+#: The working sets the card's figure reads (bytes), by ``quick`` (:func:`bandwidth_ladder`:
+#: shared up to 48 KiB, each SM its own copy up to 1 MiB, the whole grid from 1 MiB).
+CURVE_BANDWIDTH_SETS = {
+    False: (16 * _KiB, 32 * _KiB, 48 * _KiB, 64 * _KiB, 128 * _KiB, 192 * _KiB, 256 * _KiB,
+            512 * _KiB, 1 * _MiB, 4 * _MiB, 8 * _MiB, 16 * _MiB, 24 * _MiB, 32 * _MiB,
+            48 * _MiB, 64 * _MiB, 256 * _MiB, 1 * _GiB),
+    True: (16 * _KiB, 48 * _KiB, 128 * _KiB, 256 * _KiB, 512 * _KiB, 1 * _MiB, 8 * _MiB,
+           24 * _MiB, 64 * _MiB, 256 * _MiB)}
+
+#: The curves' labels: (table, variant[, scope]) -> label.
+_CURVE_LABELS = {("latency", "ca"): "global, ld.ca: L1, L2, device memory",
+                 ("latency", "cg"): "global, ld.cg: L2, device memory (L1 skipped)",
+                 ("latency", "shared"): "shared memory",
+                 ("latency", "constant"): "constant memory",
+                 ("bandwidth", "shared", "block"): "shared memory, each SM its own copy",
+                 ("bandwidth", "read", "block"): "read, each SM its own copy (scope=block)",
+                 ("bandwidth", "read", "grid"): "read once by the whole grid (scope=grid)"}
+#: The levels whose published figures the figure draws over the working sets they hold,
+#: and the card levels whose sizes bound those working sets (marked by vertical lines).
+_FIGURE_LEVELS = ("L1", "L2 near", "L2 far", "device memory")
+_FIGURE_LINES = {"L1": "L1 + shared per SM", "L2 near": "half the L2", "L2 far": "L2"}
+
+
+def card_curves(*, measure: bool | None = None, quick: bool = False,
+                progress: bool = False) -> dict[str, Table] | None:
+    """The ladder's latency and bandwidth against working set for the card's figure
+    (:data:`CURVE_LATENCY_SETS` through :func:`gpumem.lessons.ladder.latency_ladder`,
+    :data:`CURVE_BANDWIDTH_SETS` through :func:`~gpumem.lessons.ladder.bandwidth_ladder`):
+    ``{"latency": Table, "bandwidth": Table}``, or None without a GPU (``measure`` false:
+    the figure then draws the published figures alone).  About a second on an H100
+    (``quick``: fewer rings and paths, shorter chases)."""
+    fn = "report.card_curves"
+    _check_flags(fn, measure=measure, quick=quick, progress=progress)
+    if measure is None:
+        measure = runtime.is_available()
+    if not measure:
+        return None
+    lat = latency_ladder(CURVE_LATENCY_SETS[bool(quick)],
+                         variants=CURVE_LATENCY_VARIANTS[bool(quick)],
+                         steps=2048 if quick else 8192, progress=progress)
+    bw = bandwidth_ladder(CURVE_BANDWIDTH_SETS[bool(quick)], variants=("shared", "read"),
+                          repeat=3 if quick else 5, anchor=False, progress=progress)
+    return {"latency": lat, "bandwidth": bw}
+
+
+def _series(table: Table, name: str, value: str) -> list[tuple[str, list, list]]:
+    """(label, working sets, values) of each path of a ladder table, sorted by size; rows
+    not measured are left out."""
+    out: dict[tuple, tuple[list, list]] = {}
+    for r in table:
+        if r.get(value) is None:
+            continue
+        key = (name, r["variant"]) + ((r["scope"],) if name == "bandwidth" else ())
+        xs, ys = out.setdefault(key, ([], []))
+        xs.append(r["working set"])
+        ys.append(r[value])
+    series = []
+    for key, (xs, ys) in out.items():
+        order = sorted(range(len(xs)), key=xs.__getitem__)
+        series.append((_CURVE_LABELS.get(key, " ".join(key[1:])), [xs[i] for i in order],
+                       [ys[i] for i in order]))
+    return series
+
+
+def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
+                device: str | None = None) -> dict:
+    """What the memory card's figure draws, as data (:func:`plot` draws it): two panels over
+    one log2 axis of working-set bytes.
+
+    ``latency`` and ``bandwidth``: ``(label, working sets, values)`` of each measured path
+    (SM cycles per dependent load; GB/s), from ``curves`` (:func:`card_curves`; None: no
+    GPU, no curve).  ``latency_bands`` and ``bandwidth_bands``: ``(level, from bytes, to
+    bytes, low, high)``, the published figure of each level of :data:`_FIGURE_LEVELS` over
+    the working sets it holds (from the card's row above it to its own size; device memory
+    from the L2 on).  ``lines``: ``(bytes, label)``, the sizes that bound them (the card's
+    rows: the device's attributes, else the published figures).  ``levels``: ``(bytes,
+    level)`` where each level's name is written.  ``bandwidth_notes``: ``(bytes, text)``, a
+    level's bandwidth published per clock (``"128 B/clk/SM"``: GB/s needs the clock a
+    measurement sees, so without one it is written, not drawn).  ``title`` says what was measured, or that
+    nothing was."""
+    by = {r["level"]: r for r in card}
+    lat = _series(curves["latency"], "latency", "cycles/load") if curves else []
+    bw = _series(curves["bandwidth"], "bandwidth", "GB/s") if curves else []
+    xs = [x for _, sx, _ in lat + bw for x in sx]
+    x_lo, x_hi = (min(xs), max(xs)) if xs else (4 * _KiB, 1 * _GiB)
+    lines = [(float(by[k]["size"]), f"{label}: {size_text(by[k]['size'])}")
+             for k, label in _FIGURE_LINES.items() if k in by and by[k].get("size")]
+    lat_bands, bw_bands, levels, notes = [], [], [], []
+    lower = x_lo
+    for k in (k for k in _FIGURE_LEVELS if k in by):
+        r = by[k]
+        upper = float(r["size"]) if k in _FIGURE_LINES and r.get("size") else x_hi
+        upper = min(max(upper, lower), x_hi)
+        levels.append((math.sqrt(lower * upper), k))
         if r.get("published_cycles"):
-            lo, hi = r["published_cycles"]
-            lat.plot([x, x], [lo, hi], color="0.6", lw=6, alpha=0.6, solid_capstyle="butt")
-        if r.get("cycles") is not None:
-            lat.plot([x], [r["cycles"]], "o", color="#c44")
+            lat_bands.append((k, lower, upper, *map(float, r["published_cycles"])))
         if r.get("published_GB/s"):
-            bw.plot([x], [r["published_GB/s"]], "s", color="0.6")
-        if r.get("GB/s") is not None:
-            bw.plot([x], [r["GB/s"]], "o", color="#48c")
-        for ax in (lat, bw):
-            ax.axvline(x, color="0.85", lw=0.8, zorder=0)
-            ax.text(x, 1.0, f" {r['level']}", rotation=90, va="top", fontsize=7,
-                    transform=ax.get_xaxis_transform())
-    for ax, what in ((lat, "SM cycles per dependent load"), (bw, "GB/s")):
-        ax.set_xscale("log", base=2)
+            g = float(r["published_GB/s"])
+            bw_bands.append((k, lower, upper, g, g))
+        else:       # a bandwidth published per clock: GB/s only at a measured clock
+            per_clock = [p.strip() for p in str(r.get("published", "")).split(",")
+                         if "/clk" in p]
+            notes += [(math.sqrt(lower * upper), f"{k}: {per_clock[0]} published")] \
+                if per_clock else []
+        lower = upper
+    pub = "the published figures" if lat_bands or bw_bands else "no published figures known"
+    if curves:
+        title = (f"{device or 'this GPU'}: latency and bandwidth against working set (lines: "
+                 f"measured, the ladder's chases and reads; grey: {pub})")
+    else:
+        title = (f"no GPU, nothing measured: {pub} of the {device or REFERENCE_GPU} "
+                 "(the model's GPU), level by level, against working set")
+    return {"title": title, "latency": lat, "bandwidth": bw, "latency_bands": lat_bands,
+            "bandwidth_bands": bw_bands, "bandwidth_notes": notes, "lines": lines,
+            "levels": levels,
+            "x_range": (x_lo, x_hi), "measured": bool(curves)}
+
+
+def _plot_card(fig_data: dict, out_dir: str, plt: Any) -> str:
+    """Draw :func:`card_figure`'s data into memory_card.png: latency over bandwidth, one
+    log2 axis of working-set bytes, the cache sizes marked and the levels named."""
+    fig, (lat, bw) = plt.subplots(2, 1, figsize=(10, 7.5), sharex=True)
+    marks = {"latency": "o", "bandwidth": "s"}
+    for ax, name, unit in ((lat, "latency", "SM cycles per dependent load"),
+                           (bw, "bandwidth", "GB/s")):
+        ys = [y for _, _, vals in fig_data[name] for y in vals]
+        for level, x0, x1, lo, hi in fig_data[f"{name}_bands"]:
+            if hi > lo:
+                ax.fill_between([x0, x1], [lo, lo], [hi, hi], color="0.8", lw=0, zorder=0)
+            ax.plot([x0, x1], [(lo + hi) / 2] * 2, color="0.55", lw=1.2, zorder=1)
+            ax.text(math.sqrt(x0 * x1), hi, f"{lo:,.0f}" + (f"-{hi:,.0f}" if hi > lo else ""),
+                    ha="center", va="bottom", fontsize=7, color="0.4")
+            ys += [lo, hi]
+        if ys:              # at least a decade, so a lone figure is not stretched over the panel
+            top, bottom = max(ys) * 1.6, min(ys) / 1.6
+            mid = math.sqrt(top * bottom)
+            ax.set_ylim(min(bottom, mid / 4), max(top, mid * 4))
+        for label, xs, ys in fig_data[name]:
+            ax.plot(xs, ys, marker=marks[name], ms=3.5, lw=1.4, label=label, zorder=3)
+        for x, label in fig_data["lines"]:
+            ax.axvline(x, color="0.35", lw=0.8, ls="--", zorder=2)
+            if ax is lat:
+                ax.text(x, 0.02, f" {label}", rotation=90, va="bottom", fontsize=7,
+                        transform=ax.get_xaxis_transform())
         ax.set_yscale("log")
-        ax.set_xlabel("size of the level (bytes)")
-        ax.set_ylabel(what)
-    lat.set_title("latency: measured (red) in the published range (grey)", fontsize=9)
-    bw.set_title("bandwidth: measured (blue), published (grey)", fontsize=9)
+        ax.set_ylabel(unit)
+        if fig_data[name]:
+            ax.legend(fontsize=7, loc="upper left" if ax is lat else "lower left")
+        elif not fig_data[f"{name}_bands"]:
+            ax.text(0.5, 0.5, "nothing measured, no published figure", ha="center",
+                    transform=ax.transAxes, fontsize=8, color="0.4")
+    for x, text in fig_data["bandwidth_notes"]:
+        bw.text(x, 0.5, text, ha="center", fontsize=7, color="0.4",
+                transform=bw.get_xaxis_transform())
+    for x, level in fig_data["levels"]:
+        lat.text(x, 1.01, level, ha="center", va="bottom", fontsize=8,
+                 transform=lat.get_xaxis_transform())
+    bw.set_xscale("log", base=2)
+    bw.set_xlim(*fig_data["x_range"])
+    bw.set_xlabel("working set (bytes)")
+    fig.suptitle(fig_data["title"], fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "memory_card.png"), dpi=100)
     plt.close(fig)
@@ -406,8 +560,8 @@ def _plot_card(card: Sequence[dict], out_dir: str, plt: Any) -> str:
 def plot(rows: Sequence[dict], out_dir: str, *, measure: bool, quick: bool,
          card: Sequence[dict] = ()) -> list[str]:
     """PNG plots of the report into ``out_dir`` (needs matplotlib; [] without it):
-    the memory card's levels (latency and bandwidth against size, beside the published
-    figures), the access lesson's gld efficiency against offsets 0..32 with the model's
+    the memory card's figure (:func:`card_figure`: latency and bandwidth against working
+    set, measured by :func:`card_curves` on a GPU, beside the published figures), the access lesson's gld efficiency against offsets 0..32 with the model's
     line, and matmul GFLOP/s per variant (the model's FLOPs per loaded float without a
     GPU).  Returns the file names written (:func:`plot_names` says which it would)."""
     try:
@@ -416,7 +570,11 @@ def plot(rows: Sequence[dict], out_dir: str, *, measure: bool, quick: bool,
         import matplotlib.pyplot as plt
     except ImportError:
         return []
-    names = [_plot_card(card, out_dir, plt)] if card else []
+    names = []
+    if card:
+        device = runtime.device().name if measure else card_reference(False)[1]
+        curves = card_curves(measure=measure, quick=quick)
+        names.append(_plot_card(card_figure(card, curves, device), out_dir, plt))
     t = offset_sweep(range(0, 33), n=2**22 if quick else 2**24, repeat=3,
                             progress=False)
     fig, ax = plt.subplots(figsize=(6, 3.5))

@@ -356,7 +356,7 @@ class FakeGPU:
             name=name, multiprocessors=132, l2_cache_size=50 * 2**20,
             theoretical_bandwidth_gbps=3352.0, compute_capability=(9, 0),
             shared_memory_per_multiprocessor=228 * 1024, total_memory=80 * 2**30,
-            clock_khz=1_980_000))
+            clock_khz=1_980_000, registers_per_multiprocessor=65536))
         # the clusters lesson's chases, DSMEM reads and histograms
         clu = sys.modules["gpumem.lessons.clusters"]
         monkeypatch.setattr(clu, "_chase_cycles", lambda v, steps: {"local": 30.0}.get(v, 200.0))
@@ -595,19 +595,23 @@ def test_cli_quick_report_json_on_a_gpu(capsys, tmp_path):
     assert doc["gpu"] is True and doc["device"] == gm.device().name
     assert all(r["measured"] for r in doc["rows"] if r["lesson"] != "matmul")
     assert [r["level"] for r in doc["card"]] == LEVELS
-    assert all(r["ns"] is not None and r["ns"] > 0 for r in doc["card"])    # every level measured
+    # every level measured but the registers (an operand: no load to time)
+    assert all(r["ns"] is not None and r["ns"] > 0 for r in doc["card"][1:])
+    assert doc["card"][0]["level"] == "registers" and doc["card"][0]["size"] == \
+        4 * gm.device().registers_per_multiprocessor
     assert doc["elapsed_s"] < 15, f"report --quick took {doc['elapsed_s']} s"
     assert os.path.exists(tmp_path / "report.html")
 
 
 # ---- the memory card ----------------------------------------------------------------------
-LEVELS = ["shared", "constant", "L1", "distributed shared", "L2 near", "L2 far", "device memory",
+LEVELS = ["registers", "shared", "constant", "L1", "distributed shared", "L2 near", "L2 far", "device memory",
           "host -> device", "device -> host", "pool, 1 MiB", "cudaMalloc, 1 MiB"]
 
 
 def test_the_card_comes_from_the_lessons_declarations():
     assert report.CARDS == [(d.name, d.card) for d in gm.lessons.declarations() if d.card]
-    assert {name for name, _ in report.CARDS} == {"ladder", "transfer", "allocation", "clusters"}
+    assert {name for name, _ in report.CARDS} == {"spaces", "ladder", "transfer", "allocation",
+                                                  "clusters"}
 
 
 def test_card_without_a_gpu_shows_sizes_and_published_figures():
@@ -624,6 +628,9 @@ def test_card_without_a_gpu_shows_sizes_and_published_figures():
     assert by["device memory"]["size_text"] == "80 GB"
     assert by["host -> device"]["size_text"] == "PCIe 5.0 x16"
     assert by["host -> device"]["published_GB/s"] == 64.0
+    assert by["registers"]["size"] == 256 * 2**10
+    assert by["registers"]["size_text"] == "256 KiB/SM (64 Ki x 32-bit)"
+    assert by["registers"]["published"] == "64 Ki x 32-bit/SM (cc 9.0)"
     assert "no GPU" in report.card_title(False)
     text = report.card_table(rows, report.card_title(False)).to_text(0)
     assert "570-860 cyc, 3,350 GB/s" in text
@@ -641,9 +648,23 @@ def test_card_on_a_gpu_without_published_figures(monkeypatch):
     assert by["pool, 1 MiB"]["ns"] == pytest.approx(1000.0)        # 0.5 + 0.5 us
     assert by["cudaMalloc, 1 MiB"]["ns"] == pytest.approx(50000.0)
     assert by["pool, 1 MiB"]["size_text"] == "64 MiB reserved"
-    assert all(r["published"] == "" and r["GB/s_ratio"] is None for r in rows)
+    # the register file is published per compute capability, not per GPU
+    assert by["registers"]["published"] == "64 Ki x 32-bit/SM (cc 9.0)"
+    assert by["registers"]["size"] == 4 * 65536 and by["registers"]["ns"] is None
+    assert all(r["published"] == "" and r["GB/s_ratio"] is None for r in rows
+               if r["level"] != "registers")
     assert report.card_title(True) == ("memory card of Fake GPU (no published figures are "
                                        "known for this GPU)")
+
+
+def test_the_registers_of_a_compute_capability_the_model_lacks(monkeypatch):
+    monkeypatch.setattr(gm.runtime, "device", lambda: types.SimpleNamespace(
+        registers_per_multiprocessor=32768, compute_capability=(8, 8)))
+    (row,) = gm.lessons.spaces.LESSON.card(True, True)
+    assert (row["level"], row["size"], row["size_text"]) == ("registers", 131072,
+                                                            "128 KiB/SM (32 Ki x 32-bit)")
+    assert row["published"] == "" and row["source"] is None and row["cycles"] is None
+    assert "the device's attributes" in row["how"]
 
 
 def test_card_on_an_h100_sets_ratios(monkeypatch):
@@ -692,3 +713,21 @@ def test_the_card_on_a_gpu_climbs_the_hierarchy():
     assert by["pool, 1 MiB"]["ns"] < by["cudaMalloc, 1 MiB"]["ns"]
     if gm.runtime.published.published(gm.device().name) is not None:
         assert 0.3 < by["device memory"]["GB/s_ratio"] < 1.1
+
+
+@pytest.mark.gpu
+def test_the_card_figure_measures_the_ladder_on_a_gpu(tmp_path):
+    t0 = time.perf_counter()
+    curves = report.card_curves(quick=True)
+    seconds = time.perf_counter() - t0
+    fig = report.card_figure(report.card(measure=False), curves, gm.device().name)
+    lat = {label: (xs, ys) for label, xs, ys in fig["latency"]}
+    xs, ys = lat["global, ld.ca: L1, L2, device memory"]
+    assert (xs[0], xs[-1]) == (4 * 2**10, 256 * 2**20)
+    assert ys[0] < 100 and ys[-1] > 3 * ys[0], ys            # L1, then device memory
+    assert max(lat["shared memory"][1]) < 100
+    bw = {label: (xs, ys) for label, xs, ys in fig["bandwidth"]}
+    per_sm = bw["read, each SM its own copy (scope=block)"][1]
+    grid = bw["read once by the whole grid (scope=grid)"][1]
+    assert per_sm[0] > 2 * grid[-1], (per_sm, grid)         # L1 against device memory
+    assert seconds < 5, f"the quick figure's sweeps took {seconds:.1f} s"

@@ -134,3 +134,105 @@ def test_chromium_renders_the_page_offline(page, tmp_path):
     assert (width, height) == (1200, 1600)
     # not blank: many distinct byte values (text, table rules and figures), not one colour
     assert len(set(raw)) > 16 and raw.count(raw[1:2]) < 0.98 * len(raw)
+
+
+# ---- the memory card's figure: latency and bandwidth against working set ---------------------
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+
+def test_the_card_figure_without_a_gpu_draws_the_published_levels():
+    fig = report.card_figure(report.card(measure=False), None, "H100 SXM")
+    assert not fig["measured"] and fig["latency"] == [] and fig["bandwidth"] == []
+    assert fig["title"].startswith("no GPU, nothing measured: the published figures of the "
+                                   "H100 SXM")
+    # the cache sizes from the card's rows: unified L1 + shared of cc 9.0, half the L2, the L2
+    assert [x for x, _ in fig["lines"]] == [256 * KiB, 25 * MiB, 50 * MiB]
+    assert [label for _, label in fig["lines"]] == ["L1 + shared per SM: 256 KiB",
+                                                    "half the L2: 25 MiB", "L2: 50 MiB"]
+    assert fig["latency_bands"] == [("L1", 4 * KiB, 256 * KiB, 32.0, 40.0),
+                                    ("L2 near", 256 * KiB, 25 * MiB, 220.0, 265.0),
+                                    ("L2 far", 25 * MiB, 50 * MiB, 470.0, 500.0),
+                                    ("device memory", 50 * MiB, 1 * GiB, 570.0, 860.0)]
+    assert fig["bandwidth_bands"] == [("device memory", 50 * MiB, 1 * GiB, 3350.0, 3350.0)]
+    assert fig["bandwidth_notes"] == [(32 * KiB, "L1: 128 B/clk/SM published")]
+    assert [name for _, name in fig["levels"]] == ["L1", "L2 near", "L2 far", "device memory"]
+    assert fig["levels"][0][0] == pytest.approx(32 * KiB)       # the middle of 4..256 KiB, log2
+
+
+def ladder_tables():
+    """Ladder tables as latency_ladder and bandwidth_ladder give them: rows in plan order,
+    one row unmeasured (None), the working sets not sorted within a path."""
+    lat = gm.Table([
+        {"working set": 4 * MiB, "variant": "ca", "cycles/load": 262.5},
+        {"working set": 12 * KiB, "variant": "ca", "cycles/load": 33.25},
+        {"working set": 3 * GiB // 4, "variant": "ca", "cycles/load": 701.0},
+        {"working set": 40 * MiB, "variant": "ca", "cycles/load": None},
+        {"working set": 40 * KiB, "variant": "shared", "cycles/load": 29.5},
+        {"working set": 8 * KiB, "variant": "shared", "cycles/load": 30.5}])
+    bw = gm.Table([
+        {"working set": 48 * KiB, "variant": "shared", "scope": "block", "GB/s": 31000.0},
+        {"working set": 96 * KiB, "variant": "read", "scope": "block", "GB/s": 24000.5},
+        {"working set": 1 * MiB, "variant": "read", "scope": "block", "GB/s": 7100.0},
+        {"working set": 1 * MiB, "variant": "read", "scope": "grid", "GB/s": 6900.0},
+        {"working set": 512 * MiB, "variant": "read", "scope": "grid", "GB/s": 3001.0}])
+    return {"latency": lat, "bandwidth": bw}
+
+
+def test_the_card_figure_draws_each_measured_path_sorted_by_working_set():
+    fig = report.card_figure(report.card(measure=False), ladder_tables(), "Some GPU")
+    assert fig["measured"] and fig["title"].startswith("Some GPU: latency and bandwidth")
+    lat = {label: (xs, ys) for label, xs, ys in fig["latency"]}
+    assert lat == {"global, ld.ca: L1, L2, device memory": ([12 * KiB, 4 * MiB, 3 * GiB // 4],
+                                                           [33.25, 262.5, 701.0]),
+                   "shared memory": ([8 * KiB, 40 * KiB], [30.5, 29.5])}
+    bw = {label: (xs, ys) for label, xs, ys in fig["bandwidth"]}
+    assert bw["read, each SM its own copy (scope=block)"] == ([96 * KiB, 1 * MiB],
+                                                              [24000.5, 7100.0])
+    assert bw["read once by the whole grid (scope=grid)"] == ([1 * MiB, 512 * MiB],
+                                                              [6900.0, 3001.0])
+    assert bw["shared memory, each SM its own copy"] == ([48 * KiB], [31000.0])
+    # the axis spans the working sets measured; the published bands fill it
+    assert fig["x_range"] == (8 * KiB, 3 * GiB // 4)
+    assert fig["latency_bands"][0][1:3] == (8 * KiB, 256 * KiB)
+    assert fig["latency_bands"][-1][1:3] == (50 * MiB, 3 * GiB // 4)
+
+
+def test_card_curves_run_the_ladders_sweeps_on_the_figures_sets(monkeypatch):
+    calls = []
+    monkeypatch.setattr(report, "latency_ladder", lambda sets, **kw: calls.append(
+        ("latency", tuple(sets), kw)) or "lat")
+    monkeypatch.setattr(report, "bandwidth_ladder", lambda sets, **kw: calls.append(
+        ("bandwidth", tuple(sets), kw)) or "bw")
+    assert report.card_curves(measure=False) is None and calls == []
+    assert report.card_curves(measure=True, quick=True) == {"latency": "lat", "bandwidth": "bw"}
+    (_, lsets, lkw), (_, bsets, bkw) = calls
+    assert lsets == report.CURVE_LATENCY_SETS[True] and lkw["steps"] == 2048
+    assert lkw["variants"] == ("ca", "shared", "constant")
+    assert bsets == report.CURVE_BANDWIDTH_SETS[True] and bkw["anchor"] is False
+    assert bkw["variants"] == ("shared", "read") and bkw["repeat"] == 3
+    calls.clear()
+    report.card_curves(measure=True)
+    assert calls[0][1] == report.CURVE_LATENCY_SETS[False] and calls[0][2]["steps"] == 8192
+    assert "cg" in calls[0][2]["variants"] and calls[1][2]["repeat"] == 5
+    # the figure's rings reach past the L2 of every GPU gpumem knows, and fit the kernel
+    from gpumem.lessons import ladder
+    from gpumem.runtime.published import published, published_gpus
+    l2 = max(published(g).get("l2_mb") for g in published_gpus()) * 10**6
+    for quick in (False, True):
+        assert 2 * l2 <= max(report.CURVE_LATENCY_SETS[quick]) <= ladder.MAX_WORKING_SET
+        assert 2 * l2 <= max(report.CURVE_BANDWIDTH_SETS[quick])
+    with pytest.raises(TypeError, match="quick"):
+        report.card_curves(quick="yes")
+
+
+def test_the_card_figure_is_drawn_from_the_curves(monkeypatch, tmp_path):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(report, "card_curves", lambda measure, quick: ladder_tables())
+    monkeypatch.setattr(gm.runtime, "device", lambda: type("D", (), {"name": "Some GPU"})())
+    monkeypatch.setattr(report, "offset_sweep", lambda *a, **kw: gm.Table(
+        [{"offset": 0, "gld_efficiency": 100.0}]))
+    card = report.card(measure=False)
+    assert report.plot([], str(tmp_path), measure=True, quick=True, card=card) == [
+        "memory_card.png", "access_gld_efficiency.png"]
+    width, height, raw = png_pixels((tmp_path / "memory_card.png").read_bytes())
+    assert (width, height) == (1000, 750) and len(set(raw)) > 8

@@ -27,7 +27,7 @@ from ..tools.introspect import kernel_attributes, kernel_occupancy
 from ..tools.sweep import MAX_N, _bench, _choices, _int, _need_gpu, _repeat, _str
 from ..runtime.table import Table
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
-from ..tools import headline as hl
+from ..tools import card, headline as hl
 
 __all__ = [
     "REGCAP_CAPS", "REGCAP_LIVE", "divergence", "divergence_compare", "divergence_reference",
@@ -426,6 +426,36 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
                         "would measure spills and time)")]
 
 
+# ---- gpumem report: the memory card --------------------------------------------------------
+#: Where the register file's size per compute capability is published (the model's limits).
+REGISTERS_SOURCE = ("CUDA C++ Programming Guide, compute capabilities: 32-bit registers per "
+                    "SM (gpumem.model.ARCHS)")
+
+
+def _card(measure: bool, quick: bool) -> list[dict]:
+    """The registers on the memory card: the register file of one SM (the device's
+    attributes; without a GPU the model's compute capability), beside the figure the
+    programming guide gives for that compute capability.  Nothing is timed: a register
+    is an operand of the instruction, not a load a chase could wait on."""
+    if measure:
+        dev = runtime.device()
+        regs, cc = int(dev.registers_per_multiprocessor), "%d.%d" % tuple(dev.compute_capability)
+    else:
+        cc = hl.MODEL_CC
+        regs = model.ARCHS[cc].regs_per_sm
+    arch = model.ARCHS.get(cc)
+    kw = {"published_text": f"{arch.regs_per_sm // 1024} Ki x 32-bit/SM (cc {cc})",
+          "source": REGISTERS_SOURCE} if arch else {}
+    return [card.card_row("registers", "spaces", size=4 * regs,
+                          size_text_=f"{card.size_text(4 * regs, '/SM')} ({regs // 1024} Ki x "
+                                     "32-bit)",
+                          how="the register file's size: 32-bit registers per SM x 4 bytes "
+                              + ("(the device's attributes)" if measure else
+                                 f"(compute capability {cc}, the model's)")
+                              + "; latency not measured: a register is an operand, not a load",
+                          **kw)]
+
+
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
 def _sanitize_thread_histogram():
     for v in runtime.variants("thread_histogram"):
@@ -465,5 +495,6 @@ LESSON = Lesson(
     headline=_headline,
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
+    card=_card,
     model=(),
 )

@@ -37,7 +37,7 @@ __all__ = ["DEPTH", "card_row", "card_reference", "size_text", "published_latenc
 
 #: Where each level sits, from the SM outwards (the card's order; a level not named here
 #: goes last, in lesson order).
-DEPTH = {"shared": 1, "constant": 2, "L1": 3, "distributed shared": 3.5, "L2 near": 4,
+DEPTH = {"registers": 0, "shared": 1, "constant": 2, "L1": 3, "distributed shared": 3.5, "L2 near": 4,
          "L2 far": 5, "device memory": 6, "host -> device": 7, "device -> host": 8,
          "pool, 1 MiB": 9, "cudaMalloc, 1 MiB": 10}
 
