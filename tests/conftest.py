@@ -7,14 +7,7 @@ import types
 import numpy as np
 import pytest
 
-# tools/gpu-check on a machine of several GPUs runs pytest-xdist workers, one per GPU:
-# GPUMEM_TEST_GPUS lists the GPUs, and worker gwN takes the N-th (mod their number) before
-# gpumem or a child process touches CUDA.
-if os.environ.get("GPUMEM_TEST_GPUS") and os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
-    _gpus = os.environ["GPUMEM_TEST_GPUS"].split(",")
-    os.environ["CUDA_VISIBLE_DEVICES"] = _gpus[int(os.environ["PYTEST_XDIST_WORKER"][2:]) % len(_gpus)]
-
-import gpumem  # noqa: E402
+import gpumem
 
 REQUIRE_GPU = os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0")
 
