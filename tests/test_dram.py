@@ -160,17 +160,28 @@ def test_references_refuse_what_the_kernels_refuse():
 
 # ---- the sweeps in model mode (no GPU) ---------------------------------------------------------------
 def test_little_sweep_model_follows_littles_law(no_gpu):
-    t = dram.little_sweep(sms=100, latency_ns=500.0, peak_gbps=2000.0)
+    t = dram.little_sweep(sms=100, latency_ns=500.0, peak_gbps=2000.0, bank_ns=0)
     assert len(t) == sum(len(v) for v in dram.LITTLE_WAYS.values())
     for row in t:
         assert row["in_flight_per_sm"] == row["warps_per_sm"] * 32 * row["width"] * row["unroll"]
         assert row["model_GB/s"] == pytest.approx(min(2000.0, row["in_flight_per_sm"] * 100 / 500))
         assert row["GB/s"] is None
-    s = dram.little_summary(t, peak_gbps=2000.0, sms=100, latency_ns=500.0)
+    q = dram.little_sweep(sms=100, latency_ns=500.0, peak_gbps=2000.0, bank_ns=60.0)
+    for row in q:      # the queues: each point below the plain law, as the model computes it
+        assert row["model_GB/s"] == pytest.approx(dm.little_bandwidth(
+            row["in_flight_per_sm"], loads=row["unroll"], sms=100, latency_ns=500.0,
+            peak_gbps=2000.0, bank_ns=60.0))
+        assert row["model_GB/s"] < min(2000.0, row["in_flight_per_sm"] * 100 / 500)
+    assert "banks busy 60 ns" in q.title
+    s = dram.little_summary(t, peak_gbps=2000.0, sms=100, latency_ns=500.0, bank_ns=0)
     assert s["latency_x_bandwidth_per_sm"] == pytest.approx(10000.0)
     assert s["source"] == "model"
     # 90% of 2000 GB/s: between the points at 8 KiB (1638 GB/s) and 16 KiB (2000), linearly
     assert s["in_flight_per_sm_needed"] == pytest.approx(8192 + (1800 - 1638.4) / 361.6 * 8192)
+    assert s["model_in_flight_per_sm_needed"] == pytest.approx(9000.0)      # 0.9 x the product
+    s = dram.little_summary(q, peak_gbps=2000.0, sms=100, latency_ns=500.0, bank_ns=60.0)
+    assert s["model_in_flight_per_sm_needed"] == pytest.approx(
+        dm.little_bytes(0.9, sms=100, latency_ns=500.0, peak_gbps=2000.0, bank_ns=60.0))
 
 
 def test_burst_sweep_model(no_gpu):
@@ -192,6 +203,7 @@ def test_channel_sweep_streams_fit(no_gpu):
     (lambda: dram.little_sweep(ways="diagonal"), "diagonal"),
     (lambda: dram.little_sweep(n=2**28 + 1), "n="),
     (lambda: dram.little_sweep(block=100), "block=100"),
+    (lambda: dram.little_sweep(bank_ns=-1.0), "bank_ns=-1.0"),
     (lambda: dram.burst_sweep((12,)), "12"),
     (lambda: dram.channel_sweep((65536 * 3,)), "196608"),
     (lambda: dram.channel_sweep(chunk=3000), "chunk=3000"),
@@ -210,8 +222,9 @@ def test_headline_without_gpu_shows_the_model():
     (row,) = dram._headline(False, True)
     assert row["lesson"] == "dram"
     assert row["measured_text"].startswith("would measure")
-    assert row["model"]["in_flight_per_sm_for_90pct"] == pytest.approx(
-        0.9 * dm.latency_bandwidth_product())
+    assert row["model"]["in_flight_per_sm_for_90pct"] == pytest.approx(dm.little_bytes(0.9))
+    assert row["model"]["latency_x_bandwidth_per_sm"] == pytest.approx(
+        dm.latency_bandwidth_product())
 
 
 # ---- on the GPU: the kernels against the references --------------------------------------------------

@@ -271,11 +271,11 @@ def channels_reference(a, streams: int, *, placement: str = "strided", stride: i
 
 
 # ---- the sweeps ---------------------------------------------------------------------------
-def _anchors(sms, latency_ns, peak_gbps, measure: bool, repeat: int) -> dict:
+def _anchors(sms, latency_ns, peak_gbps, bank_ns, measure: bool, repeat: int) -> dict:
     """The model's figures: the arguments where given, else measured (SMs, the device
     copy) where a GPU is at hand, else the H100 anchors of gpumem.model.dram."""
     got = {"sms": sms, "latency_ns": latency_ns, "peak_gbps": peak_gbps,
-           "peak_source": "given"}
+           "bank_ns": dm.DRAM_BANK_NS if bank_ns is None else bank_ns, "peak_source": "given"}
     if sms is None:
         got["sms"] = runtime.device().multiprocessors if measure else dm.H100_SMS
     if latency_ns is None:
@@ -292,18 +292,21 @@ def _anchors(sms, latency_ns, peak_gbps, measure: bool, repeat: int) -> dict:
     return got
 
 
-def _figures(fn: str, sms, latency_ns, peak_gbps) -> tuple:
-    """The model's figures a sweep or summary was given (None: its default), checked."""
+def _figures(fn: str, sms, latency_ns, peak_gbps, bank_ns=None) -> tuple:
+    """The model's figures a sweep or summary was given (None: its default), checked
+    (``bank_ns`` may be 0: the plain Little's law)."""
     if sms is not None:
         sms = _int(fn, "sms", sms, 1, 1 << 16)
     got = [sms]
-    for name, v in (("latency_ns", latency_ns), ("peak_gbps", peak_gbps)):
+    for name, v in (("latency_ns", latency_ns), ("peak_gbps", peak_gbps), ("bank_ns", bank_ns)):
         if v is not None:
             if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
                 raise TypeError(f"{fn}: {name} must be a number, not {type(v).__name__}")
-            if not (0 < v < float("inf")):
-                raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be positive "
-                                 "and finite")
+            low_ok = v >= 0 if name == "bank_ns" else v > 0
+            if not (low_ok and v < float("inf")):
+                raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be "
+                                 + ("non-negative" if name == "bank_ns" else "positive")
+                                 + " and finite")
             v = float(v)
         got.append(v)
     return tuple(got)
@@ -322,7 +325,7 @@ LITTLE_WAYS = {
 def little_sweep(ways: str | Sequence[str] = tuple(LITTLE_WAYS), *, n: int = 1 << 28,
                  block: int = 256, repeat: int = 10, progress: bool = False,
                  sms: int | None = None, latency_ns: float | None = None,
-                 peak_gbps: float | None = None) -> Table:
+                 peak_gbps: float | None = None, bank_ns: float | None = None) -> Table:
     """:func:`dram_stream`'s bandwidth against the bytes in flight per SM, varied by
     resident warps, unroll and width (:data:`LITTLE_WAYS`), beside Little's law.
 
@@ -340,9 +343,12 @@ def little_sweep(ways: str | Sequence[str] = tuple(LITTLE_WAYS), *, n: int = 1 <
         Threads per block, a multiple of 32 (default 256: 8 warps).
     repeat : int
         Timed launches per point (median; L2 evicted before each).
-    sms, latency_ns, peak_gbps : optional
-        The model's figures (default: measured SMs and device copy, the
-        H100's 343 ns DRAM latency).
+    sms, latency_ns, peak_gbps, bank_ns : optional
+        The model's figures (:func:`gpumem.model.dram.little_bandwidth`; default:
+        measured SMs and device copy, the H100's 351 ns DRAM latency from the
+        latency ladder -- pass your GPU's, e.g. ``gpumem.latency(1 << 30).ns_per_load`` --
+        and a bank busy 45 ns per access; ``bank_ns=0``: the plain law).
+        The model takes each point's unroll as its independent loads.
 
     Returns
     -------
@@ -350,10 +356,11 @@ def little_sweep(ways: str | Sequence[str] = tuple(LITTLE_WAYS), *, n: int = 1 <
     in_flight_per_sm (bytes), ms, GB/s, model_GB/s, measured/model.
     """
     return _little("little_sweep", ways, n, block, repeat, progress, sms, latency_ns, peak_gbps,
-                   runtime.is_available())
+                   runtime.is_available(), bank_ns)
 
 
-def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gpu) -> Table:
+def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gpu,
+            bank_ns=None) -> Table:
     ways = _choices(fn, "ways", ways, tuple(LITTLE_WAYS))
     n = _int(fn, "n", n, 1, MAX_BUFFER // 4)
     block = _int(fn, "block", block, 32, 1024)
@@ -361,8 +368,8 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
         raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
     repeat = _repeat(fn, repeat)
     progress = _flag(fn, "progress", progress)
-    sms, latency_ns, peak_gbps = _figures(fn, sms, latency_ns, peak_gbps)
-    fig = _anchors(sms, latency_ns, peak_gbps, gpu, repeat)
+    sms, latency_ns, peak_gbps, bank_ns = _figures(fn, sms, latency_ns, peak_gbps, bank_ns)
+    fig = _anchors(sms, latency_ns, peak_gbps, bank_ns, gpu, repeat)
     a = runtime.to_device(np.ones(n, np.float32)) if gpu else None
     rows = []
     points = [(way, *pt) for way in ways for pt in LITTLE_WAYS[way]]
@@ -374,8 +381,9 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
             resident = min(bps, occ.blocks_per_sm)
         warps = resident * block // 32
         inflight = dm.bytes_in_flight(warps, WIDTHS[width], unroll)
-        model = dm.little_bandwidth(inflight, sms=fig["sms"], latency_ns=fig["latency_ns"],
-                                    peak_gbps=fig["peak_gbps"])
+        model = dm.little_bandwidth(inflight, loads=unroll, sms=fig["sms"],
+                                    latency_ns=fig["latency_ns"], peak_gbps=fig["peak_gbps"],
+                                    bank_ns=fig["bank_ns"])
         row.update(resident=resident, warps_per_sm=warps, width=WIDTHS[width], unroll=unroll,
                    in_flight_per_sm=inflight, ms=None, **{"GB/s": None, "model_GB/s": model,
                                                           "measured/model": None})
@@ -386,8 +394,8 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
             row.update(ms=r.median_ms, **{"GB/s": r.gbps, "measured/model": r.gbps / model})
         rows.append(row)
     title = (f"Little's law: dram_stream of {n * 4 / 2**20:.0f} MiB, block {block}; model: "
-             f"{fig['sms']} SMs, {fig['latency_ns']:.0f} ns, peak {fig['peak_gbps']:.0f} GB/s "
-             f"({fig['peak_source']})")
+             f"{fig['sms']} SMs, {fig['latency_ns']:.0f} ns, banks busy {fig['bank_ns']:.0f} ns, "
+             f"peak {fig['peak_gbps']:.0f} GB/s ({fig['peak_source']})")
     if not gpu:
         title += " (no GPU: model only, times not measured)"
     src = {"model_GB/s": "model"}
@@ -399,10 +407,13 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
 
 
 def little_summary(table: Table, fraction: float = 0.9, *, sms: int | None = None,
-                   latency_ns: float | None = None, peak_gbps: float | None = None) -> dict:
+                   latency_ns: float | None = None, peak_gbps: float | None = None,
+                   bank_ns: float | None = None) -> dict:
     """From a :func:`little_sweep` table: the bytes in flight per SM at which the
     measured (else the modelled) curve reaches ``fraction`` of its peak, beside
-    the latency x bandwidth product per SM."""
+    the latency x bandwidth product per SM (the plain law's answer) and the
+    model's answer with the banks' queues (one load per thread per round;
+    None for ``fraction`` 1, which the model reaches only in the limit)."""
     fn = "little_summary"
     if not isinstance(table, Table):
         raise TypeError(f"{fn}: table must be a gpumem.Table from little_sweep, not "
@@ -414,19 +425,23 @@ def little_summary(table: Table, fraction: float = 0.9, *, sms: int | None = Non
         raise TypeError(f"{fn}: fraction must be a number, not {type(fraction).__name__}")
     if not 0 < fraction <= 1:
         raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1]")
-    sms, latency_ns, peak_gbps = _figures(fn, sms, latency_ns, peak_gbps)
+    sms, latency_ns, peak_gbps, bank_ns = _figures(fn, sms, latency_ns, peak_gbps, bank_ns)
     meas = [(x, y) for x, y in zip(table["in_flight_per_sm"], table["GB/s"]) if y is not None]
     col = "GB/s" if meas else "model_GB/s"
     pts = meas or list(zip(table["in_flight_per_sm"], table["model_GB/s"]))
     peak = peak_gbps if peak_gbps is not None else max(y for _, y in pts)
     need = dm.bytes_for_fraction(pts, fraction, peak)
-    lbp = dm.latency_bandwidth_product(sms=sms or dm.H100_SMS,
-                                       latency_ns=latency_ns or dm.H100_DRAM_LATENCY_NS,
-                                       peak_gbps=peak)
+    figs = dict(sms=sms or dm.H100_SMS, latency_ns=latency_ns or dm.H100_DRAM_LATENCY_NS,
+                peak_gbps=peak)
+    lbp = dm.latency_bandwidth_product(**figs)
+    model = (None if fraction >= 1 else
+             dm.little_bytes(fraction, bank_ns=dm.DRAM_BANK_NS if bank_ns is None else bank_ns,
+                             **figs))
     return {"source": "measured" if meas else "model", "column": col, "peak_GB/s": peak,
             "fraction": fraction, "in_flight_per_sm_needed": need,
             "latency_x_bandwidth_per_sm": lbp,
-            "needed/product": None if need is None else need / lbp}
+            "needed/product": None if need is None else need / lbp,
+            "model_in_flight_per_sm_needed": model}
 
 
 #: burst_sweep's counters: sectors the loads requested, their requests, DRAM bytes read.
@@ -600,11 +615,13 @@ def _try_counters(metrics, calls):
 # ---- gpumem report: the headline and the full sweeps ------------------------------------------
 def _headline(measure: bool, quick: bool) -> list[dict]:
     lbp = dm.latency_bandwidth_product()
-    mod = {"in_flight_per_sm_for_90pct": 0.9 * lbp, "latency_x_bandwidth_per_sm": lbp,
+    need = dm.little_bytes(0.9)
+    mod = {"in_flight_per_sm_for_90pct": need, "latency_x_bandwidth_per_sm": lbp,
            "dram_bytes_per_sector_floor": dm.SECTOR}
-    mtext = (f"Little's law: {0.9 * lbp / 1024:.1f} KiB in flight per SM for 90% of "
-             f"{dm.H100_PEAK_GBPS:.0f} GB/s ({dm.H100_DRAM_LATENCY_NS:.0f} ns x bandwidth / "
-             f"{dm.H100_SMS} SMs = {lbp / 1024:.1f} KiB); a lone sector: 32 DRAM bytes at least")
+    mtext = (f"Little's law with the banks' queues: {need / 1024:.1f} KiB in flight per SM for "
+             f"90% of {dm.H100_PEAK_GBPS:.0f} GB/s, {need / lbp:.1f}x the latency x bandwidth "
+             f"product ({dm.H100_DRAM_LATENCY_NS:.0f} ns x bandwidth / {dm.H100_SMS} SMs = "
+             f"{lbp / 1024:.1f} KiB); a lone sector: 32 DRAM bytes at least")
     what = "dram_stream bytes in flight per SM for 90% of peak; dram_burst DRAM bytes per sector"
     take = "the bytes in flight, not the way they are produced, set the DRAM bandwidth"
     if not measure:
@@ -620,7 +637,8 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
             "best_GB/s": max(v for v in t["GB/s"] if v is not None)}
     text = (f"90% of {s['peak_GB/s']:,.0f} GB/s needs "
             + ("more than the sweep's most" if s["in_flight_per_sm_needed"] is None else
-               f"{s['in_flight_per_sm_needed'] / 1024:.1f} KiB") + " in flight per SM")
+               f"{s['in_flight_per_sm_needed'] / 1024:.1f} KiB ({s['needed/product']:.1f}x the "
+               "latency x bandwidth product)") + " in flight per SM")
     b = _burst("dram headline", (32,), 1 << 18 if quick else 1 << 20, n, 0, 3 if quick else 10,
                False, True)
     per = b["dram_bytes_per_sector"][0]
