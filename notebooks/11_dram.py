@@ -153,11 +153,15 @@ burst
 # ## 3 · Channels: strides a power of two apart
 #
 # Warps each stream a 64 KiB chunk; the chunks start a power of two apart (strided) or at
-# random chunk-aligned places (random), with the same number of warps. The buffer is at most
-# 1 GiB, so the largest strides hold few warps: compare strided with random in the same row
-# pair, not across strides. The counters tried for the balance across L2 slices and DRAM
-# channels (`.max` / `.avg` over the units) show as None where CUPTI does not take them.
+# random chunk-aligned places (random), with the same number of warps. Strides from 64 B to
+# 64 MiB (every second power of two here): below the chunk the chunks cannot sit a stride
+# apart without overlapping, so they interleave -- warp w reads stride-byte pieces at
+# w × stride + q × streams × stride -- and neighbouring warps still start a stride apart. The
+# buffer is at most 1 GiB, so the largest strides hold few warps: compare strided with random
+# in the same row pair, not across strides. The counters tried for the balance across L2
+# slices and DRAM channels (`.max` / `.avg` over the units) show as None where CUPTI does not
+# take them.
 
 # %%
-chan = dram.channel_sweep(n=N, repeat=5, max_streams=2048)
+chan = dram.channel_sweep([64 << 2 * k for k in range(11)], n=N, repeat=5, max_streams=2048)
 chan

@@ -132,10 +132,14 @@ def dram_channels(a: Array, streams: int, *, placement: str = "strided", stride:
     """``streams`` warps each stream ``chunk`` contiguous bytes of ``a``.
 
     ``placement="strided"``: warp ``w`` starts at byte ``w * stride`` (a power
-    of two >= chunk; 0: the chunk, warps back to back).  At every step all
+    of two >= 32; 0: the chunk, warps back to back).  At every step all
     warps sit at the same offset modulo the stride: if the memory controller
     picked the channel from low address bits alone, a large power-of-two
-    stride would send every warp to one channel.  ``placement="random"``: warp
+    stride would send every warp to one channel.  A stride below the chunk
+    interleaves the chunks instead of overlapping them: warp ``w`` reads
+    ``stride``-byte pieces at ``w * stride + q * streams * stride`` (q = 0 ..
+    chunk / stride - 1), so neighbouring warps still start a stride apart,
+    all the streams together read ``streams * chunk`` bytes once each.  ``placement="random"``: warp
     ``w`` starts at a random chunk-aligned place (:func:`channel_starts`: a
     seeded permutation of the power-of-two number of chunk slots), the
     control.  Each warp reads 2 KiB per step (four 16-byte loads per lane).
@@ -147,7 +151,8 @@ def dram_channels(a: Array, streams: int, *, placement: str = "strided", stride:
         Warps, 1..2^24, each its own stream (the chunks must fit in ``a``).
     placement : {"strided", "random"}
     stride : int
-        Bytes between the starts (strided only; 0 for random).
+        Bytes between the starts (strided only; 0 for random): 0 or a power of
+        two >= 32; below ``chunk``, the chunks interleave in pieces of this size.
     chunk : int
         Bytes per stream, a power of two from 2048 to 2^30.
     seed : int
@@ -265,7 +270,12 @@ def channels_reference(a, streams: int, *, placement: str = "strided", stride: i
     starts = channel_starts(streams, placement=placement, stride=stride, chunk=chunk,
                             nbytes=4 * a.size, seed=seed) // 4
     cs = np.concatenate([[0.0], np.cumsum(a, dtype=np.float64)])
-    sums = cs[starts + chunk // 4] - cs[starts]
+    if placement == "strided" and 0 < stride < chunk:      # interleaved pieces of stride bytes
+        piece, pitch = stride // 4, streams * stride // 4
+        first = starts[:, None] + pitch * np.arange(chunk // stride, dtype=np.int64)
+        sums = (cs[first + piece] - cs[first]).sum(axis=1)
+    else:
+        sums = cs[starts + chunk // 4] - cs[starts]
     grid = -(-32 * streams // block)
     return _by_block(sums, np.arange(streams, dtype=np.int64) * 32 // block, grid)
 
@@ -525,12 +535,15 @@ def channel_sweep(strides: Sequence[int] | None = None, *,
                   metrics: Sequence[str] | None = CHANNEL_METRICS) -> Table:
     """:func:`dram_channels`, strided against random placement at each stride.
 
-    Each stride runs ``min(max_streams, (4n - chunk) // stride + 1)`` warps,
-    the strided and the random placement with the same number, so their ratio
-    shows the placement alone (at the largest strides the 1 GiB buffer holds
-    few streams: both are slow, the ratio still tells).  Strides below the
-    chunk would overlap the chunks: the smallest stride, the chunk, is the
-    streams back to back.  ``metrics`` are read in one profile block where
+    Each stride runs ``min(max_streams, (4n - chunk) // stride + 1)`` warps
+    (at most the power-of-two number of chunks in the buffer), the strided and
+    the random placement with the same number, so their ratio shows the
+    placement alone (at the largest strides the 1 GiB buffer holds few
+    streams: both are slow, the ratio still tells).  The default strides run
+    from 64 bytes to 64 MiB.  Strides below the chunk interleave the chunks in
+    stride-byte pieces (see :func:`dram_channels`): the warps a stride apart
+    at every step, every byte read once; at the chunk, the streams are back
+    to back.  ``metrics`` are read in one profile block where
     CUPTI takes them (else None: the title says which were tried).
 
     Returns
@@ -542,9 +555,9 @@ def channel_sweep(strides: Sequence[int] | None = None, *,
     chunk = _int(fn, "chunk", chunk, 2048, 4 * n)
     if chunk & (chunk - 1):
         raise ValueError(f"{fn}: chunk={chunk} is not allowed; chunk must be a power of two")
-    if strides is None:        # the chunk .. 64 MiB, within the buffer
-        strides = [chunk << k for k in range(64) if chunk << k <= min(1 << 26, 4 * n)]
-    ss = _ints(fn, "strides", strides, chunk, 4 * n)
+    if strides is None:        # 64 B .. 64 MiB, within the buffer
+        strides = [64 << k for k in range(64) if 64 << k <= min(1 << 26, 4 * n)]
+    ss = _ints(fn, "strides", strides, 32, 4 * n)
     for s in ss:
         if s & (s - 1):
             raise ValueError(f"{fn}: stride {s} is not allowed; strides must be powers of two")
@@ -669,6 +682,7 @@ def _sanitize() -> None:
         for pieces, block in ((1, 32), (1001, 96), (4099, 1024)):
             dram_burst(_f32(1003), pieces, piece=piece, seed=7, block=block)
     for streams, kw in ((1, {}), (5, {"stride": 8192, "chunk": 2048}),
+                        (3, {"stride": 32, "chunk": 4096, "block": 64}),
                         (7, {"placement": "random", "chunk": 4096, "block": 96})):
         dram_channels(_f32(16411), streams, **kw)
 
