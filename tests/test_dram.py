@@ -343,6 +343,7 @@ def test_burst_sectors_and_requests_equal_the_model(piece):
     got = p.records[0].metrics
     slots = dram.burst_slots(pieces, piece, 1 << 22, 11)
     exact = dm.burst_sectors(piece, pieces, slots)        # shared sectors within a warp: once
+    assert gm.model.predict_record(p.records[0])["gld_transactions"] == exact
     assert exact >= 0.99 * dm.burst_sectors(piece, pieces)
     assert got["gld_transactions"] == exact
     assert got["gld_requests"] == dm.burst_requests(piece, pieces)
@@ -368,6 +369,8 @@ def test_stream_and_channels_counters_equal_the_model(width, unroll, n):
                                      dm.channels_counts(9, 8192, 64),
                                      dm.channels_counts(9, 8192, 64))):
         assert {k: rec.metrics[k] for k in names} == {k: want[k] for k in names}, rec.kernel
+        predicted = gm.model.predict_record(rec)          # the registry, from the record
+        assert {k: rec.metrics[k] for k in names} == {k: predicted[k] for k in names}
 
 
 @gpu

@@ -698,5 +698,5 @@ LESSON = Lesson(
     headline=_headline,
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
-    model=(),
+    model=("dram_stream", "dram_burst", "dram_channels"),
 )

@@ -25,6 +25,9 @@ import math
 
 import numpy as np
 
+from ._launch import BYTES_MAX, REQUIRED as _REQ
+from .coalescing import coalesce_warps
+
 __all__ = ["H100_SMS", "H100_PEAK_GBPS", "H100_DRAM_LATENCY_NS", "DRAM_BANK_NS", "SECTOR", "WARP",
            "bytes_in_flight", "little_bandwidth", "little_bytes", "bytes_for_fraction",
            "latency_bandwidth_product",
@@ -323,3 +326,198 @@ def slot_permutation(w, bits: int, seed: int):
 
 
 _M64 = (1 << 64) - 1
+
+
+# ---- the registry's families: gpumem.model.predict("dram_stream", "float4", n=...) ----------
+def _stream_grid(variant: str, p: dict) -> int:
+    return p["grid"]
+
+
+def _burst_grid(variant: str, p: dict) -> int:
+    return -(-p["pieces"] * burst_lanes(p["piece"]) // p["block"])
+
+
+def _channels_grid(variant: str, p: dict) -> int:
+    return -(-WARP * p["streams"] // p["block"])
+
+
+def _launch(grid):
+    def launch(variant: str, p: dict) -> dict:
+        return {"grid": (grid(variant, p), 1, 1), "block": (p["block"], 1, 1)}
+    return launch
+
+
+def _whole_warps(where: str, p: dict) -> None:
+    if p["block"] % WARP or p["block"] < WARP:
+        raise ValueError(f"{where}: block={p['block']} is not allowed; block must be a multiple "
+                         "of 32 from 32 to 1024")
+
+
+def _recorded(where: str, p: dict, key: str, want) -> None:
+    """A parameter a LaunchRecord carries that the variant or the others fix: None or equal."""
+    if p[key] is not None and p[key] != want:
+        raise ValueError(f"{where}: {key}={p[key]!r} does not match this launch ({key} is "
+                         f"{want!r} here)")
+
+
+def _fits(where: str, p: dict) -> None:
+    if 4 * p["n"] > BYTES_MAX:
+        raise ValueError(f"{where}: n={p['n']} floats exceed the 2**63 - 1 bytes an array "
+                         "can hold")
+
+
+def _int_in(where: str, p: dict, key: str, lo: int, hi: int, allowed=None) -> None:
+    v = p[key]
+    if isinstance(v, bool) or not hasattr(v, "__index__"):
+        raise TypeError(f"{where}: {key} must be an int, not {type(v).__name__}")
+    v = p[key] = int(v.__index__())
+    if allowed is not None and v not in allowed:
+        raise ValueError(f"{where}: {key}={v} is not allowed; allowed: "
+                         f"{', '.join(map(str, allowed))}")
+    if not lo <= v <= hi:
+        raise ValueError(f"{where}: {key}={v} is not allowed; {key} must be {lo}..{hi}")
+
+
+def _check_stream(where: str, variant: str, p: dict) -> None:
+    _whole_warps(where, p)
+    _fits(where, p)
+    _int_in(where, p, "unroll", 1, 16, (1, 2, 4, 8, 16))
+    _int_in(where, p, "grid", 1, 1 << 20)
+    if p["n"] < 1:
+        raise ValueError(f"{where}: n=0 is not allowed; dram_stream needs at least one float")
+    _recorded(where, p, "width", variant)
+
+
+def _gen_stream(tally, axis, variant: str, p: dict) -> None:
+    """dram_stream: every warp-wide load of a full tile is 32 lanes x width contiguous bytes
+    on a 32 x width boundary; the partial tile's warps, row by row; the n % k tail floats
+    (one 4-byte load each, threads 0.. of block 0); one float stored per block."""
+    width = _WIDTHS[("float", "float2", "float4").index(variant)]
+    n, unroll, block = p["n"], p["unroll"], p["block"]
+    k = width // 4
+    nv, tile = n // k, block * unroll
+    tiles, r = divmod(nv, tile)
+    tally.affine("ld", 0, WARP, width, width, tiles * unroll * (block // WARP))
+    for j in range(unroll):
+        c = min(max(r - j * block, 0), block)
+        full, part = divmod(c, WARP)
+        first = (tiles * tile + j * block) * width
+        tally.affine("ld", first, WARP, width, width, full)
+        tally.affine("ld", first + full * WARP * width, part, width, width, 1)
+    tally.affine("ld", 4 * nv * k, n - nv * k, 4, 4, 1)
+    tally.affine("st", 0, 1, 4, 4, p["grid"])
+
+
+def _check_burst(where: str, variant: str, p: dict) -> None:
+    _whole_warps(where, p)
+    _fits(where, p)
+    _int_in(where, p, "piece", 4, 128, _PIECES)
+    _int_in(where, p, "pieces", 1, 2**31 - 1)
+    _int_in(where, p, "seed", 0, 2**31 - 1)
+    if 4 * p["n"] < p["piece"]:
+        raise ValueError(f"{where}: n={p['n']} floats hold no {p['piece']}-byte piece")
+    _recorded(where, p, "grid", _burst_grid(variant, p))
+
+
+def _gen_burst(tally, axis, variant: str, p: dict) -> None:
+    """dram_burst, exactly: each warp instruction reads 32 / lanes pieces at their random
+    slots; its units are the distinct slots x units per piece (a piece of at least one unit)
+    or the distinct units the slots fall in (a smaller piece).  Counted piece by piece
+    (the slots are random), 2^20 pieces at a time."""
+    piece, pieces, seed = p["piece"], p["pieces"], p["seed"]
+    g = tally.g["ld"]
+    lanes = burst_lanes(piece)
+    per_warp = WARP // lanes
+    slots = 4 * p["n"] // piece
+    step = per_warp << 15                                    # whole warps per batch
+    units = nbytes = 0
+    for q0 in range(0, pieces, step):
+        q = np.arange(q0, min(pieces, q0 + step), dtype=np.uint64)
+        s = (mix64(q, seed) % np.uint64(slots)).astype(np.int64)
+        pad = -s.size % per_warp
+        if pad:                                  # the last warp: repeat its first piece
+            s = np.concatenate([s, np.full(pad, s[s.size - (per_warp - pad)])])
+        rows = np.sort(s.reshape(-1, per_warp), axis=1)
+        distinct = 1 + (np.diff(rows, axis=1) != 0).sum(axis=1)
+        nbytes += piece * int(distinct.sum())
+        if piece >= g:
+            units += (piece // g) * int(distinct.sum())
+        else:
+            u = np.sort(rows * piece // g, axis=1)
+            units += int((1 + (np.diff(u, axis=1) != 0).sum(axis=1)).sum())
+    tally.add("ld", -(-pieces * lanes // WARP), units, nbytes)
+    tally.affine("st", 0, 1, 4, 4, _burst_grid(variant, p))
+
+
+def _check_channels(where: str, variant: str, p: dict) -> None:
+    _whole_warps(where, p)
+    _fits(where, p)
+    _int_in(where, p, "streams", 1, 1 << 24)
+    _int_in(where, p, "chunk", 2048, 1 << 30)
+    _int_in(where, p, "seed", 0, 2**31 - 1)
+    chunk, stride, nbytes = p["chunk"], p["stride"], 4 * p["n"]
+    if chunk & (chunk - 1):
+        raise ValueError(f"{where}: chunk={chunk} is not allowed; chunk must be a power of two")
+    if variant == "random":
+        if stride:
+            raise ValueError(f"{where}: stride={stride} is not allowed; stride must be 0 for "
+                             "the random placement")
+        if nbytes < chunk or p["streams"] > 1 << ((nbytes // chunk).bit_length() - 1):
+            raise ValueError(f"{where}: streams={p['streams']} chunks do not fit the power-of-two "
+                             f"number of chunk slots of n={p['n']} floats")
+    else:
+        s = stride or chunk
+        if s & (s - 1) or s < 32:
+            raise ValueError(f"{where}: stride={stride} is not allowed; stride must be 0 or a "
+                             "power of two >= 32")
+        end = p["streams"] * chunk if s < chunk else (p["streams"] - 1) * s + chunk
+        if end > nbytes:
+            raise ValueError(f"{where}: streams={p['streams']} chunks of {chunk} bytes at stride "
+                             f"{s} need {end} bytes; n={p['n']} floats hold {nbytes}")
+    _recorded(where, p, "placement", variant)
+    _recorded(where, p, "grid", _channels_grid(variant, p))
+
+
+def _gen_channels(tally, axis, variant: str, p: dict) -> None:
+    """dram_channels: every warp-wide load is 32 lanes x 16 bytes at byte off = step * 2048
+    + j * 512 + 16 lane of its chunk.  A piece (the stride below the chunk, else the chunk)
+    of 512 bytes or more: one contiguous, 512-byte-aligned run.  A smaller piece s: lane l
+    at w s + (16 l // s) streams s + 16 l % s; moving to another load adds a multiple of
+    512 streams bytes, so the units depend only on w s modulo the unit: warps w = 0 ..
+    units/s - 1 stand for their residues."""
+    streams, chunk = p["streams"], p["chunk"]
+    per_warp = chunk // 512                                  # load instructions per warp
+    s = min(p["stride"] or chunk, chunk) if variant == "strided" else chunk
+    g = tally.g["ld"]
+    if s >= 512:
+        tally.affine("ld", 0, WARP, 16, 16, streams * per_warp)
+    else:
+        lane = 16 * np.arange(WARP, dtype=np.int64)
+        pattern = (lane // s) * streams * s + lane % s
+        period = max(1, g // s)
+        for w in range(min(period, streams)):
+            warps = len(range(w, streams, period))
+            r = coalesce_warps((w * s + pattern)[None, :], 16, g, np.ones((1, WARP), bool))
+            tally.add("ld", warps * per_warp, int(r.transactions.sum()) * warps * per_warp,
+                      int(r.bytes_requested.sum()) * warps * per_warp)
+    tally.affine("st", 0, 1, 4, 4, _channels_grid(variant, p))
+
+
+#: The families this module models (see gpumem.model._launch for the keys); ``width``,
+#: ``placement`` and ``grid`` are what a LaunchRecord carries beside the variant (None:
+#: not given).  dram_burst is counted piece by piece: its cost grows with ``pieces``.
+FAMILIES = {
+    "dram_stream": {"variants": ("float", "float2", "float4"),
+                    "params": {"n": _REQ, "unroll": 1, "grid": 132, "block": 256, "width": None},
+                    "gen": _gen_stream, "launch": _launch(_stream_grid), "check": _check_stream},
+    "dram_burst": {"variants": ("gather",),
+                   "params": {"n": _REQ, "pieces": _REQ, "piece": 32, "seed": 0, "block": 256,
+                              "grid": None},
+                   "gen": _gen_burst, "launch": _launch(_burst_grid), "check": _check_burst},
+    "dram_channels": {"variants": ("strided", "random"),
+                      "params": {"n": _REQ, "streams": _REQ, "stride": 0, "chunk": 65536,
+                                 "seed": 0, "block": 256, "placement": None, "grid": None},
+                      "limits": {"stride": (0, 1 << 40)},
+                      "gen": _gen_channels, "launch": _launch(_channels_grid),
+                      "check": _check_channels},
+}

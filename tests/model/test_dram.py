@@ -171,3 +171,158 @@ def test_mix64_and_the_permutation():
     for bits in (0, 1, 7, 12):
         p = dm.slot_permutation(np.arange(1 << bits), bits, 5)
         assert sorted(p.tolist()) == list(range(1 << bits))
+
+
+# ---- the registry: gpumem.model.predict reaches the dram families ---------------------------
+from gpumem import model  # noqa: E402
+
+
+def _units(addrs, width, g):
+    return len({(a + b) // g for a in addrs for b in range(0, width, 4)})
+
+
+def _loop_stream(n, width, unroll, block, g):
+    """dram_stream warp by warp, lane by lane: (requests, units, bytes) of its loads."""
+    k = width // 4
+    nv, tile = n // k, block * unroll
+    req = units = nbytes = 0
+    for t in range(-(-nv // tile)):
+        for j in range(unroll):
+            for w in range(block // 32):
+                v0 = t * tile + j * block + 32 * w
+                lanes = [v for v in range(v0, v0 + 32) if v < nv]
+                if lanes:
+                    req, nbytes = req + 1, nbytes + width * len(lanes)
+                    units += _units([v * width for v in lanes], width, g)
+    if n % k:
+        req, nbytes = req + 1, nbytes + 4 * (n % k)
+        units += _units([4 * (nv * k + i) for i in range(n % k)], 4, g)
+    return req, units, nbytes
+
+
+@pytest.mark.parametrize("g", [32, 128])
+@pytest.mark.parametrize("n,variant,unroll,block", [(1003, "float4", 2, 96), (1, "float", 1, 32),
+                                                    (4099, "float2", 16, 64),
+                                                    (70001, "float", 4, 256),
+                                                    (5003, "float4", 8, 1024)])
+def test_predict_stream_is_the_lane_by_lane_count(n, variant, unroll, block, g):
+    got = model.predict("dram_stream", variant, granularity=g, n=n, unroll=unroll, grid=7,
+                        block=block)
+    width = {"float": 4, "float2": 8, "float4": 16}[variant]
+    assert (got["gld_requests"], got["gld_transactions"], got["gld_bytes_requested"]) == \
+        _loop_stream(n, width, unroll, block, g)
+    assert (got["gst_requests"], got["gst_transactions"]) == (7, 7)
+    if g == 32:
+        closed = dm.stream_counts(n, width, unroll, 7, block)
+        assert {k: got[k] for k in closed} == closed
+    assert model.launch_config("dram_stream", variant, n=n, grid=7, block=block) == \
+        {"grid": (7, 1, 1), "block": (block, 1, 1)}
+
+
+@pytest.mark.parametrize("g", [32, 128])
+@pytest.mark.parametrize("piece,pieces,n,block", [(4, 1001, 64, 96), (8, 77, 1 << 12, 32),
+                                                  (16, 4099, 1 << 16, 1024), (32, 33, 96, 64),
+                                                  (64, 500, 1 << 14, 256), (128, 41, 1 << 10, 32)])
+def test_predict_burst_is_the_piece_by_piece_count(piece, pieces, n, block, g):
+    """Small buffers, so pieces of one warp share sectors (and lines) often."""
+    import numpy as np
+    q = np.arange(pieces, dtype=np.uint64)
+    slots = (dm.mix64(q, 5) % np.uint64(4 * n // piece)).astype(np.int64)
+    per_warp = 32 // dm.burst_lanes(piece)
+    units = nbytes = 0
+    for w in range(0, pieces, per_warp):
+        mine = sorted(set(slots[w:w + per_warp].tolist()))
+        nbytes += piece * len(mine)
+        units += len({(s * piece + b) // g for s in mine for b in range(0, piece, 4)})
+    got = model.predict("dram_burst", "gather", granularity=g, n=n, pieces=pieces, piece=piece,
+                        seed=5, block=block)
+    assert got["gld_transactions"] == units and got["gld_bytes_requested"] == nbytes
+    assert got["gld_requests"] == dm.burst_requests(piece, pieces, block)
+    grid = -(-pieces * dm.burst_lanes(piece) // block)
+    assert got["gst_requests"] == grid
+    assert model.launch_config("dram_burst", "gather", n=n, pieces=pieces, piece=piece,
+                               block=block)["grid"] == (grid, 1, 1)
+    if g == 32:
+        assert units == dm.burst_sectors(piece, pieces, slots)
+
+
+def _loop_channels(streams, stride, chunk, placement, n, g, seed=3):
+    """dram_channels lane by lane (the kernel's addressing), (requests, units, bytes)."""
+    import numpy as np
+    if placement == "strided":
+        s = stride or chunk
+        starts = [w * s for w in range(streams)]
+        piece, pitch = min(s, chunk), streams * s
+    else:
+        bits = (4 * n // chunk).bit_length() - 1
+        starts = (dm.slot_permutation(np.arange(streams), bits, seed) * chunk).tolist()
+        piece, pitch = chunk, 0
+    req = units = 0
+    for start in starts:
+        for off0 in range(0, chunk, 512):
+            addrs = [start + (o // piece) * pitch + o % piece
+                     for o in range(off0, off0 + 512, 16)]
+            req += 1
+            units += _units(addrs, 16, g)
+    return req, units, 16 * 32 * req
+
+
+@pytest.mark.parametrize("g", [32, 128])
+@pytest.mark.parametrize("streams,stride,chunk,placement", [
+    (7, 32, 2048, "strided"), (5, 64, 4096, "strided"), (1, 32, 2048, "strided"),
+    (3, 256, 2048, "strided"), (9, 512, 4096, "strided"), (4, 0, 2048, "strided"),
+    (3, 8192, 2048, "strided"), (6, 0, 4096, "random"), (2, 128, 8192, "strided")])
+def test_predict_channels_is_the_lane_by_lane_count(streams, stride, chunk, placement, g):
+    n = 1 << 16
+    got = model.predict("dram_channels", placement, granularity=g, n=n, streams=streams,
+                        stride=stride, chunk=chunk, seed=3, block=64)
+    assert (got["gld_requests"], got["gld_transactions"], got["gld_bytes_requested"]) == \
+        _loop_channels(streams, stride, chunk, placement, n, g)
+    if g == 32:
+        closed = dm.channels_counts(streams, chunk, 64)
+        assert {k: got[k] for k in closed} == closed
+
+
+def test_predict_takes_what_a_launch_record_carries():
+    from collections import namedtuple
+    rec = namedtuple("Rec", "kernel variant params")(
+        "dram_channels", "strided", {"n": 1 << 16, "streams": 5, "placement": "strided",
+                                     "stride": 64, "chunk": 4096, "seed": 0, "block": 96,
+                                     "grid": 2})
+    assert model.predict_record(rec)["gld_requests"] == 5 * 8
+    rec = rec._replace(kernel="dram_stream", variant="float2",
+                       params={"n": 1000, "width": "float2", "unroll": 4, "grid": 3,
+                               "block": 64})
+    assert model.predict_record(rec) == model.predict("dram_stream", "float2", n=1000, unroll=4,
+                                                      grid=3, block=64)
+
+
+@pytest.mark.parametrize("family,variant,params,exc,msg", [
+    ("dram_stream", "float", dict(n=10, unroll=3), ValueError, "unroll=3"),
+    ("dram_stream", "float", dict(n=0), ValueError, "n=0"),
+    ("dram_stream", "float", dict(n=10, block=100), ValueError, "block=100"),
+    ("dram_stream", "float4", dict(n=10, width="float"), ValueError, "width='float'"),
+    ("dram_stream", "float", dict(n=10, grid=1.5), TypeError, "grid must be an int"),
+    ("dram_burst", "gather", dict(n=100), ValueError, "needs parameter 'pieces'"),
+    ("dram_burst", "gather", dict(n=100, pieces=3, piece=12), ValueError, "piece=12"),
+    ("dram_burst", "gather", dict(n=1, pieces=3, piece=8), ValueError, "n=1"),
+    ("dram_channels", "strided", dict(n=1 << 16, streams=2, stride=48), ValueError, "stride=48"),
+    ("dram_channels", "strided", dict(n=1 << 14, streams=2), ValueError, "streams=2"),
+    ("dram_channels", "random", dict(n=1 << 16, streams=2, stride=64), ValueError, "stride=64"),
+    ("dram_channels", "strided", dict(n=1 << 16, streams=1, chunk=3000), ValueError,
+     "chunk=3000"),
+])
+def test_predict_refuses_what_the_kernels_refuse(family, variant, params, exc, msg):
+    with pytest.raises(exc, match=msg):
+        model.predict(family, variant, **params)
+
+
+def test_predict_burst_costs_what_its_pieces_cost():
+    """Counted piece by piece: 2^24 pieces (64 MiB of slots) in a few seconds at most."""
+    import time
+    t0 = time.perf_counter()
+    r = model.predict("dram_burst", "gather", n=1 << 28, pieces=1 << 24, piece=128)
+    assert time.perf_counter() - t0 < 5.0
+    assert r["gld_requests"] == (1 << 24) * 8 // 32
+    # 2^24 pieces among 2^23 slots: some of a warp's 4 pieces share a slot, never more sectors
+    assert r["gld_transactions"] <= 4 * (1 << 24)
