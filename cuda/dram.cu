@@ -175,7 +175,12 @@ extern "C" cudaError_t gm_dram_burst(const gm_dram_burst_params *p, gm_dims *dim
 // Warp w streams `chunk` bytes from its start, 2 KiB per step: four 16-byte
 // loads per lane, 512 bytes apart, before any add.  Strided starts w * stride
 // put every warp's address of a step at the same offset modulo the stride: a
-// plain modulo interleave would send them all to one channel.
+// plain modulo interleave would send them all to one channel.  A stride below
+// the chunk interleaves the chunks: warp w's bytes are pieces of `stride`
+// bytes at w * stride + q * streams * stride (q = 0 .. chunk / stride - 1), so
+// neighbouring warps still start a stride apart and no byte is read twice.
+// Byte `off` of a warp's chunk lies at piece off >> piece_log2 (piece =
+// min(stride, chunk); random placement: the chunk, one piece).
 __device__ __forceinline__ unsigned long long gm_dram_slot(unsigned long long w, int bits,
                                                            unsigned long long seed)
 {
@@ -194,23 +199,29 @@ __device__ __forceinline__ unsigned long long gm_dram_slot(unsigned long long w,
 template <int PLACEMENT>
 __global__ void dram_channels_kernel(const float *a, float *out, long long streams,
                                      long long stride, long long chunk, int slots_log2,
-                                     unsigned long long seed)
+                                     int piece_log2, unsigned long long seed)
 {
     const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31;
     float s = 0.f;
     if (w < streams) {
-        long long start;
-        if constexpr (PLACEMENT == GM_DRAM_STRIDED)
+        long long start, pitch = 0; // pitch: bytes from one piece of a warp to its next
+        if constexpr (PLACEMENT == GM_DRAM_STRIDED) {
             start = w * stride;
-        else
+            pitch = streams * stride;
+        } else {
             start = (long long)gm_dram_slot((unsigned long long)w, slots_log2, seed) * chunk;
-        const float4 *p = reinterpret_cast<const float4 *>(a) + start / 16 + lane;
+        }
+        const char *base = reinterpret_cast<const char *>(a) + start;
+        const long long in_piece = (1LL << piece_log2) - 1;
         for (long long step = 0; step < chunk / 2048; ++step) {
             float4 v[4];
 #pragma unroll
-            for (int j = 0; j < 4; ++j)
-                v[j] = p[step * 128 + j * 32];
+            for (int j = 0; j < 4; ++j) {
+                const long long off = step * 2048 + j * 512 + lane * 16;
+                v[j] = *reinterpret_cast<const float4 *>(base + (off >> piece_log2) * pitch +
+                                                         (off & in_piece));
+            }
 #pragma unroll
             for (int j = 0; j < 4; ++j)
                 s += gm_vsum(v[j]);
@@ -219,7 +230,7 @@ __global__ void dram_channels_kernel(const float *a, float *out, long long strea
     gm_block_sum(s, out);
 }
 
-using channels_fn = void (*)(const float *, float *, long long, long long, long long, int,
+using channels_fn = void (*)(const float *, float *, long long, long long, long long, int, int,
                              unsigned long long);
 
 static channels_fn select_channels(const gm_dram_channels_params *p)
@@ -236,7 +247,11 @@ extern "C" const void *gm_dram_channels_kernel(const gm_dram_channels_params *p)
 extern "C" cudaError_t gm_dram_channels(const gm_dram_channels_params *p, gm_dims *dims,
                                         cudaStream_t stream)
 {
+    const long long piece = (p->stride > 0 && p->stride < p->chunk) ? p->stride : p->chunk;
+    int piece_log2 = 0;
+    while ((2LL << piece_log2) <= piece)
+        ++piece_log2;
     *dims = gm_dims_1d(gm_blocks_for(p->streams * 32, p->block), p->block);
     return gm_run(select_channels(p), dims, 0, stream, p->a, p->out, p->streams, p->stride,
-                  p->chunk, (int)p->slots_log2, (unsigned long long)p->seed);
+                  p->chunk, (int)p->slots_log2, piece_log2, (unsigned long long)p->seed);
 }

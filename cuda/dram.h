@@ -51,13 +51,15 @@ typedef enum { GM_DRAM_STRIDED = 0, GM_DRAM_RANDOM = 1 } gm_dram_placement;
 /* dram_channels: `streams` warps, warp w reading the `chunk` contiguous
  * bytes from byte w * stride (strided) or slot(w) * chunk (random: slot a
  * seeded permutation of the 2^k chunk-sized slots of a), 2 KiB per step
- * (four 16-byte loads per lane in flight). */
+ * (four 16-byte loads per lane in flight).  A stride below the chunk
+ * interleaves the chunks: warp w reads stride-byte pieces at
+ * w * stride + q * streams * stride. */
 typedef struct {
     int variant; /* gm_dram_placement */
     const float *a;
     float *out; /* one float per block */
     long long streams;
-    long long stride; /* bytes, a power of two >= chunk (strided) */
+    long long stride; /* bytes, a power of two >= 32 (strided) */
     long long chunk;  /* bytes, a power of two >= 2048 */
     long long slots_log2; /* random: a holds 2^slots_log2 chunks */
     long long seed;

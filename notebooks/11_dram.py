@@ -25,7 +25,8 @@
 # independent loads per thread. Three questions:
 #
 # 1. **How many bytes in flight per SM fill the DRAM?** Vary them three ways (warps, unroll,
-#    width) and compare with min(peak, bytes in flight × SMs / latency).
+#    width) and compare with Little's law: min(peak, bytes in flight × SMs / latency), and the
+#    same law with the queue each DRAM bank keeps when the DRAM is busy.
 # 2. **What does DRAM move for one isolated piece?** Read lone 4 … 128-byte pieces at random
 #    places: sectors (model: exact) and DRAM bytes per useful byte.
 # 3. **Do addresses a power of two apart pile onto one channel?** Warps streaming chunks a
@@ -76,13 +77,31 @@ for label, fn, args, kw, ref_fn in checks:
 # ## 1 · Little's law: bandwidth against bytes in flight per SM
 #
 # `grid` = SMs × blocks per SM (every block resident at once), block 256 = 8 warps. Bytes in
-# flight per SM = resident warps × 32 × width × unroll. Each *way* changes one knob; the model
-# uses the measured device copy as the peak and the latency ladder's unloaded DRAM latency
-# (about 680 cycles at 1.98 GHz, 343 ns on the H100).
+# flight per SM = resident warps × 32 × width × unroll. Each *way* changes one knob.
+#
+# The model's inputs: the SMs, the measured device copy as the peak, the DRAM latency of the
+# latency ladder's pointer chase (measured here on a GPU; the H100's 351 ns otherwise), and
+# one datasheet figure: a DRAM bank is busy about 45 ns per access (the row cycle). The plain
+# law has a sharp knee at the latency × bandwidth product. A real DRAM gets there gradually:
+# the busier it is (utilisation U), the more often a request finds its bank busy and waits,
+# 45 ns × U / (1 − U) on average; a warp with `unroll` loads in a round waits for the last
+# of them (1 + 1/2 + … + 1/unroll mean waits). The round is the latency plus that wait, and
+# Little's law, bytes in flight = bandwidth × round, gives the bandwidth.
 
 # %%
 N = 1 << 26 if HAVE_GPU else 1 << 28
-little = dram.little_sweep(n=N, repeat=5)
+if HAVE_GPU:   # the ladder's device-memory level: chases over rings far larger than L2
+    LATENCY = float(np.median([gm.latency(s, variant="cg", steps=2048).ns_per_load
+                               for s in (1 << 29, 1 << 30)]))
+    x = gm.to_device(np.ones(N, np.float32))
+    PEAK = gm.bench(gm.copy, x, out=gm.empty((N,)), repeat=5, l2="cold").gbps
+    del x
+else:
+    LATENCY, PEAK = dm.H100_DRAM_LATENCY_NS, dm.H100_PEAK_GBPS
+print(f"model inputs: DRAM latency {LATENCY:.0f} ns, peak {PEAK:,.0f} GB/s"
+      + (" (measured: pointer chases over 512 MiB and 1 GiB rings; a copy kernel)" if HAVE_GPU
+         else " (the H100's)"))
+little = dram.little_sweep(n=N, repeat=5, latency_ns=LATENCY, peak_gbps=PEAK)
 little
 
 # %%
@@ -93,7 +112,12 @@ for way in dram.LITTLE_WAYS:
     y = [r["GB/s"] if r["GB/s"] is not None else r["model_GB/s"] for r in rows]
     ax.plot([r["in_flight_per_sm"] / 1024 for r in rows], y, "o-", label=way)
 xs = np.geomspace(1, 160, 100)
-ax.plot(xs, [dm.little_bandwidth(x * 1024) for x in xs], "k--", lw=1, label="Little's law (H100)")
+fig_ = dict(latency_ns=LATENCY, peak_gbps=PEAK, sms=gm.device().multiprocessors if HAVE_GPU
+            else dm.H100_SMS)
+ax.plot(xs, [dm.little_bandwidth(x * 1024, bank_ns=0, **fig_) for x in xs], "k:", lw=1,
+        label="plain Little's law")
+ax.plot(xs, [dm.little_bandwidth(x * 1024, **fig_) for x in xs], "k--", lw=1,
+        label="with the banks' queues (unroll 1)")
 ax.set_xscale("log"); ax.set_xlabel("bytes in flight per SM (KiB)"); ax.set_ylabel("GB/s")
 ax.legend(); ax.set_title("measured" if HAVE_GPU else "model only (no GPU)")
 plt.show()
@@ -103,12 +127,13 @@ plt.show()
 # its bandwidth, against the latency × bandwidth product per SM.
 
 # %%
-s = dram.little_summary(little)
+s = dram.little_summary(little, latency_ns=LATENCY, sms=fig_["sms"])
 need = s["in_flight_per_sm_needed"]
 print(f"{s['source']}: 90% of {s['peak_GB/s']:,.0f} GB/s needs "
       + ("more than the sweep offers" if need is None else f"{need / 1024:.1f} KiB")
       + f" in flight per SM; latency x bandwidth / SMs = "
-        f"{s['latency_x_bandwidth_per_sm'] / 1024:.1f} KiB (unloaded latency)")
+        f"{s['latency_x_bandwidth_per_sm'] / 1024:.1f} KiB (the plain law's answer); "
+        f"with the banks' queues: {s['model_in_flight_per_sm_needed'] / 1024:.1f} KiB")
 if HAVE_GPU:
     ratios = [r["measured/model"] for r in little]
     print(f"measured / model: {min(ratios):.2f} .. {max(ratios):.2f}")
@@ -128,11 +153,15 @@ burst
 # ## 3 · Channels: strides a power of two apart
 #
 # Warps each stream a 64 KiB chunk; the chunks start a power of two apart (strided) or at
-# random chunk-aligned places (random), with the same number of warps. The buffer is at most
-# 1 GiB, so the largest strides hold few warps: compare strided with random in the same row
-# pair, not across strides. The counters tried for the balance across L2 slices and DRAM
-# channels (`.max` / `.avg` over the units) show as None where CUPTI does not take them.
+# random chunk-aligned places (random), with the same number of warps. Strides from 64 B to
+# 64 MiB (every second power of two here): below the chunk the chunks cannot sit a stride
+# apart without overlapping, so they interleave -- warp w reads stride-byte pieces at
+# w × stride + q × streams × stride -- and neighbouring warps still start a stride apart. The
+# buffer is at most 1 GiB, so the largest strides hold few warps: compare strided with random
+# in the same row pair, not across strides. The counters tried for the balance across L2
+# slices and DRAM channels (`.max` / `.avg` over the units) show as None where CUPTI does not
+# take them.
 
 # %%
-chan = dram.channel_sweep(n=N, repeat=5, max_streams=2048)
+chan = dram.channel_sweep([64 << 2 * k for k in range(11)], n=N, repeat=5, max_streams=2048)
 chan

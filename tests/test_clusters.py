@@ -356,6 +356,47 @@ def test_histogram_equals_bincount(variant, rng, no_leak):
 
 
 @gpu
+@pytest.mark.parametrize("variant", ["read", "write", "local"])
+def test_stream_dsmem_counters_equal_the_model(variant, counters, no_leak):
+    """gpumem.model.clusters against Hopper's distributed-shared-memory counters: warp
+    instructions, requests and 32-byte sectors of ld/st.shared::cluster, and the warps'
+    global atomics, on sizes where the lanes of a warp part ways and where they do not."""
+    _hopper()
+    from gpumem.model import clusters as cm
+    keys = [k for k in cm.COUNTERS if k.startswith(("dsmem_ld", "dsmem_st"))
+            or k == "global_atom_requests"]
+    for smem, block, cluster in ((65536, 512, 2), (16 * 1001, 256, 4), (16 * 97 * 4, 96, 2)):
+        with gm.profile(cm.counter_names(keys)) as p:
+            gm.dsmem_stream(variant=variant, cluster=cluster, smem=smem, passes=3, block=block,
+                            clusters=2)
+        rec = p.records[0]
+        want = cm.stream_counts(variant, smem=rec.params["smem"], passes=3, block=block,
+                                blocks=rec.params["cluster"] * rec.params["clusters"])
+        assert cm.from_counters(rec.metrics, keys) == {k: want[k] for k in keys}, \
+            (smem, block, cluster)
+
+
+@gpu
+@pytest.mark.parametrize("variant", ["cluster", "block", "global"])
+def test_histogram_counters_equal_the_model(variant, rng, counters, no_leak):
+    """The loads of x and the atomics' warp instructions, from the values themselves."""
+    _hopper()
+    from gpumem.model import clusters as cm
+    keys = ["gld_requests", "gld_transactions", "global_atom_requests"]
+    if variant == "cluster":
+        keys.append("dsmem_atom_requests")
+    for n, bins in ((100_003, 1000), (4099, 70), (1 << 18, 5000)):
+        x = rng.integers(0, int(bins * 1.2), n, dtype=np.uint32)
+        with gm.profile(cm.counter_names(keys)) as p:
+            gm.cluster_histogram(x, bins, variant=variant, block=256, clusters=3,
+                                 **({"cluster": 2} if variant == "cluster" else {}))
+        rec = p.records[0]
+        want = cm.histogram_counts(x, bins, variant=variant, cluster=rec.params["cluster"],
+                                   clusters=rec.params["clusters"], block=256)
+        assert cm.from_counters(rec.metrics, keys) == {k: want[k] for k in keys}, (n, bins)
+
+
+@gpu
 def test_histogram_beyond_one_blocks_shared_memory(rng, no_leak):
     _hopper()
     most = gm.device().shared_memory_per_block_optin

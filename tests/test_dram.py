@@ -54,7 +54,9 @@ A = m(1000)
     (lambda: dram.dram_channels(A, 1), ValueError, "streams=1 is not allowed"),   # 4000 B < chunk
     (lambda: dram.dram_channels(m(2**20), 1, chunk=3000), ValueError, "chunk=3000"),
     (lambda: dram.dram_channels(m(2**20), 1, chunk=1024), ValueError, "chunk=1024"),
-    (lambda: dram.dram_channels(m(2**20), 4, stride=1024), ValueError, "stride=1024"),
+    (lambda: dram.dram_channels(m(2**20), 4, stride=16), ValueError, "stride=16"),
+    (lambda: dram.dram_channels(m(2**20), 4, stride=96), ValueError, "stride=96"),
+    (lambda: dram.dram_channels(m(2**20), 65, stride=1024), ValueError, "streams=65"),
     (lambda: dram.dram_channels(m(2**20), 4, stride=3 * 65536), ValueError, "stride=196608"),
     (lambda: dram.dram_channels(m(2**20), 65, stride=65536), ValueError, "streams=65"),
     (lambda: dram.dram_channels(m(2**20), 65, placement="random"), ValueError, "streams=65"),
@@ -149,28 +151,63 @@ def test_channels_reference_is_the_loop():
         np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
 
 
+def _channels_loop(a, streams, stride, chunk, block):
+    """dram_channels' interleaved placement lane load by lane load, as the kernel addresses it."""
+    piece = min(stride, chunk)
+    ref = np.zeros(-(-32 * streams // block))
+    for w in range(streams):
+        for off in range(0, chunk, 16):
+            byte = w * stride + (off // piece) * streams * stride + off % piece
+            ref[32 * w // block] += a[byte // 4:byte // 4 + 4].astype(np.float64).sum()
+    return ref
+
+
+@pytest.mark.parametrize("stride,chunk,streams,block", [(32, 2048, 7, 96), (64, 4096, 3, 32),
+                                                        (1024, 2048, 5, 64), (2048, 2048, 4, 64),
+                                                        (8192, 2048, 3, 32)])
+def test_interleaved_reference_is_the_loop(stride, chunk, streams, block):
+    a = f32(np.random.default_rng(stride), 16411)
+    got = dram.channels_reference(a, streams, stride=stride, chunk=chunk, block=block)
+    np.testing.assert_allclose(got, _channels_loop(a, streams, stride, chunk, block),
+                               rtol=1e-9, atol=1e-9)
+    # every byte of the interleaved region read once: the sums add up to it
+    if stride < chunk:
+        assert got.sum() == pytest.approx(a[:streams * chunk // 4].astype(np.float64).sum())
+
+
 def test_references_refuse_what_the_kernels_refuse():
     with pytest.raises(ValueError, match="unroll=3"):
         dram.stream_reference(A, unroll=3)
     with pytest.raises(ValueError, match="piece=12"):
         dram.burst_reference(A, 10, piece=12)
-    with pytest.raises(ValueError, match="stride=1024"):
-        dram.channels_reference(m(2**20), 4, stride=1024)
+    with pytest.raises(ValueError, match="stride=48"):
+        dram.channels_reference(m(2**20), 4, stride=48)
 
 
 # ---- the sweeps in model mode (no GPU) ---------------------------------------------------------------
 def test_little_sweep_model_follows_littles_law(no_gpu):
-    t = dram.little_sweep(sms=100, latency_ns=500.0, peak_gbps=2000.0)
+    t = dram.little_sweep(sms=100, latency_ns=500.0, peak_gbps=2000.0, bank_ns=0)
     assert len(t) == sum(len(v) for v in dram.LITTLE_WAYS.values())
     for row in t:
         assert row["in_flight_per_sm"] == row["warps_per_sm"] * 32 * row["width"] * row["unroll"]
         assert row["model_GB/s"] == pytest.approx(min(2000.0, row["in_flight_per_sm"] * 100 / 500))
         assert row["GB/s"] is None
-    s = dram.little_summary(t, peak_gbps=2000.0, sms=100, latency_ns=500.0)
+    q = dram.little_sweep(sms=100, latency_ns=500.0, peak_gbps=2000.0, bank_ns=60.0)
+    for row in q:      # the queues: each point below the plain law, as the model computes it
+        assert row["model_GB/s"] == pytest.approx(dm.little_bandwidth(
+            row["in_flight_per_sm"], loads=row["unroll"], sms=100, latency_ns=500.0,
+            peak_gbps=2000.0, bank_ns=60.0))
+        assert row["model_GB/s"] < min(2000.0, row["in_flight_per_sm"] * 100 / 500)
+    assert "banks busy 60 ns" in q.title
+    s = dram.little_summary(t, peak_gbps=2000.0, sms=100, latency_ns=500.0, bank_ns=0)
     assert s["latency_x_bandwidth_per_sm"] == pytest.approx(10000.0)
     assert s["source"] == "model"
     # 90% of 2000 GB/s: between the points at 8 KiB (1638 GB/s) and 16 KiB (2000), linearly
     assert s["in_flight_per_sm_needed"] == pytest.approx(8192 + (1800 - 1638.4) / 361.6 * 8192)
+    assert s["model_in_flight_per_sm_needed"] == pytest.approx(9000.0)      # 0.9 x the product
+    s = dram.little_summary(q, peak_gbps=2000.0, sms=100, latency_ns=500.0, bank_ns=60.0)
+    assert s["model_in_flight_per_sm_needed"] == pytest.approx(
+        dm.little_bytes(0.9, sms=100, latency_ns=500.0, peak_gbps=2000.0, bank_ns=60.0))
 
 
 def test_burst_sweep_model(no_gpu):
@@ -182,9 +219,13 @@ def test_burst_sweep_model(no_gpu):
 
 
 def test_channel_sweep_streams_fit(no_gpu):
-    t = dram.channel_sweep(n=1 << 24)
+    t = dram.channel_sweep(n=1 << 22)
+    assert sorted({r["stride"] for r in t}) == [64 << k for k in range(19)]   # 64 B .. 16 MiB...
+    t = dram.channel_sweep(n=1 << 28)
+    assert sorted({r["stride"] for r in t}) == [64 << k for k in range(21)]   # ... 64 MiB
     for row in t:
-        assert (row["streams"] - 1) * row["stride"] + 65536 <= 4 << 24
+        assert row["streams"] * 65536 <= 4 << 28
+        assert (row["streams"] - 1) * row["stride"] + 65536 <= 4 << 28
     assert [r["placement"] for r in t][:2] == ["strided", "random"]
 
 
@@ -192,6 +233,7 @@ def test_channel_sweep_streams_fit(no_gpu):
     (lambda: dram.little_sweep(ways="diagonal"), "diagonal"),
     (lambda: dram.little_sweep(n=2**28 + 1), "n="),
     (lambda: dram.little_sweep(block=100), "block=100"),
+    (lambda: dram.little_sweep(bank_ns=-1.0), "bank_ns=-1.0"),
     (lambda: dram.burst_sweep((12,)), "12"),
     (lambda: dram.channel_sweep((65536 * 3,)), "196608"),
     (lambda: dram.channel_sweep(chunk=3000), "chunk=3000"),
@@ -210,8 +252,9 @@ def test_headline_without_gpu_shows_the_model():
     (row,) = dram._headline(False, True)
     assert row["lesson"] == "dram"
     assert row["measured_text"].startswith("would measure")
-    assert row["model"]["in_flight_per_sm_for_90pct"] == pytest.approx(
-        0.9 * dm.latency_bandwidth_product())
+    assert row["model"]["in_flight_per_sm_for_90pct"] == pytest.approx(dm.little_bytes(0.9))
+    assert row["model"]["latency_x_bandwidth_per_sm"] == pytest.approx(
+        dm.latency_bandwidth_product())
 
 
 # ---- on the GPU: the kernels against the references --------------------------------------------------
@@ -250,6 +293,8 @@ def test_burst_sums_every_piece(piece):
 
 @gpu
 @pytest.mark.parametrize("kw", [{}, {"stride": 8192, "chunk": 2048}, {"chunk": 2048},
+                                {"stride": 32, "chunk": 2048}, {"stride": 256, "chunk": 4096},
+                                {"stride": 1024, "chunk": 2048, "block": 96},
                                 {"placement": "random", "chunk": 4096, "seed": 5},
                                 {"placement": "random", "chunk": 2048, "block": 1024}])
 def test_channels_sum_every_chunk(kw):
@@ -298,6 +343,7 @@ def test_burst_sectors_and_requests_equal_the_model(piece):
     got = p.records[0].metrics
     slots = dram.burst_slots(pieces, piece, 1 << 22, 11)
     exact = dm.burst_sectors(piece, pieces, slots)        # shared sectors within a warp: once
+    assert gm.model.predict_record(p.records[0])["gld_transactions"] == exact
     assert exact >= 0.99 * dm.burst_sectors(piece, pieces)
     assert got["gld_transactions"] == exact
     assert got["gld_requests"] == dm.burst_requests(piece, pieces)
@@ -318,9 +364,13 @@ def test_stream_and_channels_counters_equal_the_model(width, unroll, n):
     with gm.profile(metrics=names) as p:
         dram.dram_stream(a, width=width, unroll=unroll, grid=11, block=96)
         dram.dram_channels(b, 9, stride=1 << 17, chunk=8192, block=64)
+        dram.dram_channels(b, 9, stride=64, chunk=8192, block=64)     # interleaved pieces
     for rec, want in zip(p.records, (dm.stream_counts(n, dram.WIDTHS[width], unroll, 11, 96),
+                                     dm.channels_counts(9, 8192, 64),
                                      dm.channels_counts(9, 8192, 64))):
         assert {k: rec.metrics[k] for k in names} == {k: want[k] for k in names}, rec.kernel
+        predicted = gm.model.predict_record(rec)          # the registry, from the record
+        assert {k: rec.metrics[k] for k in names} == {k: predicted[k] for k in names}
 
 
 @gpu

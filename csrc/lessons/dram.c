@@ -161,8 +161,8 @@ static const gm_family gm_dram_burst_family = {
 /* ---- dram_channels ----------------------------------------------------------------- */
 static const gm_variant channels_variants[] = {
     GM_ROW(dram_channels, "strided", GM_DRAM_STRIDED,
-           "warp w streams its chunk from byte w * stride: at every step all warps sit at the "
-           "same offset modulo the stride",
+           "warp w starts at byte w * stride: at every step all warps sit at the same offset "
+           "modulo the stride (below the chunk: the chunks interleaved in stride-byte pieces)",
            "streams*chunk", "streams*chunk/4"),
     GM_ROW(dram_channels, "random", GM_DRAM_RANDOM,
            "warp w streams its chunk from a random chunk-aligned place (a seeded permutation of "
@@ -178,7 +178,8 @@ static const gm_arg channels_args[] = {
                     .what = " warps"},
     [CH_PLACE] = {"placement", GM_VARIANT, GM_RECORD, .sdef = "strided"},
     [CH_STRIDE] = {"stride", GM_INT, 0, 0, 0, 1LL << 40,
-                   .what = " bytes (0: the chunk, streams back to back)"},
+                   .what = " bytes (0: the chunk, streams back to back; below the chunk: the "
+                           "chunks interleaved in stride-byte pieces)"},
     [CH_CHUNK] = {"chunk", GM_INT, GM_RECORD, 65536, 2048, 1LL << 30, .what = " bytes"},
     [CH_SEED] = {"seed", GM_INT, GM_RECORD, 0, 0, 0x7fffffffLL},
     [CH_BLOCK] = BLOCK(256),
@@ -208,12 +209,19 @@ static int channels_check(gm_call *c)
     if (c->variant->select == GM_DRAM_STRIDED) {
         if (stride == 0)
             stride = chunk;
-        if (!is_pow2(stride) || stride < chunk) {
-            snprintf(allowed, sizeof allowed,
-                     "0 or a power of two >= chunk (%lld bytes): chunks must not overlap", chunk);
-            return gm_range_error(c, "stride", stride, allowed);
+        if (!is_pow2(stride) || stride < 32) {
+            return gm_range_error(c, "stride", stride,
+                                  "0 or a power of two >= 32 bytes (one sector)");
         }
-        if ((streams - 1) > (bytes - chunk) / stride || bytes < chunk) {
+        if (stride < chunk) { /* interleaved: the streams' chunks fill streams * chunk bytes */
+            if (streams > bytes / chunk) {
+                snprintf(allowed, sizeof allowed,
+                         "at most a.nbytes / chunk = %lld for a.nbytes = %lld (stride < chunk: "
+                         "the chunks interleave in streams * chunk bytes)",
+                         bytes / chunk, bytes);
+                return gm_range_error(c, "streams", streams, allowed);
+            }
+        } else if ((streams - 1) > (bytes - chunk) / stride || bytes < chunk) {
             snprintf(allowed, sizeof allowed,
                      "at most (a.nbytes - chunk) / stride + 1 = %lld for a.nbytes = %lld",
                      bytes < chunk ? 0 : (bytes - chunk) / stride + 1, bytes);

@@ -132,10 +132,14 @@ def dram_channels(a: Array, streams: int, *, placement: str = "strided", stride:
     """``streams`` warps each stream ``chunk`` contiguous bytes of ``a``.
 
     ``placement="strided"``: warp ``w`` starts at byte ``w * stride`` (a power
-    of two >= chunk; 0: the chunk, warps back to back).  At every step all
+    of two >= 32; 0: the chunk, warps back to back).  At every step all
     warps sit at the same offset modulo the stride: if the memory controller
     picked the channel from low address bits alone, a large power-of-two
-    stride would send every warp to one channel.  ``placement="random"``: warp
+    stride would send every warp to one channel.  A stride below the chunk
+    interleaves the chunks instead of overlapping them: warp ``w`` reads
+    ``stride``-byte pieces at ``w * stride + q * streams * stride`` (q = 0 ..
+    chunk / stride - 1), so neighbouring warps still start a stride apart,
+    all the streams together read ``streams * chunk`` bytes once each.  ``placement="random"``: warp
     ``w`` starts at a random chunk-aligned place (:func:`channel_starts`: a
     seeded permutation of the power-of-two number of chunk slots), the
     control.  Each warp reads 2 KiB per step (four 16-byte loads per lane).
@@ -147,7 +151,8 @@ def dram_channels(a: Array, streams: int, *, placement: str = "strided", stride:
         Warps, 1..2^24, each its own stream (the chunks must fit in ``a``).
     placement : {"strided", "random"}
     stride : int
-        Bytes between the starts (strided only; 0 for random).
+        Bytes between the starts (strided only; 0 for random): 0 or a power of
+        two >= 32; below ``chunk``, the chunks interleave in pieces of this size.
     chunk : int
         Bytes per stream, a power of two from 2048 to 2^30.
     seed : int
@@ -265,17 +270,22 @@ def channels_reference(a, streams: int, *, placement: str = "strided", stride: i
     starts = channel_starts(streams, placement=placement, stride=stride, chunk=chunk,
                             nbytes=4 * a.size, seed=seed) // 4
     cs = np.concatenate([[0.0], np.cumsum(a, dtype=np.float64)])
-    sums = cs[starts + chunk // 4] - cs[starts]
+    if placement == "strided" and 0 < stride < chunk:      # interleaved pieces of stride bytes
+        piece, pitch = stride // 4, streams * stride // 4
+        first = starts[:, None] + pitch * np.arange(chunk // stride, dtype=np.int64)
+        sums = (cs[first + piece] - cs[first]).sum(axis=1)
+    else:
+        sums = cs[starts + chunk // 4] - cs[starts]
     grid = -(-32 * streams // block)
     return _by_block(sums, np.arange(streams, dtype=np.int64) * 32 // block, grid)
 
 
 # ---- the sweeps ---------------------------------------------------------------------------
-def _anchors(sms, latency_ns, peak_gbps, measure: bool, repeat: int) -> dict:
+def _anchors(sms, latency_ns, peak_gbps, bank_ns, measure: bool, repeat: int) -> dict:
     """The model's figures: the arguments where given, else measured (SMs, the device
     copy) where a GPU is at hand, else the H100 anchors of gpumem.model.dram."""
     got = {"sms": sms, "latency_ns": latency_ns, "peak_gbps": peak_gbps,
-           "peak_source": "given"}
+           "bank_ns": dm.DRAM_BANK_NS if bank_ns is None else bank_ns, "peak_source": "given"}
     if sms is None:
         got["sms"] = runtime.device().multiprocessors if measure else dm.H100_SMS
     if latency_ns is None:
@@ -292,18 +302,21 @@ def _anchors(sms, latency_ns, peak_gbps, measure: bool, repeat: int) -> dict:
     return got
 
 
-def _figures(fn: str, sms, latency_ns, peak_gbps) -> tuple:
-    """The model's figures a sweep or summary was given (None: its default), checked."""
+def _figures(fn: str, sms, latency_ns, peak_gbps, bank_ns=None) -> tuple:
+    """The model's figures a sweep or summary was given (None: its default), checked
+    (``bank_ns`` may be 0: the plain Little's law)."""
     if sms is not None:
         sms = _int(fn, "sms", sms, 1, 1 << 16)
     got = [sms]
-    for name, v in (("latency_ns", latency_ns), ("peak_gbps", peak_gbps)):
+    for name, v in (("latency_ns", latency_ns), ("peak_gbps", peak_gbps), ("bank_ns", bank_ns)):
         if v is not None:
             if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
                 raise TypeError(f"{fn}: {name} must be a number, not {type(v).__name__}")
-            if not (0 < v < float("inf")):
-                raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be positive "
-                                 "and finite")
+            low_ok = v >= 0 if name == "bank_ns" else v > 0
+            if not (low_ok and v < float("inf")):
+                raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be "
+                                 + ("non-negative" if name == "bank_ns" else "positive")
+                                 + " and finite")
             v = float(v)
         got.append(v)
     return tuple(got)
@@ -322,7 +335,7 @@ LITTLE_WAYS = {
 def little_sweep(ways: str | Sequence[str] = tuple(LITTLE_WAYS), *, n: int = 1 << 28,
                  block: int = 256, repeat: int = 10, progress: bool = False,
                  sms: int | None = None, latency_ns: float | None = None,
-                 peak_gbps: float | None = None) -> Table:
+                 peak_gbps: float | None = None, bank_ns: float | None = None) -> Table:
     """:func:`dram_stream`'s bandwidth against the bytes in flight per SM, varied by
     resident warps, unroll and width (:data:`LITTLE_WAYS`), beside Little's law.
 
@@ -340,9 +353,12 @@ def little_sweep(ways: str | Sequence[str] = tuple(LITTLE_WAYS), *, n: int = 1 <
         Threads per block, a multiple of 32 (default 256: 8 warps).
     repeat : int
         Timed launches per point (median; L2 evicted before each).
-    sms, latency_ns, peak_gbps : optional
-        The model's figures (default: measured SMs and device copy, the
-        H100's 343 ns DRAM latency).
+    sms, latency_ns, peak_gbps, bank_ns : optional
+        The model's figures (:func:`gpumem.model.dram.little_bandwidth`; default:
+        measured SMs and device copy, the H100's 351 ns DRAM latency from the
+        latency ladder -- pass your GPU's, e.g. ``gpumem.latency(1 << 30).ns_per_load`` --
+        and a bank busy 45 ns per access; ``bank_ns=0``: the plain law).
+        The model takes each point's unroll as its independent loads.
 
     Returns
     -------
@@ -350,10 +366,11 @@ def little_sweep(ways: str | Sequence[str] = tuple(LITTLE_WAYS), *, n: int = 1 <
     in_flight_per_sm (bytes), ms, GB/s, model_GB/s, measured/model.
     """
     return _little("little_sweep", ways, n, block, repeat, progress, sms, latency_ns, peak_gbps,
-                   runtime.is_available())
+                   runtime.is_available(), bank_ns)
 
 
-def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gpu) -> Table:
+def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gpu,
+            bank_ns=None) -> Table:
     ways = _choices(fn, "ways", ways, tuple(LITTLE_WAYS))
     n = _int(fn, "n", n, 1, MAX_BUFFER // 4)
     block = _int(fn, "block", block, 32, 1024)
@@ -361,8 +378,8 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
         raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
     repeat = _repeat(fn, repeat)
     progress = _flag(fn, "progress", progress)
-    sms, latency_ns, peak_gbps = _figures(fn, sms, latency_ns, peak_gbps)
-    fig = _anchors(sms, latency_ns, peak_gbps, gpu, repeat)
+    sms, latency_ns, peak_gbps, bank_ns = _figures(fn, sms, latency_ns, peak_gbps, bank_ns)
+    fig = _anchors(sms, latency_ns, peak_gbps, bank_ns, gpu, repeat)
     a = runtime.to_device(np.ones(n, np.float32)) if gpu else None
     rows = []
     points = [(way, *pt) for way in ways for pt in LITTLE_WAYS[way]]
@@ -374,8 +391,9 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
             resident = min(bps, occ.blocks_per_sm)
         warps = resident * block // 32
         inflight = dm.bytes_in_flight(warps, WIDTHS[width], unroll)
-        model = dm.little_bandwidth(inflight, sms=fig["sms"], latency_ns=fig["latency_ns"],
-                                    peak_gbps=fig["peak_gbps"])
+        model = dm.little_bandwidth(inflight, loads=unroll, sms=fig["sms"],
+                                    latency_ns=fig["latency_ns"], peak_gbps=fig["peak_gbps"],
+                                    bank_ns=fig["bank_ns"])
         row.update(resident=resident, warps_per_sm=warps, width=WIDTHS[width], unroll=unroll,
                    in_flight_per_sm=inflight, ms=None, **{"GB/s": None, "model_GB/s": model,
                                                           "measured/model": None})
@@ -386,8 +404,8 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
             row.update(ms=r.median_ms, **{"GB/s": r.gbps, "measured/model": r.gbps / model})
         rows.append(row)
     title = (f"Little's law: dram_stream of {n * 4 / 2**20:.0f} MiB, block {block}; model: "
-             f"{fig['sms']} SMs, {fig['latency_ns']:.0f} ns, peak {fig['peak_gbps']:.0f} GB/s "
-             f"({fig['peak_source']})")
+             f"{fig['sms']} SMs, {fig['latency_ns']:.0f} ns, banks busy {fig['bank_ns']:.0f} ns, "
+             f"peak {fig['peak_gbps']:.0f} GB/s ({fig['peak_source']})")
     if not gpu:
         title += " (no GPU: model only, times not measured)"
     src = {"model_GB/s": "model"}
@@ -399,10 +417,13 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
 
 
 def little_summary(table: Table, fraction: float = 0.9, *, sms: int | None = None,
-                   latency_ns: float | None = None, peak_gbps: float | None = None) -> dict:
+                   latency_ns: float | None = None, peak_gbps: float | None = None,
+                   bank_ns: float | None = None) -> dict:
     """From a :func:`little_sweep` table: the bytes in flight per SM at which the
     measured (else the modelled) curve reaches ``fraction`` of its peak, beside
-    the latency x bandwidth product per SM."""
+    the latency x bandwidth product per SM (the plain law's answer) and the
+    model's answer with the banks' queues (one load per thread per round;
+    None for ``fraction`` 1, which the model reaches only in the limit)."""
     fn = "little_summary"
     if not isinstance(table, Table):
         raise TypeError(f"{fn}: table must be a gpumem.Table from little_sweep, not "
@@ -414,19 +435,23 @@ def little_summary(table: Table, fraction: float = 0.9, *, sms: int | None = Non
         raise TypeError(f"{fn}: fraction must be a number, not {type(fraction).__name__}")
     if not 0 < fraction <= 1:
         raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1]")
-    sms, latency_ns, peak_gbps = _figures(fn, sms, latency_ns, peak_gbps)
+    sms, latency_ns, peak_gbps, bank_ns = _figures(fn, sms, latency_ns, peak_gbps, bank_ns)
     meas = [(x, y) for x, y in zip(table["in_flight_per_sm"], table["GB/s"]) if y is not None]
     col = "GB/s" if meas else "model_GB/s"
     pts = meas or list(zip(table["in_flight_per_sm"], table["model_GB/s"]))
     peak = peak_gbps if peak_gbps is not None else max(y for _, y in pts)
     need = dm.bytes_for_fraction(pts, fraction, peak)
-    lbp = dm.latency_bandwidth_product(sms=sms or dm.H100_SMS,
-                                       latency_ns=latency_ns or dm.H100_DRAM_LATENCY_NS,
-                                       peak_gbps=peak)
+    figs = dict(sms=sms or dm.H100_SMS, latency_ns=latency_ns or dm.H100_DRAM_LATENCY_NS,
+                peak_gbps=peak)
+    lbp = dm.latency_bandwidth_product(**figs)
+    model = (None if fraction >= 1 else
+             dm.little_bytes(fraction, bank_ns=dm.DRAM_BANK_NS if bank_ns is None else bank_ns,
+                             **figs))
     return {"source": "measured" if meas else "model", "column": col, "peak_GB/s": peak,
             "fraction": fraction, "in_flight_per_sm_needed": need,
             "latency_x_bandwidth_per_sm": lbp,
-            "needed/product": None if need is None else need / lbp}
+            "needed/product": None if need is None else need / lbp,
+            "model_in_flight_per_sm_needed": model}
 
 
 #: burst_sweep's counters: sectors the loads requested, their requests, DRAM bytes read.
@@ -510,12 +535,15 @@ def channel_sweep(strides: Sequence[int] | None = None, *,
                   metrics: Sequence[str] | None = CHANNEL_METRICS) -> Table:
     """:func:`dram_channels`, strided against random placement at each stride.
 
-    Each stride runs ``min(max_streams, (4n - chunk) // stride + 1)`` warps,
-    the strided and the random placement with the same number, so their ratio
-    shows the placement alone (at the largest strides the 1 GiB buffer holds
-    few streams: both are slow, the ratio still tells).  Strides below the
-    chunk would overlap the chunks: the smallest stride, the chunk, is the
-    streams back to back.  ``metrics`` are read in one profile block where
+    Each stride runs ``min(max_streams, (4n - chunk) // stride + 1)`` warps
+    (at most the power-of-two number of chunks in the buffer), the strided and
+    the random placement with the same number, so their ratio shows the
+    placement alone (at the largest strides the 1 GiB buffer holds few
+    streams: both are slow, the ratio still tells).  The default strides run
+    from 64 bytes to 64 MiB.  Strides below the chunk interleave the chunks in
+    stride-byte pieces (see :func:`dram_channels`): the warps a stride apart
+    at every step, every byte read once; at the chunk, the streams are back
+    to back.  ``metrics`` are read in one profile block where
     CUPTI takes them (else None: the title says which were tried).
 
     Returns
@@ -527,9 +555,9 @@ def channel_sweep(strides: Sequence[int] | None = None, *,
     chunk = _int(fn, "chunk", chunk, 2048, 4 * n)
     if chunk & (chunk - 1):
         raise ValueError(f"{fn}: chunk={chunk} is not allowed; chunk must be a power of two")
-    if strides is None:        # the chunk .. 64 MiB, within the buffer
-        strides = [chunk << k for k in range(64) if chunk << k <= min(1 << 26, 4 * n)]
-    ss = _ints(fn, "strides", strides, chunk, 4 * n)
+    if strides is None:        # 64 B .. 64 MiB, within the buffer
+        strides = [64 << k for k in range(64) if 64 << k <= min(1 << 26, 4 * n)]
+    ss = _ints(fn, "strides", strides, 32, 4 * n)
     for s in ss:
         if s & (s - 1):
             raise ValueError(f"{fn}: stride {s} is not allowed; strides must be powers of two")
@@ -600,11 +628,13 @@ def _try_counters(metrics, calls):
 # ---- gpumem report: the headline and the full sweeps ------------------------------------------
 def _headline(measure: bool, quick: bool) -> list[dict]:
     lbp = dm.latency_bandwidth_product()
-    mod = {"in_flight_per_sm_for_90pct": 0.9 * lbp, "latency_x_bandwidth_per_sm": lbp,
+    need = dm.little_bytes(0.9)
+    mod = {"in_flight_per_sm_for_90pct": need, "latency_x_bandwidth_per_sm": lbp,
            "dram_bytes_per_sector_floor": dm.SECTOR}
-    mtext = (f"Little's law: {0.9 * lbp / 1024:.1f} KiB in flight per SM for 90% of "
-             f"{dm.H100_PEAK_GBPS:.0f} GB/s ({dm.H100_DRAM_LATENCY_NS:.0f} ns x bandwidth / "
-             f"{dm.H100_SMS} SMs = {lbp / 1024:.1f} KiB); a lone sector: 32 DRAM bytes at least")
+    mtext = (f"Little's law with the banks' queues: {need / 1024:.1f} KiB in flight per SM for "
+             f"90% of {dm.H100_PEAK_GBPS:.0f} GB/s, {need / lbp:.1f}x the latency x bandwidth "
+             f"product ({dm.H100_DRAM_LATENCY_NS:.0f} ns x bandwidth / {dm.H100_SMS} SMs = "
+             f"{lbp / 1024:.1f} KiB); a lone sector: 32 DRAM bytes at least")
     what = "dram_stream bytes in flight per SM for 90% of peak; dram_burst DRAM bytes per sector"
     take = "the bytes in flight, not the way they are produced, set the DRAM bandwidth"
     if not measure:
@@ -620,7 +650,8 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
             "best_GB/s": max(v for v in t["GB/s"] if v is not None)}
     text = (f"90% of {s['peak_GB/s']:,.0f} GB/s needs "
             + ("more than the sweep's most" if s["in_flight_per_sm_needed"] is None else
-               f"{s['in_flight_per_sm_needed'] / 1024:.1f} KiB") + " in flight per SM")
+               f"{s['in_flight_per_sm_needed'] / 1024:.1f} KiB ({s['needed/product']:.1f}x the "
+               "latency x bandwidth product)") + " in flight per SM")
     b = _burst("dram headline", (32,), 1 << 18 if quick else 1 << 20, n, 0, 3 if quick else 10,
                False, True)
     per = b["dram_bytes_per_sector"][0]
@@ -651,6 +682,7 @@ def _sanitize() -> None:
         for pieces, block in ((1, 32), (1001, 96), (4099, 1024)):
             dram_burst(_f32(1003), pieces, piece=piece, seed=7, block=block)
     for streams, kw in ((1, {}), (5, {"stride": 8192, "chunk": 2048}),
+                        (3, {"stride": 32, "chunk": 4096, "block": 64}),
                         (7, {"placement": "random", "chunk": 4096, "block": 96})):
         dram_channels(_f32(16411), streams, **kw)
 
@@ -666,5 +698,5 @@ LESSON = Lesson(
     headline=_headline,
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
-    model=(),
+    model=("dram_stream", "dram_burst", "dram_channels"),
 )

@@ -4,14 +4,18 @@ puts in flight, and the sectors isolated pieces cost (``cuda/dram.cu``).
 Pure Python.  The GPU's figures are parameters, so it runs anywhere; the
 defaults are the H100 80GB HBM3 figures gpumem measured: 132 SMs, a device
 copy of 2990 GB/s (``cudaMemcpy`` device to device, read + write counted) and
-an unloaded DRAM latency of about 680 cycles at 1980 MHz (the latency
-ladder's pointer chase over 128 MiB - 2 GiB: 650-700 cycles).
+an unloaded DRAM latency of 351 ns (the latency ladder's pointer chase,
+device memory level: 694 cycles, 351 ns by ``%globaltimer``), plus one
+published-order figure: a DRAM bank is busy about 45 ns per access (the row
+cycle tRC = tRAS + tRP of DRAM datasheets).
 
 >>> from gpumem.model import dram
 >>> dram.bytes_in_flight(warps_per_sm=32, width=16, unroll=4)     # per SM
 65536
->>> round(dram.little_bandwidth(4096))                              # GB/s
-1574
+>>> round(dram.little_bandwidth(4096, bank_ns=0))                   # GB/s, plain Little
+1540
+>>> round(dram.little_bandwidth(4096))                              # with the banks' queues
+1387
 >>> dram.burst_sectors(piece=8, pieces=1000)
 1000
 """
@@ -21,15 +25,22 @@ import math
 
 import numpy as np
 
-__all__ = ["H100_SMS", "H100_PEAK_GBPS", "H100_DRAM_LATENCY_NS", "SECTOR", "WARP",
-           "bytes_in_flight", "little_bandwidth", "bytes_for_fraction", "latency_bandwidth_product",
+from ._launch import BYTES_MAX, REQUIRED as _REQ
+from .coalescing import coalesce_warps
+
+__all__ = ["H100_SMS", "H100_PEAK_GBPS", "H100_DRAM_LATENCY_NS", "DRAM_BANK_NS", "SECTOR", "WARP",
+           "bytes_in_flight", "little_bandwidth", "little_bytes", "bytes_for_fraction",
+           "latency_bandwidth_product",
            "burst_sectors", "burst_dram_floor", "burst_lanes", "burst_requests", "stream_counts",
            "channels_counts", "mix64", "slot_permutation"]
 
 #: The H100 80GB HBM3 (gpumem's measured anchors).
 H100_SMS = 132
 H100_PEAK_GBPS = 2990.0
-H100_DRAM_LATENCY_NS = 680 / 1.98     # cycles / GHz: about 343 ns
+H100_DRAM_LATENCY_NS = 351.0         #: ns: the ladder's device-memory chase (694 cycles)
+#: ns a DRAM bank is busy per access: the row cycle tRC = tRAS + tRP, about
+#: 45 ns in DRAM datasheets (DDR3's 50 ns, HBM's mid-40s); not measured here.
+DRAM_BANK_NS = 45.0
 
 SECTOR = 32     #: bytes: what L2 moves per request unit, and what the counters count
 WARP = 32
@@ -59,21 +70,79 @@ def bytes_in_flight(warps_per_sm: int, width: int, unroll: int) -> int:
     return warps_per_sm * WARP * width * unroll
 
 
-def little_bandwidth(in_flight_per_sm: float, *, sms: int = H100_SMS,
-                     latency_ns: float = H100_DRAM_LATENCY_NS,
-                     peak_gbps: float = H100_PEAK_GBPS) -> float:
-    """Little's law: GB/s = min(peak, bytes in flight per SM x SMs / latency).
+def _harmonic(k: int) -> float:
+    return sum(1.0 / i for i in range(1, k + 1))
 
-    Each byte in flight is delivered once per latency; the DRAM cannot
-    deliver more than its peak.  ``latency_ns`` is the unloaded latency, so
-    near the peak (where queues lengthen the latency) the model is optimistic.
-    """
-    fn = "model.dram.little_bandwidth"
-    _pos(fn, "in_flight_per_sm", in_flight_per_sm)
+
+def _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns) -> None:
+    _pos(fn, "loads", loads, True)
     _pos(fn, "sms", sms, True)
     _pos(fn, "latency_ns", latency_ns)
     _pos(fn, "peak_gbps", peak_gbps)
-    return min(peak_gbps, in_flight_per_sm * sms / latency_ns)   # bytes/ns = GB/s
+    if isinstance(bank_ns, bool) or not isinstance(bank_ns, (int, float)):
+        raise TypeError(f"{fn}: bank_ns must be a number, not {type(bank_ns).__name__}")
+    if not (bank_ns >= 0 and math.isfinite(bank_ns)):
+        raise ValueError(f"{fn}: bank_ns={bank_ns!r} is not allowed; bank_ns must be >= 0 "
+                         "and finite")
+
+
+def little_bandwidth(in_flight_per_sm: float, *, loads: int = 1, sms: int = H100_SMS,
+                     latency_ns: float = H100_DRAM_LATENCY_NS,
+                     peak_gbps: float = H100_PEAK_GBPS, bank_ns: float = DRAM_BANK_NS) -> float:
+    """Little's law with the banks' queues: the GB/s that ``in_flight_per_sm``
+    bytes per SM sustain.
+
+    Little's law: bandwidth = bytes in flight / the time each byte is in
+    flight.  With ``bank_ns=0`` that time is the unloaded ``latency_ns`` and
+    the answer is ``min(peak, bytes in flight x SMs / latency)`` -- a sharp
+    knee at the latency x bandwidth product.  A real DRAM approaches its peak
+    gradually, because a request finds its bank busy more often the busier the
+    DRAM is: at utilisation U = bandwidth / peak it waits ``bank_ns x U / (1 - U)``
+    on average (a single-server queue per bank whose service is one access,
+    ``bank_ns``: the textbook's array access time).  A thread with ``loads``
+    independent loads in a round waits for the last of them: ``loads`` waits,
+    each about exponential, last one after ``H(loads) = 1 + 1/2 + ... + 1/loads``
+    mean waits.  The round then takes
+
+        T = latency_ns + bank_ns x H(loads) x U / (1 - U),
+
+    and bandwidth = bytes in flight x SMs / T, solved for U exactly (a
+    quadratic).  The bandwidth stays below ``peak_gbps`` and reaches it only as
+    the bytes in flight grow without bound.
+
+    On the H100 (the 2026-11-25 bench_dram run) this is within 9% of every
+    measured point from 1 KiB to 128 KiB in flight per SM, where the plain
+    law missed by up to 1.33x at the knee.  Its remaining error is at the
+    fewest bytes (the model 1.07-1.08x high): a streaming warp's round is
+    longer than a chase's single load by its loop's own instructions.
+    """
+    fn = "model.dram.little_bandwidth"
+    _pos(fn, "in_flight_per_sm", in_flight_per_sm)
+    _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns)
+    demand = in_flight_per_sm * sms                  # bytes the SMs keep on their way
+    a = bank_ns * _harmonic(loads)
+    # U peak (latency (1 - U) + a U) = demand (1 - U): P (a - L) U^2 + (P L + D) U - D = 0,
+    # the root in [0, 1) in the form that is stable for a < L, a = L and a > L alike
+    b = peak_gbps * latency_ns + demand
+    u = 2 * demand / (b + math.sqrt(b * b + 4 * peak_gbps * (a - latency_ns) * demand))
+    return peak_gbps * min(u, 1.0)
+
+
+def little_bytes(fraction: float = 0.9, *, loads: int = 1, sms: int = H100_SMS,
+                 latency_ns: float = H100_DRAM_LATENCY_NS, peak_gbps: float = H100_PEAK_GBPS,
+                 bank_ns: float = DRAM_BANK_NS) -> float:
+    """Bytes in flight per SM at which :func:`little_bandwidth` reaches ``fraction``
+    of ``peak_gbps``: ``fraction x peak x T / SMs`` with T the round at that
+    utilisation -- the seed's "R + 1 banks" in today's terms.  With ``bank_ns=0``:
+    ``fraction`` x the latency x bandwidth product."""
+    fn = "model.dram.little_bytes"
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        raise TypeError(f"{fn}: fraction must be a number, not {type(fraction).__name__}")
+    if not 0 < fraction < 1:
+        raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1)")
+    _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns)
+    t = latency_ns + bank_ns * _harmonic(loads) * fraction / (1 - fraction)
+    return fraction * peak_gbps * t / sms
 
 
 def latency_bandwidth_product(*, sms: int = H100_SMS, latency_ns: float = H100_DRAM_LATENCY_NS,
@@ -257,3 +326,198 @@ def slot_permutation(w, bits: int, seed: int):
 
 
 _M64 = (1 << 64) - 1
+
+
+# ---- the registry's families: gpumem.model.predict("dram_stream", "float4", n=...) ----------
+def _stream_grid(variant: str, p: dict) -> int:
+    return p["grid"]
+
+
+def _burst_grid(variant: str, p: dict) -> int:
+    return -(-p["pieces"] * burst_lanes(p["piece"]) // p["block"])
+
+
+def _channels_grid(variant: str, p: dict) -> int:
+    return -(-WARP * p["streams"] // p["block"])
+
+
+def _launch(grid):
+    def launch(variant: str, p: dict) -> dict:
+        return {"grid": (grid(variant, p), 1, 1), "block": (p["block"], 1, 1)}
+    return launch
+
+
+def _whole_warps(where: str, p: dict) -> None:
+    if p["block"] % WARP or p["block"] < WARP:
+        raise ValueError(f"{where}: block={p['block']} is not allowed; block must be a multiple "
+                         "of 32 from 32 to 1024")
+
+
+def _recorded(where: str, p: dict, key: str, want) -> None:
+    """A parameter a LaunchRecord carries that the variant or the others fix: None or equal."""
+    if p[key] is not None and p[key] != want:
+        raise ValueError(f"{where}: {key}={p[key]!r} does not match this launch ({key} is "
+                         f"{want!r} here)")
+
+
+def _fits(where: str, p: dict) -> None:
+    if 4 * p["n"] > BYTES_MAX:
+        raise ValueError(f"{where}: n={p['n']} floats exceed the 2**63 - 1 bytes an array "
+                         "can hold")
+
+
+def _int_in(where: str, p: dict, key: str, lo: int, hi: int, allowed=None) -> None:
+    v = p[key]
+    if isinstance(v, bool) or not hasattr(v, "__index__"):
+        raise TypeError(f"{where}: {key} must be an int, not {type(v).__name__}")
+    v = p[key] = int(v.__index__())
+    if allowed is not None and v not in allowed:
+        raise ValueError(f"{where}: {key}={v} is not allowed; allowed: "
+                         f"{', '.join(map(str, allowed))}")
+    if not lo <= v <= hi:
+        raise ValueError(f"{where}: {key}={v} is not allowed; {key} must be {lo}..{hi}")
+
+
+def _check_stream(where: str, variant: str, p: dict) -> None:
+    _whole_warps(where, p)
+    _fits(where, p)
+    _int_in(where, p, "unroll", 1, 16, (1, 2, 4, 8, 16))
+    _int_in(where, p, "grid", 1, 1 << 20)
+    if p["n"] < 1:
+        raise ValueError(f"{where}: n=0 is not allowed; dram_stream needs at least one float")
+    _recorded(where, p, "width", variant)
+
+
+def _gen_stream(tally, axis, variant: str, p: dict) -> None:
+    """dram_stream: every warp-wide load of a full tile is 32 lanes x width contiguous bytes
+    on a 32 x width boundary; the partial tile's warps, row by row; the n % k tail floats
+    (one 4-byte load each, threads 0.. of block 0); one float stored per block."""
+    width = _WIDTHS[("float", "float2", "float4").index(variant)]
+    n, unroll, block = p["n"], p["unroll"], p["block"]
+    k = width // 4
+    nv, tile = n // k, block * unroll
+    tiles, r = divmod(nv, tile)
+    tally.affine("ld", 0, WARP, width, width, tiles * unroll * (block // WARP))
+    for j in range(unroll):
+        c = min(max(r - j * block, 0), block)
+        full, part = divmod(c, WARP)
+        first = (tiles * tile + j * block) * width
+        tally.affine("ld", first, WARP, width, width, full)
+        tally.affine("ld", first + full * WARP * width, part, width, width, 1)
+    tally.affine("ld", 4 * nv * k, n - nv * k, 4, 4, 1)
+    tally.affine("st", 0, 1, 4, 4, p["grid"])
+
+
+def _check_burst(where: str, variant: str, p: dict) -> None:
+    _whole_warps(where, p)
+    _fits(where, p)
+    _int_in(where, p, "piece", 4, 128, _PIECES)
+    _int_in(where, p, "pieces", 1, 2**31 - 1)
+    _int_in(where, p, "seed", 0, 2**31 - 1)
+    if 4 * p["n"] < p["piece"]:
+        raise ValueError(f"{where}: n={p['n']} floats hold no {p['piece']}-byte piece")
+    _recorded(where, p, "grid", _burst_grid(variant, p))
+
+
+def _gen_burst(tally, axis, variant: str, p: dict) -> None:
+    """dram_burst, exactly: each warp instruction reads 32 / lanes pieces at their random
+    slots; its units are the distinct slots x units per piece (a piece of at least one unit)
+    or the distinct units the slots fall in (a smaller piece).  Counted piece by piece
+    (the slots are random), 2^20 pieces at a time."""
+    piece, pieces, seed = p["piece"], p["pieces"], p["seed"]
+    g = tally.g["ld"]
+    lanes = burst_lanes(piece)
+    per_warp = WARP // lanes
+    slots = 4 * p["n"] // piece
+    step = per_warp << 15                                    # whole warps per batch
+    units = nbytes = 0
+    for q0 in range(0, pieces, step):
+        q = np.arange(q0, min(pieces, q0 + step), dtype=np.uint64)
+        s = (mix64(q, seed) % np.uint64(slots)).astype(np.int64)
+        pad = -s.size % per_warp
+        if pad:                                  # the last warp: repeat its first piece
+            s = np.concatenate([s, np.full(pad, s[s.size - (per_warp - pad)])])
+        rows = np.sort(s.reshape(-1, per_warp), axis=1)
+        distinct = 1 + (np.diff(rows, axis=1) != 0).sum(axis=1)
+        nbytes += piece * int(distinct.sum())
+        if piece >= g:
+            units += (piece // g) * int(distinct.sum())
+        else:
+            u = np.sort(rows * piece // g, axis=1)
+            units += int((1 + (np.diff(u, axis=1) != 0).sum(axis=1)).sum())
+    tally.add("ld", -(-pieces * lanes // WARP), units, nbytes)
+    tally.affine("st", 0, 1, 4, 4, _burst_grid(variant, p))
+
+
+def _check_channels(where: str, variant: str, p: dict) -> None:
+    _whole_warps(where, p)
+    _fits(where, p)
+    _int_in(where, p, "streams", 1, 1 << 24)
+    _int_in(where, p, "chunk", 2048, 1 << 30)
+    _int_in(where, p, "seed", 0, 2**31 - 1)
+    chunk, stride, nbytes = p["chunk"], p["stride"], 4 * p["n"]
+    if chunk & (chunk - 1):
+        raise ValueError(f"{where}: chunk={chunk} is not allowed; chunk must be a power of two")
+    if variant == "random":
+        if stride:
+            raise ValueError(f"{where}: stride={stride} is not allowed; stride must be 0 for "
+                             "the random placement")
+        if nbytes < chunk or p["streams"] > 1 << ((nbytes // chunk).bit_length() - 1):
+            raise ValueError(f"{where}: streams={p['streams']} chunks do not fit the power-of-two "
+                             f"number of chunk slots of n={p['n']} floats")
+    else:
+        s = stride or chunk
+        if s & (s - 1) or s < 32:
+            raise ValueError(f"{where}: stride={stride} is not allowed; stride must be 0 or a "
+                             "power of two >= 32")
+        end = p["streams"] * chunk if s < chunk else (p["streams"] - 1) * s + chunk
+        if end > nbytes:
+            raise ValueError(f"{where}: streams={p['streams']} chunks of {chunk} bytes at stride "
+                             f"{s} need {end} bytes; n={p['n']} floats hold {nbytes}")
+    _recorded(where, p, "placement", variant)
+    _recorded(where, p, "grid", _channels_grid(variant, p))
+
+
+def _gen_channels(tally, axis, variant: str, p: dict) -> None:
+    """dram_channels: every warp-wide load is 32 lanes x 16 bytes at byte off = step * 2048
+    + j * 512 + 16 lane of its chunk.  A piece (the stride below the chunk, else the chunk)
+    of 512 bytes or more: one contiguous, 512-byte-aligned run.  A smaller piece s: lane l
+    at w s + (16 l // s) streams s + 16 l % s; moving to another load adds a multiple of
+    512 streams bytes, so the units depend only on w s modulo the unit: warps w = 0 ..
+    units/s - 1 stand for their residues."""
+    streams, chunk = p["streams"], p["chunk"]
+    per_warp = chunk // 512                                  # load instructions per warp
+    s = min(p["stride"] or chunk, chunk) if variant == "strided" else chunk
+    g = tally.g["ld"]
+    if s >= 512:
+        tally.affine("ld", 0, WARP, 16, 16, streams * per_warp)
+    else:
+        lane = 16 * np.arange(WARP, dtype=np.int64)
+        pattern = (lane // s) * streams * s + lane % s
+        period = max(1, g // s)
+        for w in range(min(period, streams)):
+            warps = len(range(w, streams, period))
+            r = coalesce_warps((w * s + pattern)[None, :], 16, g, np.ones((1, WARP), bool))
+            tally.add("ld", warps * per_warp, int(r.transactions.sum()) * warps * per_warp,
+                      int(r.bytes_requested.sum()) * warps * per_warp)
+    tally.affine("st", 0, 1, 4, 4, _channels_grid(variant, p))
+
+
+#: The families this module models (see gpumem.model._launch for the keys); ``width``,
+#: ``placement`` and ``grid`` are what a LaunchRecord carries beside the variant (None:
+#: not given).  dram_burst is counted piece by piece: its cost grows with ``pieces``.
+FAMILIES = {
+    "dram_stream": {"variants": ("float", "float2", "float4"),
+                    "params": {"n": _REQ, "unroll": 1, "grid": 132, "block": 256, "width": None},
+                    "gen": _gen_stream, "launch": _launch(_stream_grid), "check": _check_stream},
+    "dram_burst": {"variants": ("gather",),
+                   "params": {"n": _REQ, "pieces": _REQ, "piece": 32, "seed": 0, "block": 256,
+                              "grid": None},
+                   "gen": _gen_burst, "launch": _launch(_burst_grid), "check": _check_burst},
+    "dram_channels": {"variants": ("strided", "random"),
+                      "params": {"n": _REQ, "streams": _REQ, "stride": 0, "chunk": 65536,
+                                 "seed": 0, "block": 256, "placement": None, "grid": None},
+                      "limits": {"stride": (0, 1 << 40)},
+                      "gen": _gen_channels, "launch": _launch(_channels_grid),
+                      "check": _check_channels},
+}

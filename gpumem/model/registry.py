@@ -3,7 +3,7 @@
 :func:`families`.
 
 The registry is not a list kept by hand: every module of this package that
-defines ``FAMILIES`` (one per lesson: ``access``, ``layout``, ``matmul``,
+defines ``FAMILIES`` (one per lesson: ``access``, ``dram``, ``layout``, ``matmul``,
 ``transpose``) is a kernel model, and its families are the ones it declares
 (the keys are described in gpumem.model._launch).  Adding a lesson's model is
 adding one such module.

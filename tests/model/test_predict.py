@@ -36,12 +36,23 @@ LARGEST = [
      for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)), ("prefetch", (16, 32)),
                       ("coarsened", (32,)), ("register_tiled", (64,)),
                       ("warptiled", (64, 128)), ("mma", (128,))) for t in tiles
-] + [("transpose", v, dict(m=65535 * 32, n=2 ** 31 - 65)) for v in model.families()["transpose"]]
+] + [("transpose", v, dict(m=65535 * 32, n=2 ** 31 - 65)) for v in model.families()["transpose"]
+] + [("dram_stream", v, dict(n=2 ** 61 - 1, unroll=u, grid=1 << 20, block=1024))
+     for v in ("float", "float2", "float4") for u in (1, 16)
+] + [("dram_channels", "strided", dict(n=2 ** 61 - 1, streams=(1 << 22) - 1, stride=1 << 40,
+                                       chunk=1 << 30, block=1024)),
+     ("dram_channels", "strided", dict(n=2 ** 61 - 1, streams=1 << 24, stride=32, chunk=1 << 30,
+                                       block=1024)),
+     ("dram_channels", "random", dict(n=2 ** 61 - 1, streams=1 << 24, chunk=1 << 30, block=1024))]
 #: The sizes issue 11 names: n = 2^31 with the default block, matmul at 16384^3 (transpose
-#: at 65536^2).  shared_stride moves no global loads: its sizes are tested in test_transpose.
+#: at 65536^2).  shared_stride moves no global loads: its sizes are tested in test_transpose;
+#: dram_burst's sectors depend on every piece's random slot, so it is counted piece by piece
+#: (tests/model/test_dram.py times it at 2^24 pieces).
 HEADLINE = [(f, v, dict(m=16384, n=16384, k=16384) if f == "matmul" else
-             dict(m=65536, n=65536) if f == "transpose" else dict(n=2 ** 31))
-            for f, vs in model.families().items() if f != "shared_stride" for v in vs]
+             dict(m=65536, n=65536) if f == "transpose" else
+             dict(n=2 ** 31, streams=4096) if f == "dram_channels" else dict(n=2 ** 31))
+            for f, vs in model.families().items() if f not in ("shared_stride", "dram_burst")
+            for v in vs]
 
 
 def test_predict_at_the_largest_launch_takes_under_a_second_and_100_mb():
@@ -243,7 +254,8 @@ def test_every_key_and_the_cache_paths_agree():
         assert predict("read_offset", "unroll4", n=100_003, offset=5, block=256, cache=c) == ref
     assert set(model.families()) == {"vec_add", "matmul", "read_offset", "write_offset",
                                      "strided_read", "struct_update", "distance", "copy",
-                                     "transpose", "shared_stride"}
+                                     "transpose", "shared_stride", "dram_stream", "dram_burst",
+                                     "dram_channels"}
 
 
 def test_predict_takes_a_launch_record():
@@ -287,7 +299,7 @@ def test_families_are_what_the_model_modules_declare():
             for family, spec in getattr(module, "FAMILIES", {}).items():
                 declared[family] = tuple(spec["variants"])
     assert list(model.families().items()) == list(declared.items())
-    assert {"access", "layout", "matmul", "transpose"} == {
+    assert {"access", "dram", "layout", "matmul", "transpose"} == {
         info.name for info in pkgutil.iter_modules(model.__path__)
         if hasattr(importlib.import_module(f"gpumem.model.{info.name}"), "FAMILIES")}
 
