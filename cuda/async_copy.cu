@@ -123,12 +123,16 @@ static __device__ __forceinline__ void tensor_load(unsigned dst, const CUtensorM
 // (GM_ASYNC_GROUP) puts tile row R in smem row (R % k) * (32 / k) + R / k
 // (box j holds rows j, j + k, ...); the others have k = 1: smem row = tile row.
 // SW: the 128-byte swizzle (chunk j of smem row s at j ^ (s % 8)).
-static __device__ __forceinline__ int tile_row(int s, int k)
+// k is 1, 2 or 4: shifts instead of divisions (kl = log2 k).
+static __device__ __forceinline__ int tile_row(int s, int kl)
 {
-    const int per = T / k;
-    return k * (s % per) + s / per;
+    const int per_l = 5 - kl; // T / k = 2^per_l rows per box
+    return ((s & ((1 << per_l) - 1)) << kl) + (s >> per_l);
 }
-static __device__ __forceinline__ int smem_row(int r, int k) { return (r % k) * (T / k) + r / k; }
+static __device__ __forceinline__ int smem_row(int r, int kl)
+{
+    return ((r & ((1 << kl) - 1)) << (5 - kl)) + (r >> kl);
+}
 template <bool SW> static __device__ __forceinline__ int chunk_at(int s, int j)
 {
     return SW ? j ^ (s & 7) : j;
@@ -137,7 +141,8 @@ template <bool SW> static __device__ __forceinline__ int chunk_at(int s, int j)
 // What a block knows of its run of tiles.
 struct Run {
     const float *a;
-    int m, n, k, view_rows; // view_rows: floor(m / k), the tensor map's rows
+    int m, n, k, kl;        // k rows per view row (tensor variants; else 1), kl = log2 k
+    int view_rows;          // floor(m / k), the tensor map's rows
     int r0, c00, count;     // the run's first row and column, its tiles
 };
 
@@ -208,7 +213,8 @@ static __device__ __forceinline__ void load_tensor(const Run &u, float *st, int 
         return;
     bar_expect(bar, (unsigned)TB);
     for (int j = 0; j < u.k; ++j)
-        tensor_load(smem_addr(st + j * (T / u.k) * T), map, j * u.n + c0, u.r0 / u.k, bar);
+        tensor_load(smem_addr(st + ((j * T) >> u.kl) * T), map, j * u.n + c0, u.r0 >> u.kl,
+                    bar);
 }
 
 // The rows k floor(m/k) .. m-1 that the view leaves out (at most 3: in the last
@@ -223,7 +229,7 @@ static __device__ __forceinline__ bool load_rest(const Run &u, float *st, int c0
     const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
     const int r = first + w;
     if (r < u.m) {
-        const int s = smem_row(r - u.r0, u.k), c = c0 + l;
+        const int s = smem_row(r - u.r0, u.kl), c = c0 + l;
         st[s * T + 4 * chunk_at<SW>(s, l >> 2) + (l & 3)] =
             c < u.n ? u.a[(size_t)r * u.n + c] : 0.0f;
     }
@@ -252,7 +258,7 @@ static __device__ __forceinline__ void store_copy(const Run &u, const float *st,
     } else {
 #pragma unroll
         for (int q = 0; q < T / 8; ++q) {
-            const int s = w + 8 * q, r = u.r0 + tile_row(s, u.k), c = c0 + l;
+            const int s = w + 8 * q, r = u.r0 + tile_row(s, u.kl), c = c0 + l;
             const float v = st[s * T + 4 * chunk_at<SW>(s, l >> 2) + (l & 3)];
             if (r < u.m && c < u.n)
                 out[(size_t)r * u.n + c] = v;
@@ -269,7 +275,7 @@ static __device__ __forceinline__ void store_transpose(const Run &u, const float
                                                        float *out)
 {
     const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
-    const int R = u.r0 + tile_row(l, u.k);
+    const int R = u.r0 + tile_row(l, u.kl);
     const float4 v = *reinterpret_cast<const float4 *>(st + l * T + 4 * chunk_at<SW>(l, w));
     const float f[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -330,6 +336,7 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
     u.m = m;
     u.n = n;
     u.k = k;
+    u.kl = k == 4 ? 2 : k == 2 ? 1 : 0;
     u.view_rows = view_rows;
     u.r0 = blockIdx.y * T;
     u.c00 = blockIdx.x * TPB * T;
