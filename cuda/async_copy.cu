@@ -33,9 +33,8 @@
 
 static constexpr int T = GM_ASYNC_TILE;          // 32
 static constexpr int NT = GM_ASYNC_THREADS;      // 256
-static constexpr int S = GM_ASYNC_STAGES;        // 4
-static constexpr int TPB = GM_ASYNC_TILES_PER_BLOCK;
-static constexpr int TB = GM_ASYNC_TILE_BYTES;   // 4096
+[[maybe_unused]] static constexpr int S = GM_ASYNC_STAGES;        // 4
+[[maybe_unused]] static constexpr int TB = GM_ASYNC_TILE_BYTES;   // 4096
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define GM_HAS_CP_ASYNC 1
@@ -48,7 +47,7 @@ static constexpr int TB = GM_ASYNC_TILE_BYTES;   // 4096
 #define GM_HAS_TMA 0
 #endif
 
-static __device__ __forceinline__ unsigned smem_addr(const void *p)
+[[maybe_unused]] static __device__ __forceinline__ unsigned smem_addr(const void *p)
 {
     return (unsigned)__cvta_generic_to_shared(p);
 }
@@ -129,7 +128,7 @@ static __device__ __forceinline__ int tile_row(int s, int kl)
     const int per_l = 5 - kl; // T / k = 2^per_l rows per box
     return ((s & ((1 << per_l) - 1)) << kl) + (s >> per_l);
 }
-static __device__ __forceinline__ int smem_row(int r, int kl)
+[[maybe_unused]] static __device__ __forceinline__ int smem_row(int r, int kl)
 {
     return ((r & ((1 << kl) - 1)) << (5 - kl)) + (r >> kl);
 }
@@ -297,7 +296,7 @@ static __device__ __forceinline__ void store_tile(const Run &u, const float *st,
 }
 
 // ---- the kernel ---------------------------------------------------------------------------
-// Block (bx, by) moves tiles (by, bx * TPB + i), i < count, through a ring of S
+// Block (bx, by) moves tiles (by, bx * tiles + i), i < count, through a ring of S
 // stage buffers.  TR: transpose (else copy); VEC: copy's float4 stores.
 //   ldg_sts     per tile: load, __syncthreads, store, __syncthreads
 //   cp_async*   S - 1 tiles committed ahead; wait_group<S - 1> after committing the
@@ -309,9 +308,9 @@ static __device__ __forceinline__ void store_tile(const Run &u, const float *st,
 template <int V, bool TR, bool VEC>
 static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
                                                  float *__restrict__ out, int m, int n, int k,
-                                                 int view_rows, const CUtensorMap *map)
+                                                 int view_rows, int tiles, const CUtensorMap *map)
 {
-    constexpr bool SW = V == GM_ASYNC_TENSOR_SW128;
+    [[maybe_unused]] constexpr bool SW = V == GM_ASYNC_TENSOR_SW128;
     constexpr bool NEEDS_TMA = V >= GM_ASYNC_BULK;
     constexpr bool NEEDS_CP = V == GM_ASYNC_CP4 || V == GM_ASYNC_CP16;
 #if !GM_HAS_TMA
@@ -339,8 +338,8 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
     u.kl = k == 4 ? 2 : k == 2 ? 1 : 0;
     u.view_rows = view_rows;
     u.r0 = blockIdx.y * T;
-    u.c00 = blockIdx.x * TPB * T;
-    u.count = tiles_x - (int)blockIdx.x * TPB < TPB ? tiles_x - (int)blockIdx.x * TPB : TPB;
+    u.c00 = blockIdx.x * tiles * T;
+    u.count = tiles_x - (int)blockIdx.x * tiles < tiles ? tiles_x - (int)blockIdx.x * tiles : tiles;
 
     if constexpr (V == GM_ASYNC_LDG_STS) {
         for (int i = 0; i < u.count; ++i) {
@@ -420,17 +419,17 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
 template <int V, bool VEC>
 __global__ void __launch_bounds__(NT)
     tile_copy_kernel(const float *__restrict__ a, float *__restrict__ out, int m, int n, int k,
-                     int view_rows, const __grid_constant__ CUtensorMap map)
+                     int view_rows, int tiles, const __grid_constant__ CUtensorMap map)
 {
-    tile_body<V, false, VEC>(a, out, m, n, k, view_rows, &map);
+    tile_body<V, false, VEC>(a, out, m, n, k, view_rows, tiles, &map);
 }
 
 template <int V>
 __global__ void __launch_bounds__(NT)
     tile_transpose_kernel(const float *__restrict__ a, float *__restrict__ out, int m, int n,
-                          int k, int view_rows, const __grid_constant__ CUtensorMap map)
+                          int k, int view_rows, int tiles, const __grid_constant__ CUtensorMap map)
 {
-    tile_body<V, true, false>(a, out, m, n, k, view_rows, &map);
+    tile_body<V, true, false>(a, out, m, n, k, view_rows, tiles, &map);
 }
 
 // ---- the tensor map -------------------------------------------------------------------------
@@ -478,7 +477,7 @@ static cudaError_t encode_view(CUtensorMap *map, const float *a, int m, int n, i
 }
 
 // ---- selectors and launchers ----------------------------------------------------------------
-using tile_fn = void (*)(const float *, float *, int, int, int, int, const CUtensorMap);
+using tile_fn = void (*)(const float *, float *, int, int, int, int, int, const CUtensorMap);
 
 // The copy's float4 stores: rows of whole 16-byte chunks, both pointers aligned.
 static bool vec_ok(const float *a, const float *out, int n)
@@ -499,10 +498,12 @@ template <bool TR, bool VEC> static tile_fn select_tile(int variant)
 }
 
 static cudaError_t launch_tiles(tile_fn k, int variant, const float *a, float *out, int m, int n,
-                                gm_dims *dims, cudaStream_t stream)
+                                int tiles, gm_dims *dims, cudaStream_t stream)
 {
     const int tiles_x = (n + T - 1) / T, tiles_y = (m + T - 1) / T;
-    *dims = gm_dims{{(unsigned)((tiles_x + TPB - 1) / TPB), (unsigned)tiles_y, 1},
+    if (tiles < 1)
+        tiles = GM_ASYNC_TILES_PER_BLOCK; // a zeroed params struct: the default
+    *dims = gm_dims{{(unsigned)((tiles_x + tiles - 1) / tiles), (unsigned)tiles_y, 1},
                     {(unsigned)NT, 1, 1},
                     (size_t)GM_ASYNC_SMEM};
     CUtensorMap map;
@@ -514,7 +515,7 @@ static cudaError_t launch_tiles(tile_fn k, int variant, const float *a, float *o
         if (err != cudaSuccess)
             return err;
     }
-    return gm_run(k, dims, dims->smem, stream, a, out, m, n, group, m / group, map);
+    return gm_run(k, dims, dims->smem, stream, a, out, m, n, group, m / group, tiles, map);
 }
 
 extern "C" const void *gm_tile_copy_kernel(const gm_tile_copy_params *p)
@@ -528,7 +529,7 @@ extern "C" cudaError_t gm_tile_copy(const gm_tile_copy_params *p, gm_dims *dims,
 {
     const tile_fn k = vec_ok(p->a, p->out, p->n) ? select_tile<false, true>(p->variant)
                                                  : select_tile<false, false>(p->variant);
-    return launch_tiles(k, p->variant, p->a, p->out, p->m, p->n, dims, stream);
+    return launch_tiles(k, p->variant, p->a, p->out, p->m, p->n, p->tiles, dims, stream);
 }
 
 extern "C" const void *gm_tile_transpose_kernel(const gm_tile_transpose_params *p)
@@ -540,5 +541,5 @@ extern "C" cudaError_t gm_tile_transpose(const gm_tile_transpose_params *p, gm_d
                                          cudaStream_t stream)
 {
     return launch_tiles(select_tile<true, false>(p->variant), p->variant, p->a, p->out, p->m,
-                        p->n, dims, stream);
+                        p->n, p->tiles, dims, stream);
 }

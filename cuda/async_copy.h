@@ -9,7 +9,7 @@
  *   tile_transpose  out = a.T      (global -> shared -> transposed -> global)
  * and differ only in how a tile gets from global into shared memory (the
  * variant).  Blocks of GM_ASYNC_THREADS threads each take a run of up to
- * GM_ASYNC_TILES_PER_BLOCK tiles along a tile row, GM_ASYNC_STAGES tile
+ * `tiles` tiles along a tile row (default GM_ASYNC_TILES_PER_BLOCK), GM_ASYNC_STAGES tile
  * buffers deep (a ring: later tiles load while the block stores earlier ones).
  *
  * cp_async4/cp_async16 need compute capability 8.0, bulk and the tensor
@@ -21,7 +21,7 @@
 #define GM_ASYNC_TILE 32            /* floats per tile side: a tile row is 128 bytes */
 #define GM_ASYNC_THREADS 256        /* 8 warps */
 #define GM_ASYNC_STAGES 4           /* tile buffers per block */
-#define GM_ASYNC_TILES_PER_BLOCK 8  /* tiles per block, along a tile row */
+#define GM_ASYNC_TILES_PER_BLOCK 8  /* tiles per block along a tile row: the default */
 #define GM_ASYNC_TILE_BYTES (GM_ASYNC_TILE * GM_ASYNC_TILE * 4)
 /* dynamic shared memory per block: the ring, plus 1024 bytes to align it to
  * 1 KiB (the 128-byte swizzle's period); the mbarriers are static */
@@ -52,6 +52,7 @@ typedef struct {
     const float *a;
     float *out;
     int m, n;           /* a is m x n */
+    int tiles;          /* tiles per block (0: the default) */
 } gm_tile_copy_params;
 GM_FAMILY(tile_copy)
 
@@ -60,6 +61,7 @@ typedef struct {
     const float *a;
     float *out;         /* n x m */
     int m, n;
+    int tiles;          /* tiles per block (0: the default) */
 } gm_tile_transpose_params;
 GM_FAMILY(tile_transpose)
 

@@ -173,6 +173,9 @@ BAD = [
     (lambda: gm.tile_copy(np.broadcast_to(np.float32(0), (1, (1 << 29) + 4))), ValueError,
      "too large for one launch"),
     (lambda: gm.tile_copy(_A, out=np.ones((5, 6), np.float32)), TypeError, "tile_copy: out"),
+    (lambda: gm.tile_copy(_A, tiles=3), ValueError, "tile_copy: tiles=3 is not allowed"),
+    (lambda: gm.tile_transpose(_A, tiles=128), ValueError, "tile_transpose: tiles=128"),
+    (lambda: gm.tile_transpose(_A, tiles=2.0), TypeError, "tile_transpose: tiles must be"),
     (lambda: tensor_view(0, 5), ValueError, "tensor_view: m=0"),
     (lambda: tensor_view(5, 2.0), TypeError, "tensor_view: n must be"),
     (lambda: ac.variant_capable("tma", (9, 0)), ValueError, "variant_capable: variant"),
@@ -182,6 +185,7 @@ BAD = [
     (lambda: ac.async_compare(family="copy"), ValueError, "async_compare: family"),
     (lambda: ac.async_compare(variants=["x"]), ValueError, "variant='x'"),
     (lambda: ac.async_compare(repeat=0), ValueError, "async_compare: repeat=0"),
+    (lambda: ac.async_compare(tiles=3), ValueError, "async_compare: tiles=3 is not allowed"),
     (lambda: ac.async_compare(progress=2), TypeError, "async_compare: progress must be"),
     (lambda: ac.registers("transpose", "tensor"), ValueError, "registers: family"),
     (lambda: tile_transpose_reference(np.ones(3)), ValueError, "tile_transpose_reference: a"),
@@ -252,8 +256,15 @@ def test_every_variant_equals_numpy_on_awkward_sizes(family, variant, rng, no_le
         np.testing.assert_array_equal(out.get(), want, err_msg=f"{variant} {m} x {n}")
         np.testing.assert_array_equal(fn(a, variant=variant), want)     # ndarray in, out
     rec = gm.last_record()
-    assert rec.kernel == family and rec.variant == variant
+    assert rec.kernel == family and rec.variant == variant and rec.params["tiles"] == 8
     assert rec.block == (256, 1, 1) and rec.bytes == 8 * a.size
+    assert rec.grid == gm.model.launch_config(family, variant, m=m, n=n)["grid"]
+    a = rng.standard_normal((97, 32 * 9 + 4)).astype(np.float32)      # 10 tile columns
+    for tiles in (1, 2, 4, 16, 64):      # a ring longer and shorter than the block's run
+        out = poisoned(ref(a).shape)
+        np.testing.assert_array_equal(fn(a, variant=variant, tiles=tiles, out=out).get(),
+                                      ref(a), err_msg=f"{variant} tiles={tiles}")
+        assert gm.last_record().grid[0] == -(-10 // tiles)
 
 
 @gpu

@@ -94,10 +94,14 @@ static const gm_variant transpose_variants[] = {
                                "4 rows of out"),
 };
 
-enum { AC_A, AC_VARIANT };
+static const long long tiles_allowed[] = {1, 2, 4, 8, 16, 32, 64, 0};
+
+enum { AC_A, AC_VARIANT, AC_TILES };
 static const gm_arg async_args[] = {
     [AC_A] = {"a", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 2},
     [AC_VARIANT] = {"variant", GM_VARIANT, GM_RECORD, .sdef = "tensor_swizzle128"},
+    [AC_TILES] = {"tiles", GM_INT, GM_RECORD, GM_ASYNC_TILES_PER_BLOCK, 1, 64,
+                  .allowed = tiles_allowed, .what = " (tiles per block, along a tile row)"},
     {NULL},
 };
 
@@ -161,20 +165,20 @@ static void copy_fill(const gm_call *c, void *params)
 {
     *(gm_tile_copy_params *)params = (gm_tile_copy_params){
         c->variant->select, gm_in(c, AC_A), gm_res(c), (int)gm_dim(c, AC_A, 0),
-        (int)gm_dim(c, AC_A, 1)};
+        (int)gm_dim(c, AC_A, 1), (int)c->v[AC_TILES]};
 }
 
 static void transpose_fill(const gm_call *c, void *params)
 {
     *(gm_tile_transpose_params *)params = (gm_tile_transpose_params){
         c->variant->select, gm_in(c, AC_A), gm_res(c), (int)gm_dim(c, AC_A, 0),
-        (int)gm_dim(c, AC_A, 1)};
+        (int)gm_dim(c, AC_A, 1), (int)c->v[AC_TILES]};
 }
 
 static const gm_family gm_tile_copy_family = {
     "tile_copy",
     "out = a for a float32 matrix a (M x N), through 32 x 32 tiles in shared memory, 4 tile "
-    "buffers per block: the variant says how a tile gets into shared memory ('ldg_sts', "
+    "buffers per block, `tiles` tiles per block along a tile row: the variant says how a tile gets into shared memory ('ldg_sts', "
     "'cp_async4', 'cp_async16', 'bulk', 'tensor', 'tensor_swizzle128').",
     async_args, 1, 0, copy_variants, copy_check, async_prepare, copy_fill,
 };

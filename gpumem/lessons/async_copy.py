@@ -40,7 +40,7 @@ import numpy as np
 
 from .. import _core, runtime
 from .._core import DeviceArray
-from ..runtime.args import _flag, _given, _host
+from ..runtime.args import _flag, _given, _host, _index
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
 from ..tools import headline as hl
@@ -105,7 +105,7 @@ def tensor_view(m: int, n: int) -> dict[str, int]:
             "box": (TILE, TILE // k), "rest_rows": m - k * (m // k)}
 
 
-def tile_copy(a: Array, *, variant: Variant = "tensor_swizzle128",
+def tile_copy(a: Array, *, variant: Variant = "tensor_swizzle128", tiles: int = 8,
               out: DeviceArray | None = None):
     """``out = a`` through 32 x 32 tiles in shared memory, filled by ``variant``.
 
@@ -122,6 +122,9 @@ def tile_copy(a: Array, *, variant: Variant = "tensor_swizzle128",
         two and the tensor variants need ``a``'s data 16-byte aligned (any array gpumem
         allocates is; ValueError naming ``a`` otherwise).  The other variants take any
         N.  Below a variant's compute capability: :class:`gpumem.CudaError` naming it.
+    tiles : {1, 2, 4, 8, 16, 32, 64}
+        Tiles per block, along a tile row (the block's ring holds 4 of them at a time:
+        more tiles per block keep the ring full longer, fewer make shorter blocks).
     out : DeviceArray, optional
         float32, shape ``(M, N)``.
 
@@ -131,7 +134,7 @@ def tile_copy(a: Array, *, variant: Variant = "tensor_swizzle128",
     equal to ``a`` bit for bit (:func:`tile_copy_reference`).
     """
     _given("tile_copy", a=a)
-    return _core.tile_copy(a, variant=variant, out=out)
+    return _core.tile_copy(a, variant=variant, tiles=_index("tile_copy", "tiles", tiles), out=out)
 
 
 def tile_copy_reference(a: np.ndarray) -> np.ndarray:
@@ -139,7 +142,7 @@ def tile_copy_reference(a: np.ndarray) -> np.ndarray:
     return np.array(_host("tile_copy_reference", "a", a, np.float32, ndim=2), order="C")
 
 
-def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128",
+def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128", tiles: int = 8,
                    out: DeviceArray | None = None):
     """``out = a.T`` through 32 x 32 tiles in shared memory, filled by ``variant``.
 
@@ -155,6 +158,8 @@ def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128",
     a : numpy.ndarray or DeviceArray, float32, 2-D (M x N)
     variant : str
         As for :func:`tile_copy` (the same rules on N, alignment and GPUs).
+    tiles : {1, 2, 4, 8, 16, 32, 64}
+        Tiles per block, as for :func:`tile_copy`.
     out : DeviceArray, optional
         float32, shape ``(N, M)``.
 
@@ -164,7 +169,8 @@ def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128",
     :func:`tile_transpose_reference`.
     """
     _given("tile_transpose", a=a)
-    return _core.tile_transpose(a, variant=variant, out=out)
+    return _core.tile_transpose(a, variant=variant, tiles=_index("tile_transpose", "tiles", tiles),
+                                out=out)
 
 
 def tile_transpose_reference(a: np.ndarray) -> np.ndarray:
@@ -202,7 +208,7 @@ def _counters(calls: list, metrics: Sequence[str]) -> list[dict] | None:
 
 
 def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose",
-                  variants: Sequence[str] | None = None, repeat: int = 20,
+                  variants: Sequence[str] | None = None, tiles: int = 8, repeat: int = 20,
                   progress: bool = True) -> Table:
     """Every variant of ``family`` on one M x N matrix, beside the device copy.
 
@@ -214,18 +220,23 @@ def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose
     :data:`ASYNC_METRICS` -- measured where the profiler reads counters, the model's
     beside them (``<metric>_model``); without a GPU the model's alone.  A variant this
     GPU cannot run (compute capability) or this N does not allow (``cp_async16`` and
-    ``bulk``: N a multiple of 4) is a row with a note.
+    ``bulk``: N a multiple of 4) is a row with a note.  ``tiles``: tiles per block
+    (:func:`tile_transpose`).
     """
     fn = "async_compare"
     m, n = _int(fn, "m", m, 1, 65535 * TILE), _int(fn, "n", n, 1, 1 << 29)
     (family,) = _choices(fn, "family", _str(fn, "family", family), FAMILIES)
     vs = list(VARIANTS) if variants is None else \
         _choices(fn, "variants", variants, VARIANTS, each="variant")
+    tiles = _int(fn, "tiles", tiles, 1, 64)
+    if tiles & (tiles - 1):
+        raise ValueError(f"{fn}: tiles={tiles} is not allowed; tiles must be one of 1, 2, 4, "
+                         "8, 16, 32, 64")
     repeat, progress = _repeat(fn, repeat), _flag(fn, "progress", progress)
     gpu = runtime.is_available()
     kernel = tile_transpose if family == "tile_transpose" else tile_copy
     predict = _model_predict()
-    tiles = -(-m // TILE) * -(-n // TILE)
+    ntiles = -(-m // TILE) * -(-n // TILE)
     rows: list[dict[str, Any]] = [{"variant": v, "note": ""} for v in vs]
     cc = tuple(runtime.device().compute_capability) if gpu else None
     for row in rows:
@@ -246,15 +257,15 @@ def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose
             runtime.empty((m * n,))
         copy_ms = device_copy(dst, flat, repeat=repeat, warmup=3)["median_ms"]
         for row in _progress(ok, len(ok), fn, progress):
-            r = runtime.bench(kernel, a, variant=row["variant"], out=res, repeat=repeat,
-                              warmup=3)
+            r = runtime.bench(kernel, a, variant=row["variant"], tiles=tiles, out=res,
+                              repeat=repeat, warmup=3)
             row.update({"ms": r.median_ms, "GB/s": r.gbps, "x copy": copy_ms / r.median_ms,
                         "registers": registers(family, row["variant"])})
-        got = _counters([(kernel, (a,), {"variant": r["variant"], "out": res}) for r in ok],
-                        ASYNC_METRICS)
+        got = _counters([(kernel, (a,), {"variant": r["variant"], "tiles": tiles, "out": res})
+                         for r in ok], ASYNC_METRICS)
     measured = dict(zip((r["variant"] for r in ok), got)) if got else {}
     for row in ok:
-        pred = predict(family, row["variant"], m=m, n=n) if predict else None
+        pred = predict(family, row["variant"], m=m, n=n, tiles=tiles) if predict else None
         g = measured.get(row["variant"])
         for k in ASYNC_METRICS:
             if g is not None:
@@ -264,7 +275,7 @@ def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose
             elif pred:
                 row[k] = pred.get(k)
         if row.get("smsp__inst_executed.sum") is not None:
-            row["inst/tile"] = row["smsp__inst_executed.sum"] / tiles
+            row["inst/tile"] = row["smsp__inst_executed.sum"] / ntiles
     src = "measured" if got else "model"
     sources = {k: src for k in ASYNC_METRICS}
     sources["inst/tile"] = src
@@ -279,7 +290,7 @@ def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose
     if got:
         cols += [k + "_model" for k in ASYNC_METRICS[1:]]
     cols.append("note")
-    title = f"{family} {m} x {n}" + (f" (device copy of the same bytes: {copy_ms:.3f} ms)"
+    title = f"{family} {m} x {n}, {tiles} tiles per block" + (f" (device copy of the same bytes: {copy_ms:.3f} ms)"
                                      if copy_ms else " (no GPU: model only, times not measured)")
     return Table(rows, cols, sources=sources, title=title)
 

@@ -2,8 +2,8 @@
 ``tile_transpose``, every variant's global loads (LDG, or cp.async's LDGSTS
 copies), its global stores, and the shared-memory accesses of its tile.
 
-Every tile is moved alone (the block's ring of buffers changes when, not
-what): a tile column moves the loads by 128 bytes and the copy's stores by
+Every tile is moved alone (the block's ring of buffers, and ``tiles``, the
+tiles per block, change when, not what: they change only the launch's grid): a tile column moves the loads by 128 bytes and the copy's stores by
 128, the transpose's by ``128 m``; a tile row by ``128 n`` and 128 -- multiples
 of the 128-byte line, so every tile is alike but the last column and the last
 row (partial tiles).
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._check import index
 from ._launch import GRID_Y_MAX, REQUIRED
 from ._tally import WARP, cdiv, global_warps, shared_warps
 
@@ -143,7 +144,8 @@ def _gen(family: str):
 
 def _check(where: str, variant: str, p: dict) -> None:
     """What the C entry point refuses: more than 65535 tile rows or 2^29 columns; N not a
-    multiple of 4 for cp_async16 and bulk."""
+    multiple of 4 for cp_async16 and bulk; tiles per block not a power of two up to 64."""
+    p["tiles"] = index(where, "tiles", p["tiles"], allowed=(1, 2, 4, 8, 16, 32, 64))
     if p["m"] > GRID_Y_MAX * T:
         raise ValueError(f"{where}: m={p['m']} is too large; at most {GRID_Y_MAX * T} rows")
     if p["n"] > 1 << 29:
@@ -154,13 +156,14 @@ def _check(where: str, variant: str, p: dict) -> None:
 
 
 def _launch(variant: str, p: dict) -> dict[str, tuple[int, int, int]]:
-    return {"grid": (cdiv(cdiv(p["n"], T), TILES_PER_BLOCK), cdiv(p["m"], T), 1),
+    return {"grid": (cdiv(cdiv(p["n"], T), p["tiles"]), cdiv(p["m"], T), 1),
             "block": (THREADS, 1, 1)}
 
 
 #: The families this module models (see gpumem.model._launch for the keys).
 FAMILIES = {
-    family: {"variants": VARIANTS, "params": {"m": REQUIRED, "n": REQUIRED},
+    family: {"variants": VARIANTS,
+             "params": {"m": REQUIRED, "n": REQUIRED, "tiles": TILES_PER_BLOCK},
              "gen": _gen(family), "launch": _launch, "check": _check}
     for family in ("tile_copy", "tile_transpose")
 }

@@ -113,6 +113,11 @@ def test_launch_and_refusals():
     assert model.launch_config("tile_transpose", "tensor", m=8190, n=8190) == \
         {"grid": (32, 256, 1), "block": (256, 1, 1)}
     assert model.launch_config("tile_copy", "ldg_sts", m=1, n=300)["grid"] == (2, 1, 1)
+    assert model.launch_config("tile_copy", "ldg_sts", m=1, n=300, tiles=2)["grid"] == (5, 1, 1)
+    assert predict("tile_copy", "tensor", m=100, n=300, tiles=1) == \
+        predict("tile_copy", "tensor", m=100, n=300, tiles=64)      # tiles: when, not what
+    with pytest.raises(ValueError, match="tiles=3 is not allowed"):
+        predict("tile_copy", "bulk", m=4, n=8, tiles=3)
     with pytest.raises(ValueError, match="n=6 is not a multiple of 4; variant='bulk'"):
         predict("tile_copy", "bulk", m=4, n=6)
     with pytest.raises(ValueError, match="m=2097121 is too large"):
