@@ -305,20 +305,58 @@ def test_model_equals_counters(family, counters, no_leak):
     vs = [v for v in VARIANTS if ac.variant_capable(v, cc)]
     keys = ("gst_transactions", "gst_requests", "shared_load_transactions",
             "shared_load_requests")
-    with gm.profile(metrics=list(keys) + ["gld_transactions", "gldgsts_transactions"]) as p:
+    with gm.profile(metrics=list(keys) + ["gld_transactions", "gldgsts_transactions",
+                                          "shared_store_transactions"]) as p:
         for v in vs:
             fn(a, variant=v)
     for v, rec in zip(vs, p.records):
         want = gm.model.predict(family, v, m=m, n=n)
         for k in keys:
             assert rec.metrics[k] == want[k], (v, k, rec.metrics[k], want[k])
-        if v == "ldg_sts":
+        if v == "ldg_sts":      # every global load an LDG, every shared store an STS
             assert rec.metrics["gld_transactions"] == want["gld_transactions"]
+            assert rec.metrics["shared_store_transactions"] == \
+                want["shared_store_transactions"] == 32 * 48
+        if v in ("bulk", "tensor", "tensor_swizzle128"):   # the engine's reads: no LSU loads
+            assert rec.metrics["gld_transactions"] == want["gld_transactions"] == 0
         if v == "cp_async4":   # exact for 4-byte copies (gpumem.metrics says so)
             assert rec.metrics["gldgsts_transactions"] == want["gldgsts_transactions"]
     if family == "tile_transpose" and "tensor" in vs:
         conflicts = {v: r.metrics["shared_load_transactions"] for v, r in zip(vs, p.records)}
         assert conflicts["tensor"] == 8 * conflicts["tensor_swizzle128"]
+
+
+class _Claims:
+    """Another library's view of device memory: a pointer and a shape (CUDA array interface)."""
+
+    def __init__(self, ptr, shape):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": shape,
+                                         "typestr": "<f4", "version": 3}
+
+
+@gpu
+def test_data_off_the_16_byte_grid(rng, no_leak):
+    """A view 4 bytes into an allocation: the variants that need 16-byte alignment refuse it
+    by name before any launch; the others move it right."""
+    m, n = 37, 68
+    host = rng.standard_normal(m * n + 1).astype(np.float32)
+    d = gm.to_device(host)
+    a = gm.from_dlpack(_Claims(d.ptr + 4, (m, n)))
+    want = host[1:].reshape(m, n)
+    cc = tuple(gm.device().compute_capability)
+    for v in VARIANTS:
+        if not ac.variant_capable(v, cc):
+            continue
+        if v in ("ldg_sts", "cp_async4"):
+            np.testing.assert_array_equal(gm.tile_transpose(a, variant=v).get(), want.T)
+            np.testing.assert_array_equal(gm.tile_copy(a, variant=v).get(), want)
+        else:
+            for fn in (gm.tile_copy, gm.tile_transpose):
+                with pytest.raises(ValueError, match=rf"{fn.__name__}: a's data at .* is not "
+                                                     rf"16-byte aligned; variant='{v}' needs it"):
+                    fn(a, variant=v)
+    np.testing.assert_array_equal(gm.tile_copy(d.get()[:m * n].reshape(m, n)),
+                                  host[:m * n].reshape(m, n))      # and the next call works
 
 
 @gpu
