@@ -290,6 +290,10 @@ class FakeGPU:
           ("divergence", "warp"): 1.0, ("transpose", "naive_row"): 6.0,
           ("transpose", "shared"): 2.0, ("transpose", "padded"): 1.1,
           ("transpose", "coarsened"): 1.05,
+          **{("tile_copy", v): t for v, t in (("ldg_sts", 1.25), ("cp_async16", 1.1),
+                                               ("tensor", 1.05), ("tensor_swizzle128", 1.02))},
+          **{("tile_transpose", v): t for v, t in (("ldg_sts", 2.0), ("cp_async16", 1.8),
+                                                    ("tensor", 1.6), ("tensor_swizzle128", 1.04))},
           **{("dram_stream", u): 4.0 / min(u, 4) for u in (1, 2, 4, 8, 16)}, ("dram_burst", 32): 1.0}
     COUNTERS = {("dram_burst", 32): {"gld_transactions": 1000.0, "gld_requests": 63.0,
                                      "dram_read_bytes": 64000.0},
@@ -316,7 +320,7 @@ class FakeGPU:
         owner = {f: d.name for d in gm.lessons.declarations() for f in d.families}
         for fam in ("copy", "matmul", "read_offset", "struct_update", "stencil_1d",
                     "constant_broadcast", "thread_histogram", "register_pressure", "divergence",
-                    "transpose", "dram_stream", "dram_burst"):
+                    "transpose", "dram_stream", "dram_burst", "tile_copy", "tile_transpose"):
             # each headline calls its lesson's own function; the report's device row, copy
             monkeypatch.setattr(sys.modules[f"gpumem.lessons.{owner[fam]}"], fam,
                                 self._kernel(fam))
@@ -324,7 +328,7 @@ class FakeGPU:
         # the stencil's ceiling: the device copy, here as fast as the float4 copy
         def device_copy(dst, src, repeat, warmup):
             return {"GB/s": 8.0 * np.size(src) / (self.MS[("copy", "float4")] * 1e-3) / 1e9}
-        for lesson in ("stencil", "transpose", "dram", "clusters"):
+        for lesson in ("stencil", "transpose", "dram", "clusters", "async_copy"):
             monkeypatch.setattr(sys.modules[f"gpumem.lessons.{lesson}"], "device_copy",
                                 device_copy)
         # the ladder's chases and the transfer lesson's copies
@@ -385,7 +389,7 @@ class FakeGPU:
                "struct_update": "layout", "stencil_1d": "memory",
                "constant_broadcast": "memory", "thread_histogram": "variant",
                "register_pressure": "variant", "divergence": "variant", "dram_stream": "unroll",
-               "dram_burst": "piece"}[fam]
+               "dram_burst": "piece", "tile_copy": "variant", "tile_transpose": "variant"}[fam]
         k = (fam, kw.get(sel, 0 if sel == "offset" else None))
         return k + (args[0],) if fam == "constant_broadcast" else k
 
@@ -483,6 +487,9 @@ def test_measured_rows_on_a_fake_gpu(monkeypatch):
         pytest.approx(4.0)
     xfer = first_with(rows, "pinned_GB/s")["measured"]
     assert xfer["pinned_GB/s"] == pytest.approx(50.0) and xfer["pageable_GB/s"] == pytest.approx(10.0)
+    tma = first_with(rows, "transpose_tensor_swizzle128_x_copy")["measured"]
+    assert tma["transpose_tensor_swizzle128_x_copy"] == pytest.approx(1 / 1.04)
+    assert tma["copy_ldg_sts_x_copy"] == pytest.approx(1 / 1.25)
     dr = first_with(rows, "dram_bytes_per_sector")
     assert dr["measured"]["dram_bytes_per_sector"] == 64.0
     assert "a lone 32-byte piece costs 64 DRAM bytes" in dr["measured_text"]

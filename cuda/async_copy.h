@@ -1,0 +1,68 @@
+/* async_copy.h -- the C ABI of cuda/async_copy.cu (the async_copy lesson's kernels):
+ * included through gm_kernels.h only (which the build gives the list of
+ * lesson headers, gm_lesson_headers.inc), inside its extern "C" and with its
+ * GM_FAMILY.  No other lesson's header or file uses these.
+ *
+ * Two streaming tiled kernels move a float32 matrix a (m x n, row-major)
+ * through shared memory in tiles of GM_ASYNC_TILE x GM_ASYNC_TILE floats:
+ *   tile_copy       out = a        (global -> shared -> global)
+ *   tile_transpose  out = a.T      (global -> shared -> transposed -> global)
+ * and differ only in how a tile gets from global into shared memory (the
+ * variant).  Blocks of GM_ASYNC_THREADS threads each take a run of up to
+ * `tiles` tiles along a tile row (default GM_ASYNC_TILES_PER_BLOCK), GM_ASYNC_STAGES tile
+ * buffers deep (a ring: later tiles load while the block stores earlier ones).
+ *
+ * cp_async4/cp_async16 need compute capability 8.0, bulk and the tensor
+ * variants 9.0: for older architectures those kernels are built as a trap
+ * that csrc's capability check never lets run. */
+#ifndef GM_ASYNC_COPY_H
+#define GM_ASYNC_COPY_H
+
+#define GM_ASYNC_TILE 32            /* floats per tile side: a tile row is 128 bytes */
+#define GM_ASYNC_THREADS 256        /* 8 warps */
+#define GM_ASYNC_STAGES 4           /* tile buffers per block */
+#define GM_ASYNC_TILES_PER_BLOCK 8  /* tiles per block along a tile row: the default */
+#define GM_ASYNC_TILE_BYTES (GM_ASYNC_TILE * GM_ASYNC_TILE * 4)
+/* dynamic shared memory per block: the ring, plus 1024 bytes to align it to
+ * 1 KiB (the 128-byte swizzle's period); the mbarriers are static */
+#define GM_ASYNC_SMEM (GM_ASYNC_STAGES * GM_ASYNC_TILE_BYTES + 1024)
+#define GM_ASYNC_CC_ASYNC 8         /* cp.async: compute capability 8.0 */
+#define GM_ASYNC_CC_BULK 9          /* the bulk copy engine (TMA): 9.0 */
+
+typedef enum {
+    GM_ASYNC_LDG_STS = 0,   /* ld.global into registers, st.shared (LDG + STS) */
+    GM_ASYNC_CP4 = 1,       /* cp.async.ca 4 bytes per thread and element (LDGSTS) */
+    GM_ASYNC_CP16 = 2,      /* cp.async.cg 16 bytes per thread and copy (n % 4 == 0) */
+    GM_ASYNC_BULK = 3,      /* cp.async.bulk: one 1-D copy per tile row (n % 4 == 0) */
+    GM_ASYNC_TENSOR = 4,    /* cp.async.bulk.tensor.2d, a CUtensorMap, no swizzle */
+    GM_ASYNC_TENSOR_SW128 = 5 /* the same with CU_TENSOR_MAP_SWIZZLE_128B */
+} gm_async_variant;
+#define GM_ASYNC_IS_TENSOR(v) ((v) == GM_ASYNC_TENSOR || (v) == GM_ASYNC_TENSOR_SW128)
+
+/* Rows per tensor-map row: a CUtensorMap's row stride must be a multiple of
+ * 16 bytes, so rows of n floats are viewed k at a time (4 k n bytes):
+ * k = 1 when n % 4 == 0, 2 when n % 2 == 0, else 4.  The view has floor(m/k)
+ * rows of k n floats; a tile's k boxes (32 / k view rows each) start at view
+ * columns j n + c0, j < k.  The rows past k floor(m/k) (at most 3) are loaded
+ * by the block's threads. */
+#define GM_ASYNC_GROUP(n) ((n) % 4 == 0 ? 1 : (n) % 2 == 0 ? 2 : 4)
+
+typedef struct {
+    int variant;        /* gm_async_variant */
+    const float *a;
+    float *out;
+    int m, n;           /* a is m x n */
+    int tiles;          /* tiles per block (0: the default) */
+} gm_tile_copy_params;
+GM_FAMILY(tile_copy)
+
+typedef struct {
+    int variant;        /* gm_async_variant */
+    const float *a;
+    float *out;         /* n x m */
+    int m, n;
+    int tiles;          /* tiles per block (0: the default) */
+} gm_tile_transpose_params;
+GM_FAMILY(tile_transpose)
+
+#endif /* GM_ASYNC_COPY_H */

@@ -1,0 +1,169 @@
+"""The async_copy lesson's kernels (``cuda/async_copy.cu``): ``tile_copy`` and
+``tile_transpose``, every variant's global loads (LDG, or cp.async's LDGSTS
+copies), its global stores, and the shared-memory accesses of its tile.
+
+Every tile is moved alone (the block's ring of buffers, and ``tiles``, the
+tiles per block, change when, not what: they change only the launch's grid): a tile column moves the loads by 128 bytes and the copy's stores by
+128, the transpose's by ``128 m``; a tile row by ``128 n`` and 128 -- multiples
+of the 128-byte line, so every tile is alike but the last column and the last
+row (partial tiles).
+
+What the model leaves out, and why:
+
+* The bulk copy engine (``bulk``, ``tensor``, ``tensor_swizzle128``) reads
+  global memory without LSU instructions: its bytes are not in the LSU's load
+  requests and sectors (``gld_*``), and its writes into shared memory are no
+  shared store instructions.  The model counts the loads the block's threads
+  make (the tensor variants' rest rows, past the view's last whole group of
+  ``k`` rows) -- for those variants ``gld_*`` is what the LSU sees, the engine's
+  reads are measured as DRAM/L2 bytes instead.
+* cp.async's writes into shared memory are not counted as shared stores
+  (Nsight Compute counts LDGSTS apart, ``gldgsts_*``).
+* A shared load whose every lane is predicated off costs nothing; the copy's
+  loads are predicated with the store they feed (as in the transpose lesson),
+  the transpose's float4 load feeds four stores and is modelled as executed by
+  every lane.  Shared counts are exact for interior tiles; in the edge tiles of
+  sizes that are not multiples of 32 the compiler's predication decides, which
+  the GPU test checks only for multiples of 32.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._check import index
+from ._launch import GRID_Y_MAX, REQUIRED
+from ._tally import WARP, cdiv, global_warps, shared_warps
+
+T, THREADS, TILES_PER_BLOCK = 32, 256, 8
+VARIANTS = ("ldg_sts", "cp_async4", "cp_async16", "bulk", "tensor", "tensor_swizzle128")
+_TENSOR = ("tensor", "tensor_swizzle128")
+_ENGINE = ("bulk",) + _TENSOR
+_WARPS = THREADS // WARP
+
+
+def group(variant: str, n: int) -> int:
+    """Rows per tensor-map row (the tensor variants; 1 for the others)."""
+    if variant not in _TENSOR:
+        return 1
+    return 1 if n % 4 == 0 else 2 if n % 2 == 0 else 4
+
+
+def tile_row(s, k: int):
+    """The tile row smem row ``s`` holds (the tensor view puts box j's rows j, j+k, ...
+    at smem rows j*32/k ...)."""
+    per = T // k
+    return k * (s % per) + s // per
+
+
+def smem_row(r, k: int):
+    return (r % k) * (T // k) + r // k
+
+
+def chunk_at(variant: str, s, j):
+    """The 16-byte chunk where chunk j of smem row s lies (the 128-byte swizzle)."""
+    return j ^ (s & 7) if variant == "tensor_swizzle128" else j
+
+
+def _vec(variant: str, n: int) -> bool:
+    """tile_copy stores float4 where n % 4 == 0 (gpumem's arrays are aligned)."""
+    return n % 4 == 0
+
+
+def _tile(tally, family: str, variant: str, m: int, n: int, tx: int, ty: int, wt: int) -> None:
+    """The accesses of tile (ty, tx), each standing for ``wt`` tiles."""
+    k = group(variant, n)
+    r0, c0 = T * ty, T * tx
+    lane = np.arange(WARP, dtype=np.int64)[None, :]
+    w = np.arange(_WARPS, dtype=np.int64)[:, None]              # warps x lanes
+    # ---- filling the tile ----
+    if variant in ("ldg_sts", "cp_async4"):
+        op = "ld" if variant == "ldg_sts" else "cp"
+        for q in range(T * T // THREADS):
+            row = w + 8 * q + 0 * lane
+            r, c = r0 + row, c0 + lane + 0 * w
+            global_warps(tally, op, 4 * (r * n + c), (r < m) & (c < n), 4, wt)
+            if variant == "ldg_sts":
+                shared_warps(tally, "st", 4 * (row * T + lane), None, 4, wt)
+    elif variant == "cp_async16":
+        t = WARP * w + lane
+        row, j = t >> 3, t & 7
+        r, c = r0 + row, c0 + 4 * j
+        global_warps(tally, "cp", 4 * (r * n + c), (r < m) & (c < n), 16, wt)
+    elif variant in _TENSOR:
+        first = k * (m // k)
+        if first < m and r0 <= first < r0 + T:                  # the rest rows, plain loads
+            rest = m - first
+            r = first + w[:rest] + 0 * lane
+            c = c0 + lane + 0 * w[:rest]
+            global_warps(tally, "ld", 4 * (r * n + c), c < n, 4, wt)
+            s = smem_row(r - r0, k)
+            shared_warps(tally, "st", 4 * (s * T + 4 * chunk_at(variant, s, lane >> 2) +
+                                           (lane & 3)), None, 4, wt)
+    # ---- storing it ----
+    if family == "tile_copy":
+        if _vec(variant, n):
+            s = 4 * w + (lane >> 3)
+            j = lane & 7
+            r, c = r0 + s, c0 + 4 * j
+            ok = (r < m) & (c < n)
+            shared_warps(tally, "ld", 16 * (s * 8 + chunk_at(variant, s, j)), ok, 16, wt)
+            global_warps(tally, "st", 4 * (r * n + c), ok, 16, wt)
+        else:
+            for q in range(T // 8):
+                s = w + 8 * q + 0 * lane
+                r, c = r0 + tile_row(s, k), c0 + lane + 0 * w
+                ok = (r < m) & (c < n)
+                shared_warps(tally, "ld", 4 * (s * T + 4 * chunk_at(variant, s, lane >> 2) +
+                                               (lane & 3)), ok, 4, wt)
+                global_warps(tally, "st", 4 * (r * n + c), ok, 4, wt)
+    else:
+        s = lane + 0 * w
+        R = r0 + tile_row(s, k)
+        shared_warps(tally, "ld", 16 * (s * 8 + chunk_at(variant, s, w + 0 * lane)), None, 16,
+                     wt)
+        for i in range(4):
+            orow = c0 + 4 * w + i + 0 * lane
+            global_warps(tally, "st", 4 * (orow * m + R), (orow < n) & (R < m), 4, wt)
+
+
+def _gen(family: str):
+    def gen(tally, axis, variant, p):
+        m, n = p["m"], p["n"]
+        if m == 0 or n == 0:
+            return                                           # gpumem launches nothing
+        tally.shared = True
+        tally.ldgsts = variant in ("cp_async4", "cp_async16")
+        gx, gy = cdiv(n, T), cdiv(m, T)
+        txs, wx = axis(gx, 1, (gx - 1,))
+        tys, wy = axis(gy, 1, (gy - 1,))
+        for tx, w1 in zip(txs.tolist(), wx.tolist()):
+            for ty, w2 in zip(tys.tolist(), wy.tolist()):
+                _tile(tally, family, variant, m, n, tx, ty, w1 * w2)
+    return gen
+
+
+def _check(where: str, variant: str, p: dict) -> None:
+    """What the C entry point refuses: more than 65535 tile rows or 2^29 columns; N not a
+    multiple of 4 for cp_async16 and bulk; tiles per block not a power of two up to 64."""
+    p["tiles"] = index(where, "tiles", p["tiles"], allowed=(1, 2, 4, 8, 16, 32, 64))
+    if p["m"] > GRID_Y_MAX * T:
+        raise ValueError(f"{where}: m={p['m']} is too large; at most {GRID_Y_MAX * T} rows")
+    if p["n"] > 1 << 29:
+        raise ValueError(f"{where}: n={p['n']} is too large; at most 2**29 columns")
+    if variant in ("cp_async16", "bulk") and p["n"] % 4:
+        raise ValueError(f"{where}: n={p['n']} is not a multiple of 4; variant={variant!r} "
+                         "copies whole 16-byte chunks of a row")
+
+
+def _launch(variant: str, p: dict) -> dict[str, tuple[int, int, int]]:
+    return {"grid": (cdiv(cdiv(p["n"], T), p["tiles"]), cdiv(p["m"], T), 1),
+            "block": (THREADS, 1, 1)}
+
+
+#: The families this module models (see gpumem.model._launch for the keys).
+FAMILIES = {
+    family: {"variants": VARIANTS,
+             "params": {"m": REQUIRED, "n": REQUIRED, "tiles": TILES_PER_BLOCK},
+             "gen": _gen(family), "launch": _launch, "check": _check}
+    for family in ("tile_copy", "tile_transpose")
+}

@@ -1,0 +1,141 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 14 · Filling a shared-memory tile: registers, cp.async, the bulk copy engine, TMA
+#
+# **The idea.** Every tiled kernel starts by moving a tile from global into shared memory.
+# There are four ways to do it on a Hopper GPU, each handing more of the work to the hardware:
+#
+# 1. **`ldg_sts`** -- each thread loads into registers (LDG) and stores into shared memory (STS).
+#    The data passes through the register file, and a thread waits for its loads before it can
+#    store them.
+# 2. **`cp_async4` / `cp_async16`** -- `cp.async` (compute capability 8.0+, SASS `LDGSTS`):
+#    global to shared without registers, 4 or 16 bytes per thread and instruction; the block
+#    commits a group per tile and waits until only the newest groups are in flight.
+# 3. **`bulk`** -- the bulk copy engine (TMA, compute capability 9.0+): one thread per tile row
+#    issues a 1-D `cp.async.bulk` of the row's bytes, completing on an *mbarrier* that was told
+#    how many bytes to expect.
+# 4. **`tensor` / `tensor_swizzle128`** -- `cp.async.bulk.tensor.2d` with a `CUtensorMap`: ONE
+#    thread issues the whole 32 x 32 tile; the engine clips it at the matrix's edges (zero fill),
+#    and with the 128-byte swizzle it stores 16-byte chunk `j` of tile row `r` at chunk
+#    `j ^ (r % 8)`.
+#
+# The lesson runs them in two streaming tiled kernels -- a copy (`out = a`) and a transpose
+# (`out = a.T`) -- with a ring of 4 tile buffers per block, beside the device copy of the same
+# bytes. Without a GPU (or below compute capability 9.0 for the engine) the notebook shows the
+# model's side: sectors, shared-memory wavefronts, and what it would measure.
+
+# %%
+import numpy as np
+import gpumem as gm
+from gpumem.lessons import async_copy as ac
+
+HAVE_GPU = gm.is_available()
+CC = tuple(gm.device().compute_capability) if HAVE_GPU else None
+RUN = [v for v in ac.VARIANTS if HAVE_GPU and ac.variant_capable(v, CC)]
+if not HAVE_GPU:
+    print("No GPU here: this notebook shows the model's side and what it would measure.")
+else:
+    print(gm.device().summary())
+    print("variants this GPU runs:", ", ".join(RUN))
+for v in gm.variants("tile_transpose"):
+    print(f"{v.name:18s} {v.idea}")
+
+# %% [markdown]
+# ## Correctness first
+#
+# Both kernels are checked against NumPy bit for bit, into outputs poisoned with NaN, on sizes
+# that are no multiple of the tile -- including rows of 8190 and 8191 floats, which the tensor
+# map cannot take as they are (next section).
+
+# %%
+rng = np.random.default_rng(14)
+for m, n in ((190, 257), (257, 65), (33, 8190 // 30)):
+    a = rng.standard_normal((m, n)).astype(np.float32)
+    for v in RUN:
+        if v in ("cp_async16", "bulk") and n % 4:
+            continue
+        out = gm.to_device(np.full((n, m), np.nan, np.float32))
+        assert np.array_equal(gm.tile_transpose(a, variant=v, out=out).get(), a.T), (v, m, n)
+        assert np.array_equal(gm.tile_copy(a, variant=v), a), (v, m, n)
+print("every variant this GPU runs equals NumPy" if RUN else
+      "(no GPU: the kernels are checked by the test suite on one)")
+
+# %% [markdown]
+# ## The tensor map's view of awkward rows
+#
+# A `CUtensorMap` holds the matrix's shape and its row stride in bytes, which must be a multiple
+# of 16. Rows of 8192 floats (32768 bytes) are; rows of 8190 (32760 bytes) are not. The tensor
+# variants view such a matrix **two rows at a time** (rows of 16380 floats, 65520 bytes), four
+# at a time when N is odd, and fetch a tile as 2 (or 4) boxes: the even rows at view column
+# `c0`, the odd rows at `n + c0`. Past the right edge an even-row box reads into the odd row
+# (the kernel never stores those columns); past the view's end the engine fills zeros. The rows
+# after the last whole pair (an odd M) are loaded by the block's threads.
+
+# %%
+for m, n in ((8192, 8192), (8190, 8190), (8191, 8191), (3, 5)):
+    print(f"{m} x {n}:", ac.tensor_view(m, n))
+
+# %% [markdown]
+# ## Bank conflicts of the transposed read, and what the swizzle does
+#
+# The transpose reads a tile *column*: warp `w` reads 16-byte chunk `w` of all 32 tile rows (lane
+# `l`: row `l`, one float4). Tile rows are 128 bytes apart, so without a swizzle the 8 lanes of
+# a quarter warp hit the same 4 banks: **8 wavefronts where 1 would do**. The 128-byte swizzle
+# moves chunk `j` of row `r` to `j ^ (r % 8)`: 8 consecutive rows, 8 different chunks, all 32
+# banks. The model counts it; on a GPU the counters show it.
+
+# %%
+for v in ("tensor", "tensor_swizzle128"):
+    p = gm.model.predict("tile_transpose", v, m=8192, n=8192)
+    print(f"{v:18s} shared load wavefronts per instruction: "
+          f"{p['shared_load_transactions'] / p['shared_load_requests']:.0f}")
+p = gm.model.predict("tile_transpose", "tensor_swizzle128", m=8190, n=8190)
+print(f"8190 x 8190: global store sectors per request {p['gst_transactions_per_request']:.2f} "
+      "(rows off the 32-byte grid; 4.00 at 8192)")
+
+# %% [markdown]
+# ## The four ways side by side
+#
+# Per variant: time, GB/s of the 8*M*N bytes moved, the ratio to the device copy of the same
+# bytes (`cudaMemcpy`, timed in the same run), the compiler's registers per thread, warp
+# instructions issued per tile and the shared-memory bank conflicts -- measured where the
+# profiler reads counters, the model's beside them. (4096^2 here to stay quick; the benchmark,
+# `benchmarks/bench_async_copy.py`, runs 8192^2 and 8190^2.)
+
+# %%
+size = 4096 if HAVE_GPU else 1024
+t = ac.async_compare(size, size, family="tile_transpose", repeat=10, progress=False)
+t
+
+# %%
+t2 = ac.async_compare(size - 2, size - 2, family="tile_transpose", repeat=10, progress=False)
+t2
+
+# %%
+t3 = ac.async_compare(size, size, family="tile_copy", repeat=10, progress=False)
+t3
+
+# %% [markdown]
+# ## What to take away
+#
+# * `cp.async` and the copy engine take the load side off the threads: `ldg_sts` spends 4 LDG
+#   and 4 STS per thread and tile, `cp_async16` one LDGSTS, `bulk` 32 instructions per tile for
+#   one warp, the tensor copy one for one thread.
+# * The engine writes the tile where the tensor map says; its **swizzle is the only layout
+#   choice left**, and for a transposed read it decides between 8 wavefronts and 1.
+# * Rows that are no multiple of 16 bytes do not stop the tensor copy: view them in pairs (or
+#   fours), and load the few rows left over by hand.
