@@ -87,14 +87,36 @@ static __device__ __forceinline__ void bar_expect(unsigned bar, unsigned bytes)
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
                  "r"(bytes) : "memory");
 }
-// Wait until the phase of parity `parity` has completed.
+// Wait until the phase of parity `parity` has completed.  The wait is bounded: a
+// copy that never completes its bytes (a wrong expect_tx count, a box the engine
+// refused) traps after GM_ASYNC_WAIT_NS of global time, so the launch fails with
+// an error the caller sees instead of hanging the process (and a test run).
+#ifndef GM_ASYNC_WAIT_NS
+#define GM_ASYNC_WAIT_NS 10000000000ull // 10 s: far beyond a tile's copy, even under a sanitizer
+#endif
+static __device__ __forceinline__ bool bar_try_wait(unsigned bar, unsigned parity)
+{
+    unsigned done;
+    asm volatile("{\n\t.reg .pred P1;\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, P1;\n\t"
+                 "}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done != 0;
+}
+static __device__ __forceinline__ unsigned long long global_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
 static __device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity)
 {
-    asm volatile("{\n\t.reg .pred P1;\n"
-                 "WAIT:\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n\t"
-                 "@!P1 bra WAIT;\n"
-                 "}" ::"r"(bar), "r"(parity) : "memory");
+    if (bar_try_wait(bar, parity))
+        return;
+    const unsigned long long t0 = global_ns();
+    while (!bar_try_wait(bar, parity))
+        if (global_ns() - t0 > GM_ASYNC_WAIT_NS)
+            __trap();
 }
 // Generic-proxy accesses to shared memory ordered before the async proxy's.
 static __device__ __forceinline__ void fence_proxy_async()
