@@ -71,6 +71,57 @@ def pytest_sessionstart(session):
         raise pytest.UsageError(f"expected an installed gpumem, imported {gpumem.__file__}")
 
 
+# ---- a suite longer than one device call: stop at a deadline, go on later ---------------
+# GPUMEM_TEST_DEADLINE=S: start no test after S seconds; the node IDs of the tests not run
+# are written to GPUMEM_TEST_REST (a file).  GPUMEM_TEST_ONLY=FILE: run only the tests that
+# FILE names (such a rest), so tools/gpu-check can split the suite over calls by time
+# instead of by guessed file groups.
+_deadline = {"start": None, "ran": set(), "items": []}
+
+
+def pytest_collection_modifyitems(config, items):
+    only = os.environ.get("GPUMEM_TEST_ONLY")
+    if only:
+        with open(only) as f:
+            want = {line.strip() for line in f if line.strip()}
+        keep = [it for it in items if it.nodeid in want]
+        config.hook.pytest_deselected(items=[it for it in items if it.nodeid not in want])
+        items[:] = keep
+    _deadline["items"] = [it.nodeid for it in items]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    limit = os.environ.get("GPUMEM_TEST_DEADLINE")
+    if not limit:
+        return None
+    import time
+    if _deadline["start"] is None:
+        _deadline["start"] = time.monotonic()
+    if time.monotonic() - _deadline["start"] > float(limit):
+        item.session.shouldstop = f"GPUMEM_TEST_DEADLINE ({limit} s) reached"
+        return True                      # not run: listed in GPUMEM_TEST_REST
+    _deadline["ran"].add(item.nodeid)
+    return None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    rest = os.environ.get("GPUMEM_TEST_REST")
+    if rest and os.environ.get("GPUMEM_TEST_DEADLINE"):
+        left = [n for n in _deadline["items"] if n not in _deadline["ran"]]
+        with open(rest, "w") as f:
+            f.writelines(n + "\n" for n in left)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if os.environ.get("GPUMEM_TEST_DEADLINE"):
+        left = len(_deadline["items"]) - len(_deadline["ran"])
+        terminalreporter.write_line(f"GPUMEM_TEST_DEADLINE: {len(_deadline['ran'])} tests started, "
+                                    f"{left} not run" + (f" (listed in {os.environ['GPUMEM_TEST_REST']})"
+                                                         if left and os.environ.get("GPUMEM_TEST_REST")
+                                                         else ""))
+
+
 # ---- sweeps without a GPU: a stand-in model that remembers what it was asked -----------
 class FakeModel(types.ModuleType):
     def __init__(self):
