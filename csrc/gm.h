@@ -238,6 +238,12 @@ const gm_plain *gm_find_plain(const char *name); /* NULL, no exception, when non
  * CudaUnavailableError set.  Cheap after the first call. */
 int gm_ensure_device(void);
 int gm_device_init(PyObject *module); /* is_available, device, runtime_version */
+/* 0 when the current GPU has compute capability major.minor or newer; else -1 with
+ * CudaError (code cudaErrorNotSupported) "fn: WHAT needs compute capability M.m or
+ * newer (WHY); this GPU has compute capability a.b" -- every lesson's one refusal of
+ * an older GPU.  _core._pretend_compute_capability(a, b) makes it see a.b instead
+ * (tests of the refusal on a newer GPU; (0, 0): the GPU's own again). */
+int gm_need_cc(const char *fn, const char *what, int major, int minor, const char *why);
 
 /* ---- the allocators (alloc.c) --------------------------------------------------- */
 /* Every device allocation of gpumem: cudaMalloc through the account of

@@ -148,6 +148,14 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(gpumem.runtime, "is_available", lambda: False)
 
 
+@pytest.fixture
+def pretend_cc():
+    """pretend_cc(major, minor): the lessons' refusals of an older GPU (gm_need_cc) see that
+    compute capability until the test ends; the GPU itself and device() are unchanged."""
+    yield gpumem._core._pretend_compute_capability
+    gpumem._core._pretend_compute_capability(0, 0)
+
+
 # ---- hardware counters: readable wherever a GPU is required ------------------------------
 @pytest.fixture
 def counters():

@@ -239,6 +239,29 @@ def _capable(variant):
 
 
 @gpu
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if ac.CC_NEEDED[v] > (0, 0)])
+def test_a_gpu_below_the_variant_is_refused_naming_both_capabilities(variant, pretend_cc,
+                                                                      rng, no_leak):
+    """The C refusal (gm_need_cc) through a pretended compute capability just below the
+    variant's: CudaError, nothing launched, and at the variant's own capability it runs."""
+    _capable(variant)
+    need = ac.CC_NEEDED[variant]
+    below = (8, 9) if need == (9, 0) else (7, 5)
+    a = rng.standard_normal((33, 64)).astype(np.float32)
+    pretend_cc(*below)
+    for fn in (gm.tile_copy, gm.tile_transpose):
+        with pytest.raises(gm.CudaError, match=rf"^{fn.__name__}: variant='{variant}' needs "
+                                               rf"compute capability {need[0]}\.{need[1]} or "
+                                               rf"newer \(.*\); this GPU has compute capability "
+                                               rf"{below[0]}\.{below[1]}$") as e:
+            fn(a, variant=variant)
+        assert e.value.name == "cudaErrorNotSupported"
+    np.testing.assert_array_equal(gm.tile_copy(a, variant="ldg_sts"), a)
+    pretend_cc(*need)
+    np.testing.assert_array_equal(gm.tile_transpose(a, variant=variant), a.T)
+
+
+@gpu
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_variant_equals_numpy_on_awkward_sizes(family, variant, rng, no_leak):

@@ -74,9 +74,10 @@ def test_an_older_gpu_is_refused_naming_the_capability(monkeypatch):
                         lambda: types.SimpleNamespace(compute_capability=(8, 0)))
     for fn in (clusters.dsmem_latency, clusters.dsmem_bandwidth, clusters.histogram_sweep,
                clusters.pipeline_sweep):
-        with pytest.raises(gm.CudaError, match=rf"^{fn.__name__}: thread block clusters .* need "
-                                               r"compute capability 9\.0 or newer .* this GPU "
-                                               r"has compute capability 8\.0"):
+        with pytest.raises(gm.CudaError, match=rf"^{fn.__name__}: a cluster launch \(thread "
+                                               r"block clusters, .*\) needs compute capability "
+                                               r"9\.0 or newer \(sm_90, Hopper\); this GPU "
+                                               r"has compute capability 8\.0$"):
             fn()
     rows = clusters._headline(True, True)
     assert all("needs compute capability 9.0" in r["measured_text"] for r in rows)
@@ -490,3 +491,26 @@ def test_the_card_row_without_measuring_and_on_an_older_gpu(monkeypatch):
     (row,) = clusters._card(True, True)
     assert row["cycles"] is None and row["how"] == (
         "needs compute capability 9.0; this GPU has 8.9")
+
+
+@gpu
+def test_the_c_refusal_of_an_older_gpu_names_the_capability(pretend_cc, no_leak):
+    """Past the Python check (the GPU's own 9.0), the C side refuses every cluster launch
+    on compute capability 8.9 (pretended) with the same words; 9.0 runs again."""
+    _hopper()
+    x = np.arange(1000, dtype=np.float32)
+    calls = [(clusters.dsmem_chase, (64,), {}),
+             (clusters.dsmem_stream, (), {}),
+             (clusters.cluster_histogram, (x.astype(np.uint32), 64), {}),
+             (clusters.dsmem_pipeline, (x,), {})]
+    pretend_cc(8, 9)
+    for fn, args, kw in calls:
+        with pytest.raises(gm.CudaError, match=rf"^{fn.__name__}: a cluster launch \(thread "
+                                               r"block clusters, distributed shared memory\) "
+                                               r"needs compute capability 9\.0 or newer "
+                                               r"\(sm_90, Hopper\); this GPU has compute "
+                                               r"capability 8\.9$") as e:
+            fn(*args, **kw)
+        assert e.value.code == 801
+    pretend_cc(0, 0)
+    np.testing.assert_array_equal(clusters.dsmem_pipeline(x), clusters.dsmem_pipeline_reference(x))

@@ -209,6 +209,27 @@ def test_window_path_matches_the_reference_and_restores_l2(rng, no_leak):
 
 
 @gpu
+def test_a_gpu_below_sm80_is_refused_before_l2_changes(pretend_cc, no_leak):
+    """The C refusal (gm_need_cc) through a pretended compute capability 7.5: CudaError
+    naming the window and both capabilities, and the L2 as it was."""
+    if not _windows_here():
+        pytest.skip("no access-policy window below compute capability 8.0")
+    before = l2p.l2_state()
+    pretend_cc(7, 5)
+    with pytest.raises(gm.CudaError, match=r"^_hot_cold_window: an access-policy window needs "
+                                           r"compute capability 8\.0 or newer \(.*\); this GPU "
+                                           r"has compute capability 7\.5$") as e:
+        W(np.ones(8, np.float32), np.ones(8, np.float32), None, 1, 1.0)
+    assert e.value.code == 801
+    assert l2p.l2_state() == before
+    pretend_cc(0, 0)
+    out = W(np.ones(8, np.float32), np.ones(8, np.float32), None, 1, 1.0)
+    np.testing.assert_array_equal(out, hot_cold_reference(np.ones(8, np.float32),
+                                                          np.ones(8, np.float32), 1))
+    assert l2p.l2_state() == before
+
+
+@gpu
 def test_nothing_outlives_a_failed_call(rng, no_leak):
     if not _windows_here():
         pytest.skip("no access-policy window below compute capability 8.0")

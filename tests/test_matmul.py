@@ -453,15 +453,35 @@ def test_mma_refused_below_sm80_else_runs(rng, no_leak):
     a = rng.standard_normal((20, 30)).astype(np.float32)
     cc = tuple(gm.device().compute_capability)
     if cc < (8, 0):
-        with pytest.raises(ValueError, match=r"matmul: variant='mma' needs compute capability "
-                                             r"8\.0 or newer .*; this GPU has compute "
-                                             rf"capability {cc[0]}\.{cc[1]}"):
+        with pytest.raises(gm.CudaError, match=r"matmul: variant='mma' needs compute "
+                                               r"capability 8\.0 or newer .*; this GPU has "
+                                               rf"compute capability {cc[0]}\.{cc[1]}"):
             gm.matmul(a, a.T.copy(), variant="mma")
     else:
         got = gm.matmul(a, a.T.copy(), variant="mma")
         assert (np.abs(got - a.astype(np.float64) @ a.T) <= tf32_bound(a, a.T)).all()
     got = gm.matmul(a, a.T.copy(), variant="tiled")
     assert rel_err(got, a.astype(np.float64) @ a.T) < 1e-5
+
+
+@pytest.mark.gpu
+def test_mma_on_a_gpu_below_sm80_is_a_cuda_error_and_the_rest_runs(pretend_cc, rng, no_leak):
+    """The C refusal itself (gm_need_cc), seen through a pretended compute capability 7.5:
+    CudaError naming the variant, both capabilities and cudaErrorNotSupported; the other
+    variants run meanwhile, and at 8.0 mma runs."""
+    a = rng.standard_normal((20, 30)).astype(np.float32)
+    _needs_mma()
+    pretend_cc(7, 5)
+    with pytest.raises(gm.CudaError, match=r"^matmul: variant='mma' needs compute capability "
+                                           r"8\.0 or newer \(mma\.sync with TF32 and "
+                                           r"cp\.async: sm_80\); this GPU has compute "
+                                           r"capability 7\.5$") as e:
+        gm.matmul(a, a.T.copy(), variant="mma")
+    assert (e.value.name, e.value.code, e.value.call) == ("cudaErrorNotSupported", 801, "matmul")
+    assert rel_err(gm.matmul(a, a.T.copy(), variant="tiled"), a.astype(np.float64) @ a.T) < 1e-5
+    pretend_cc(8, 0)
+    got = gm.matmul(a, a.T.copy(), variant="mma")
+    assert (np.abs(got - a.astype(np.float64) @ a.T) <= tf32_bound(a, a.T)).all()
 
 
 @pytest.mark.gpu

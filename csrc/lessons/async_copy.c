@@ -26,33 +26,13 @@ static int cc_needed(int select)
 static int need_cc(const gm_call *c)
 {
     const int need = cc_needed(c->variant->select);
-    int dev = 0, major = 0, minor = 0;
+    char what[96];
     if (need == 0)
         return 0;
-    GM_CUDA(cudaGetDevice(&dev));
-    GM_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    GM_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    if (major >= need)
-        return 0;
-    PyObject *msg = PyUnicode_FromFormat(
-        "%s: variant='%s' needs compute capability %d.0 or newer (%s); this GPU has compute "
-        "capability %d.%d",
-        c->f->name, c->variant->name, need,
-        need == GM_ASYNC_CC_BULK ? "the bulk copy engine, TMA: sm_90, Hopper"
-                                 : "cp.async: sm_80, Ampere",
-        major, minor);
-    PyObject *exc = msg ? PyObject_CallOneArg(gm_CudaError, msg) : NULL;
-    Py_XDECREF(msg);
-    if (exc == NULL)
-        return -1;
-    gm_set_attr(exc, "call", PyUnicode_FromString(c->f->name));
-    gm_set_attr(exc, "name", PyUnicode_FromString(cudaGetErrorName(cudaErrorNotSupported)));
-    gm_set_attr(exc, "code", PyLong_FromLong((long)cudaErrorNotSupported));
-    PyErr_SetObject(gm_CudaError, exc);
-    Py_DECREF(exc);
-    return -1;
-fail:
-    return -1;
+    snprintf(what, sizeof what, "variant='%s'", c->variant->name);
+    return gm_need_cc(c->f->name, what, need, 0,
+                      need == GM_ASYNC_CC_BULK ? "the bulk copy engine, TMA: sm_90, Hopper"
+                                               : "cp.async: sm_80, Ampere");
 }
 
 #define ASYNC_BYTES "8*M*N"

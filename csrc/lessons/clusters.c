@@ -21,28 +21,8 @@ GM_THUNKS(dsmem_pipeline)
 /* CudaError unless the GPU has compute capability 9.0 or newer. */
 static int need_clusters(const char *fn)
 {
-    int dev = 0, major = 0, minor = 0;
-    GM_CUDA(cudaGetDevice(&dev));
-    GM_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    GM_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    if (major >= GM_CLUSTER_CC_MAJOR)
-        return 0;
-    PyObject *msg = PyUnicode_FromFormat(
-        "%s: thread block clusters and distributed shared memory need compute capability "
-        "%d.0 or newer (sm_90: Hopper); this GPU has compute capability %d.%d",
-        fn, GM_CLUSTER_CC_MAJOR, major, minor);
-    PyObject *exc = msg ? PyObject_CallOneArg(gm_CudaError, msg) : NULL;
-    Py_XDECREF(msg);
-    if (exc == NULL)
-        return -1;
-    gm_set_attr(exc, "call", PyUnicode_FromString(fn));
-    gm_set_attr(exc, "name", PyUnicode_FromString(cudaGetErrorName(cudaErrorNotSupported)));
-    gm_set_attr(exc, "code", PyLong_FromLong((long)cudaErrorNotSupported));
-    PyErr_SetObject(gm_CudaError, exc);
-    Py_DECREF(exc);
-    return -1;
-fail:
-    return -1;
+    return gm_need_cc(fn, "a cluster launch (thread block clusters, distributed shared memory)",
+                      GM_CLUSTER_CC_MAJOR, 0, "sm_90, Hopper");
 }
 
 /* Half an SM's shared memory (bytes, a multiple of 16, at most the opt-in per block):

@@ -133,11 +133,9 @@ fail:
  * (and on a GPU that offers no persisting set-aside). */
 static int need_window_gpu(const char *fn, const l2_limits *l)
 {
-    if (l->major < WINDOW_CC_MAJOR) {
-        PyErr_Format(gm_CudaError, "%s: an access-policy window needs compute capability 8.0 "
-                     "(Ampere) or newer; this GPU has %d.%d", fn, l->major, l->minor);
+    if (gm_need_cc(fn, "an access-policy window", WINDOW_CC_MAJOR, 0,
+                   "cudaStreamAttributeAccessPolicyWindow: sm_80, Ampere") < 0)
         return -1;
-    }
     if (l->max_persisting <= 0 || l->max_window <= 0) {
         PyErr_Format(gm_CudaError, "%s: this GPU offers no persisting L2 set-aside "
                      "(cudaDevAttrMaxPersistingL2CacheSize %d, "

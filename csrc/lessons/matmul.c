@@ -127,21 +127,9 @@ static int check(gm_call *c)
  * older GPU is refused here, before the launch, naming both capabilities. */
 static int prepare(gm_call *c)
 {
-    int major = 0, minor = 0;
     if (c->variant->select != GM_MATMUL_MMA)
         return 0;
-    GM_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-    GM_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
-    if (major < 8) {
-        PyErr_Format(PyExc_ValueError,
-                     "matmul: variant='mma' needs compute capability 8.0 or newer (mma.sync "
-                     "with TF32 and cp.async, sm_80); this GPU has compute capability %d.%d",
-                     major, minor);
-        return -1;
-    }
-    return 0;
-fail:
-    return -1;
+    return gm_need_cc("matmul", "variant='mma'", 8, 0, "mma.sync with TF32 and cp.async: sm_80");
 }
 
 static void fill(const gm_call *c, void *params)

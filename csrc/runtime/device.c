@@ -156,7 +156,56 @@ static PyObject *gm_synchronize(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* ---- refusing an older GPU ----------------------------------------------- */
+static int pretend_major = 0, pretend_minor = 0; /* 0.0: the GPU's own */
+
+int gm_need_cc(const char *fn, const char *what, int major, int minor, const char *why)
+{
+    int dev = 0, have_major = pretend_major, have_minor = pretend_minor;
+    if (have_major == 0) {
+        GM_CUDA(cudaGetDevice(&dev));
+        GM_CUDA(cudaDeviceGetAttribute(&have_major, cudaDevAttrComputeCapabilityMajor, dev));
+        GM_CUDA(cudaDeviceGetAttribute(&have_minor, cudaDevAttrComputeCapabilityMinor, dev));
+    }
+    if (have_major > major || (have_major == major && have_minor >= minor))
+        return 0;
+    PyObject *msg = PyUnicode_FromFormat(
+        "%s: %s needs compute capability %d.%d or newer (%s); this GPU has compute "
+        "capability %d.%d", fn, what, major, minor, why, have_major, have_minor);
+    PyObject *exc = msg ? PyObject_CallOneArg(gm_CudaError, msg) : NULL;
+    Py_XDECREF(msg);
+    if (exc == NULL)
+        return -1;
+    gm_set_attr(exc, "call", PyUnicode_FromString(fn));
+    gm_set_attr(exc, "name", PyUnicode_FromString(cudaGetErrorName(cudaErrorNotSupported)));
+    gm_set_attr(exc, "code", PyLong_FromLong((long)cudaErrorNotSupported));
+    PyErr_SetObject(gm_CudaError, exc);
+    Py_DECREF(exc);
+    return -1;
+fail:
+    return -1;
+}
+
+static PyObject *gm_pretend_cc(PyObject *self, PyObject *args)
+{
+    int major = 0, minor = 0;
+    if (!PyArg_ParseTuple(args, "ii:_pretend_compute_capability", &major, &minor))
+        return NULL;
+    if (major < 0 || minor < 0 || (major == 0 && minor != 0)) {
+        PyErr_Format(PyExc_ValueError, "_pretend_compute_capability: major, minor must be a "
+                     "compute capability or (0, 0), got (%d, %d)", major, minor);
+        return NULL;
+    }
+    pretend_major = major;
+    pretend_minor = minor;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef device_methods[] = {
+    {"_pretend_compute_capability", gm_pretend_cc, METH_VARARGS,
+     "_pretend_compute_capability($module, major, minor, /)\n--\n\nFor tests: the "
+     "lessons' refusals of an older GPU see compute capability (major, minor) instead of "
+     "the GPU's; (0, 0) gives the GPU's own back.  Nothing else changes."},
     {"synchronize", gm_synchronize, METH_NOARGS,
      "synchronize($module, /)\n--\n\nWait until every kernel and copy gpumem (or anyone) "
      "queued on the device has finished; raises CudaError for a fault among them."},

@@ -97,9 +97,9 @@ def _require(fn: str) -> None:
     cc = tuple(runtime.device().compute_capability)
     if not cluster_capable(cc):
         raise runtime.CudaError(
-            f"{fn}: thread block clusters and distributed shared memory need compute "
-            f"capability {CC_NEEDED[0]}.{CC_NEEDED[1]} or newer (sm_90: Hopper); this GPU has "
-            f"compute capability {cc[0]}.{cc[1]}")
+            f"{fn}: a cluster launch (thread block clusters, distributed shared memory) needs "
+            f"compute capability {CC_NEEDED[0]}.{CC_NEEDED[1]} or newer (sm_90, Hopper); this "
+            f"GPU has compute capability {cc[0]}.{cc[1]}")
 
 
 # ---- the kernels ------------------------------------------------------------------------------
