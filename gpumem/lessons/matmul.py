@@ -68,8 +68,8 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = Non
         128 only (256 threads); a tile a variant does not take is a ValueError.
     variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled", "mma"}
         ``gpumem.variants("matmul")`` lists what each shows.  ``"mma"`` (TF32 tensor
-        cores) needs compute capability 8.0 or newer: an older GPU raises CudaError (cudaErrorNotSupported)
-        naming its capability.
+        cores) needs compute capability 8.0 or newer: an older GPU raises CudaError
+        (cudaErrorNotSupported) naming its capability.
     out : DeviceArray, optional
         Where to write the M x N result; must not be an input.
 
