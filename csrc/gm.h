@@ -89,6 +89,9 @@ void gm_set_attr(PyObject *obj, const char *name, PyObject *value);
 
 /* Turn a failed CUDA call into a Python exception; returns -1. */
 int gm_set_cuda_error(cudaError_t err, const char *call);
+/* -1 with exception `type`(msg) raised, its call, name and code set from `call` and
+ * `err` (steals msg; NULL msg: the error already set is kept). */
+int gm_raise_cuda(PyObject *type, cudaError_t err, const char *call, PyObject *msg);
 /* After an error the context cannot recover from (a kernel's fault: an illegal
  * address, a trap ...), remembered by gm_set_cuda_error: -1 with CudaError
  * saying the context is lost and the process must restart; else 0.  Every

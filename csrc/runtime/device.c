@@ -169,19 +169,9 @@ int gm_need_cc(const char *fn, const char *what, int major, int minor, const cha
     }
     if (have_major > major || (have_major == major && have_minor >= minor))
         return 0;
-    PyObject *msg = PyUnicode_FromFormat(
+    return gm_raise_cuda(gm_CudaError, cudaErrorNotSupported, fn, PyUnicode_FromFormat(
         "%s: %s needs compute capability %d.%d or newer (%s); this GPU has compute "
-        "capability %d.%d", fn, what, major, minor, why, have_major, have_minor);
-    PyObject *exc = msg ? PyObject_CallOneArg(gm_CudaError, msg) : NULL;
-    Py_XDECREF(msg);
-    if (exc == NULL)
-        return -1;
-    gm_set_attr(exc, "call", PyUnicode_FromString(fn));
-    gm_set_attr(exc, "name", PyUnicode_FromString(cudaGetErrorName(cudaErrorNotSupported)));
-    gm_set_attr(exc, "code", PyLong_FromLong((long)cudaErrorNotSupported));
-    PyErr_SetObject(gm_CudaError, exc);
-    Py_DECREF(exc);
-    return -1;
+        "capability %d.%d", fn, what, major, minor, why, have_major, have_minor));
 fail:
     return -1;
 }

@@ -41,24 +41,28 @@ static int is_sticky(cudaError_t err)
     }
 }
 
+int gm_raise_cuda(PyObject *type, cudaError_t err, const char *call, PyObject *msg)
+{
+    PyObject *exc = msg ? PyObject_CallOneArg(type, msg) : NULL;
+    Py_XDECREF(msg);
+    if (exc == NULL)
+        return -1;
+    gm_set_attr(exc, "call", PyUnicode_FromString(call));
+    gm_set_attr(exc, "name", PyUnicode_FromString(cudaGetErrorName(err)));
+    gm_set_attr(exc, "code", PyLong_FromLong((long)err));
+    PyErr_SetObject(type, exc);
+    Py_DECREF(exc);
+    return -1;
+}
+
 int gm_context_lost(void)
 {
     if (lost_err == cudaSuccess)
         return 0;
-    PyObject *msg = PyUnicode_FromFormat(
+    return gm_raise_cuda(gm_CudaError, lost_err, lost_call, PyUnicode_FromFormat(
         "the CUDA context is lost: %s (%s) in %s; no later CUDA call of this process can "
         "work -- restart the process (or the Jupyter kernel)",
-        cudaGetErrorString(lost_err), cudaGetErrorName(lost_err), lost_call);
-    PyObject *exc = msg ? PyObject_CallOneArg(gm_CudaError, msg) : NULL;
-    Py_XDECREF(msg);
-    if (exc == NULL)
-        return -1;
-    gm_set_attr(exc, "call", PyUnicode_FromString(lost_call));
-    gm_set_attr(exc, "name", PyUnicode_FromString(cudaGetErrorName(lost_err)));
-    gm_set_attr(exc, "code", PyLong_FromLong((long)lost_err));
-    PyErr_SetObject(gm_CudaError, exc);
-    Py_DECREF(exc);
-    return -1;
+        cudaGetErrorString(lost_err), cudaGetErrorName(lost_err), lost_call));
 }
 
 int gm_raise_from(PyObject *type, const char *format, ...)
@@ -110,20 +114,8 @@ int gm_set_cuda_error(cudaError_t err, const char *call)
         type = gm_CudaUnavailableError;
     /* Clear the runtime's non-sticky last error so the next call starts clean. */
     (void)cudaGetLastError();
-    PyObject *msg = PyUnicode_FromFormat("%s failed: %s (%s)", call, cudaGetErrorString(err),
-                                         cudaGetErrorName(err));
-    if (msg == NULL)
-        return -1;
-    PyObject *exc = PyObject_CallOneArg(type, msg);
-    Py_DECREF(msg);
-    if (exc == NULL)
-        return -1;
-    gm_set_attr(exc, "call", PyUnicode_FromString(call));
-    gm_set_attr(exc, "name", PyUnicode_FromString(cudaGetErrorName(err)));
-    gm_set_attr(exc, "code", PyLong_FromLong((long)err));
-    PyErr_SetObject(type, exc);
-    Py_DECREF(exc);
-    return -1;
+    return gm_raise_cuda(type, err, call, PyUnicode_FromFormat(
+        "%s failed: %s (%s)", call, cudaGetErrorString(err), cudaGetErrorName(err)));
 }
 
 static PyObject *new_exception(PyObject *m, const char *name, PyObject *bases, const char *doc)

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ._check import index
+
 __all__ = ["COUNTERS", "STREAM_VARIANTS", "HISTOGRAM_VARIANTS", "stream_counts",
            "histogram_counts", "counter_names", "from_counters"]
 
@@ -69,15 +71,6 @@ def from_counters(metrics, keys) -> dict:
     return {k: sum(metrics[n] for n in COUNTERS[k]) for k in keys}
 
 
-def _int(fn: str, name: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not hasattr(v, "__index__"):
-        raise TypeError(f"{fn}: {name} must be an int, not {type(v).__name__}")
-    v = int(v.__index__())
-    if not lo <= v <= hi:
-        raise ValueError(f"{fn}: {name}={v} is not allowed; {name} must be {lo}..{hi}")
-    return v
-
-
 def _choice(fn: str, name: str, v: Any, allowed: tuple[str, ...]) -> str:
     if not isinstance(v, str):
         raise TypeError(f"{fn}: {name} must be a str, not {type(v).__name__}")
@@ -88,7 +81,7 @@ def _choice(fn: str, name: str, v: Any, allowed: tuple[str, ...]) -> str:
 
 
 def _block(fn: str, block: Any) -> int:
-    block = _int(fn, "block", block, 32, 1024)
+    block = index(fn, "block", block, 32, 1024)
     if block % WARP:
         raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
     return block
@@ -152,12 +145,12 @@ def stream_counts(variant: str = "read", *, smem: int, passes: int = 64, block: 
     """
     fn = "model.clusters.stream_counts"
     variant = _choice(fn, "variant", variant, STREAM_VARIANTS)
-    smem = _int(fn, "smem", smem, 16, 1 << 30)
+    smem = index(fn, "smem", smem, 16, 1 << 30)
     if smem % 16:
         raise ValueError(f"{fn}: smem={smem} is not allowed; smem must be a multiple of 16")
-    passes = _int(fn, "passes", passes, 1, 1 << 16)
+    passes = index(fn, "passes", passes, 1, 1 << 16)
     block = _block(fn, block)
-    blocks = _int(fn, "blocks", blocks, 1, 1 << 24)
+    blocks = index(fn, "blocks", blocks, 1, 1 << 24)
     req, sec, nbytes = (passes * blocks * v for v in _stream_block(variant, smem // 16, block))
     out = {f"dsmem_{op}_{k}": 0 for op in ("ld", "st")
            for k in ("requests", "instructions", "sectors", "bytes")}
@@ -189,14 +182,14 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
     """
     fn = "model.clusters.histogram_counts"
     variant = _choice(fn, "variant", variant, HISTOGRAM_VARIANTS)
-    bins = _int(fn, "bins", bins, 1, 1 << 24)
+    bins = index(fn, "bins", bins, 1, 1 << 24)
     block = _block(fn, block)
-    cluster = _int(fn, "cluster", cluster, 1, 16)
+    cluster = index(fn, "cluster", cluster, 1, 16)
     if cluster & (cluster - 1):
         raise ValueError(f"{fn}: cluster={cluster} is not allowed; cluster must be a power of two")
     if variant != "cluster" and cluster != 1:
         raise ValueError(f"{fn}: cluster={cluster} is not allowed with variant={variant!r}")
-    clusters = _int(fn, "clusters", clusters, 1, 1 << 20)
+    clusters = index(fn, "clusters", clusters, 1, 1 << 20)
     x = np.asarray(x)
     if x.dtype != np.uint32 or x.ndim != 1:
         raise TypeError(f"{fn}: x must be a 1-D uint32 array, not {x.dtype} with shape {x.shape}")

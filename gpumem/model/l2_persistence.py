@@ -23,9 +23,10 @@ element, the number to hold against the L2 size.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
+
+from ._check import index
 
 __all__ = ["hot_cold_bytes", "hot_cold_counts", "reuse_distance_bytes", "MAX_REUSE"]
 
@@ -33,15 +34,6 @@ WARP = 32
 SECTOR = 32
 MAX_REUSE = 64
 _MAX_N = (2**31 - 1) * 256
-
-
-def _count(fn: str, name: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not hasattr(v, "__index__"):
-        raise TypeError(f"{fn}: {name} must be an int, not {type(v).__name__}")
-    v = int(v.__index__())
-    if not lo <= v <= hi:
-        raise ValueError(f"{fn}: {name}={v} is not allowed; {name} must be {lo}..{hi}")
-    return v
 
 
 def _sectors(first: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -58,9 +50,9 @@ def hot_cold_bytes(n_hot: int, n_cold: int, reuse: int = 2) -> dict:
     ``hot_set_bytes``.
     """
     fn = "hot_cold_bytes"
-    n_hot = _count(fn, "n_hot", n_hot, 1, _MAX_N)
-    n_cold = _count(fn, "n_cold", n_cold, 1, _MAX_N)
-    reuse = _count(fn, "reuse", reuse, 1, MAX_REUSE)
+    n_hot = index(fn, "n_hot", n_hot, 1, _MAX_N)
+    n_cold = index(fn, "n_cold", n_cold, 1, _MAX_N)
+    reuse = index(fn, "reuse", reuse, 1, MAX_REUSE)
     return {"hot_bytes": 4 * reuse * n_cold, "cold_bytes": 4 * n_cold, "out_bytes": 4 * n_cold,
             "bytes": 4 * n_cold * (2 + reuse), "hot_set_bytes": 4 * n_hot}
 
@@ -78,10 +70,10 @@ def hot_cold_counts(n_hot: int, n_cold: int, reuse: int = 2, *, block: int = 256
     ``blocks``.
     """
     fn = "hot_cold_counts"
-    n_hot = _count(fn, "n_hot", n_hot, 1, _MAX_N)
-    n_cold = _count(fn, "n_cold", n_cold, 1, _MAX_N)
-    reuse = _count(fn, "reuse", reuse, 1, MAX_REUSE)
-    block = _count(fn, "block", block, 32, 1024)
+    n_hot = index(fn, "n_hot", n_hot, 1, _MAX_N)
+    n_cold = index(fn, "n_cold", n_cold, 1, _MAX_N)
+    reuse = index(fn, "reuse", reuse, 1, MAX_REUSE)
+    block = index(fn, "block", block, 32, 1024)
     if block % WARP:
         raise ValueError(f"{fn}: block={block} is not a multiple of 32")
     warps = math.ceil(n_cold / WARP)
@@ -117,6 +109,6 @@ def reuse_distance_bytes(n_hot: int, reuse: int = 2) -> int:
     written meanwhile (``2 * 4 n_hot / reuse``).  Without a window, the hot set can stay
     in an LRU-like L2 only where this is well below the L2's size."""
     fn = "reuse_distance_bytes"
-    n_hot = _count(fn, "n_hot", n_hot, 1, _MAX_N)
-    reuse = _count(fn, "reuse", reuse, 1, MAX_REUSE)
+    n_hot = index(fn, "n_hot", n_hot, 1, _MAX_N)
+    reuse = index(fn, "reuse", reuse, 1, MAX_REUSE)
     return 4 * n_hot + (8 * n_hot) // reuse
