@@ -15,6 +15,9 @@
 // tensor      cp.async.bulk.tensor.2d: ONE thread issues one to four box copies
 //             per tile through a CUtensorMap (the tile's shape and bounds in a
 //             descriptor; out-of-range elements are zero-filled by the engine).
+//             A box starts on the 16-byte grid of its view row (the engine faults
+//             with an illegal instruction otherwise): rows whose data lies off it
+//             (n % 4 != 0) are read shifted, their last columns from the next box.
 // tensor_swizzle128  the same with the 128-byte swizzle: the engine writes the
 //             16-byte chunk j of tile row r at chunk j ^ (r % 8), so a warp that
 //             reads one chunk from 32 rows (the transpose) meets 32 banks.
@@ -150,10 +153,6 @@ static __device__ __forceinline__ int tile_row(int s, int kl)
     const int per_l = 5 - kl; // T / k = 2^per_l rows per box
     return ((s & ((1 << per_l) - 1)) << kl) + (s >> per_l);
 }
-[[maybe_unused]] static __device__ __forceinline__ int smem_row(int r, int kl)
-{
-    return ((r & ((1 << kl) - 1)) << (5 - kl)) + (r >> kl);
-}
 template <bool SW> static __device__ __forceinline__ int chunk_at(int s, int j)
 {
     return SW ? j ^ (s & 7) : j;
@@ -164,8 +163,17 @@ struct Run {
     const float *a;
     int m, n, k, kl;        // k rows per view row (tensor variants; else 1), kl = log2 k
     int view_rows;          // floor(m / k), the tensor map's rows
+    int first;              // the first row the tile path does not hold (k view_rows for
+                            // the tensor variants: the rest rows are read from a; else m)
     int r0, c00, count;     // the run's first row and column, its tiles
 };
+
+// The tensor variants' box j (tile rows j, j + k, ...) starts at view column
+// j n rounded down to the 16-byte grid: its data lies shift(j) words in.
+static __device__ __forceinline__ int shift(const Run &u, int j)
+{
+    return (j * u.n) & 3;
+}
 
 // ---- loading tile i of the run into stage buffer `st` ------------------------------------
 // ldg_sts: 4 elements per thread, loaded first, then stored (zeros outside a).
@@ -224,9 +232,10 @@ static __device__ __forceinline__ void load_bulk(const Run &u, float *st, int c0
                   (unsigned)(4 * cols), bar);
 }
 
-// tensor (thread 0): k boxes of 32 x 32/k, box j at view column j n + c0 and view
-// row r0 / k, into smem rows j * 32/k ...; the engine counts a whole box's bytes,
-// zeros included.  No box when the view has no rows (m < k).
+// tensor (thread 0): k boxes of 32 x 32/k, box j at view column (j n & ~3) + c0
+// (on the 16-byte grid) and view row r0 / k, into smem rows j * 32/k ...; the
+// engine counts a whole box's bytes, zeros included.  No box when the view has
+// no rows (m < k).
 static __device__ __forceinline__ void load_tensor(const Run &u, float *st, int c0, unsigned bar,
                                                    const CUtensorMap *map)
 {
@@ -234,37 +243,19 @@ static __device__ __forceinline__ void load_tensor(const Run &u, float *st, int 
         return;
     bar_expect(bar, (unsigned)TB);
     for (int j = 0; j < u.k; ++j)
-        tensor_load(smem_addr(st + ((j * T) >> u.kl) * T), map, j * u.n + c0, u.r0 >> u.kl,
-                    bar);
-}
-
-// The rows k floor(m/k) .. m-1 that the view leaves out (at most 3: in the last
-// tile row, all in one tile), loaded by warps 0.. with plain loads into their
-// swizzled place.  True when this tile had any.
-template <bool SW>
-static __device__ __forceinline__ bool load_rest(const Run &u, float *st, int c0)
-{
-    const int first = u.k * u.view_rows;
-    if (first >= u.m || first >= u.r0 + T)
-        return false;
-    const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
-    const int r = first + w;
-    if (r < u.m) {
-        const int s = smem_row(r - u.r0, u.kl), c = c0 + l;
-        st[s * T + 4 * chunk_at<SW>(s, l >> 2) + (l & 3)] =
-            c < u.n ? u.a[(size_t)r * u.n + c] : 0.0f;
-    }
-    return true;
+        tensor_load(smem_addr(st + ((j * T) >> u.kl) * T), map, ((j * u.n) & ~3) + c0,
+                    u.r0 >> u.kl, bar);
 }
 #endif
 
 // ---- storing a tile from shared memory ----------------------------------------------------
 // copy, scalar: warp w stores smem rows w, w + 8, w + 16, w + 24, lane l word l
-// (any n).  copy, VEC (n % 4 == 0, k = 1): lane l of warp w stores chunk l % 8 of
-// tile row 4 w + l / 8 as one float4.
+// (any n; a shifted box's word l + shift, past 31 in the next box `nx`; a rest
+// row straight from a).  copy, VEC (n % 4 == 0, k = 1): lane l of warp w stores
+// chunk l % 8 of tile row 4 w + l / 8 as one float4.
 template <bool SW, bool VEC>
-static __device__ __forceinline__ void store_copy(const Run &u, const float *st, int c0,
-                                                  float *out)
+static __device__ __forceinline__ void store_copy(const Run &u, const float *st, const float *nx,
+                                                  int c0, float *out)
 {
     const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
     if constexpr (VEC) {
@@ -280,9 +271,17 @@ static __device__ __forceinline__ void store_copy(const Run &u, const float *st,
 #pragma unroll
         for (int q = 0; q < T / 8; ++q) {
             const int s = w + 8 * q, r = u.r0 + tile_row(s, u.kl), c = c0 + l;
-            const float v = st[s * T + 4 * chunk_at<SW>(s, l >> 2) + (l & 3)];
-            if (r < u.m && c < u.n)
+            if (r < u.m && c < u.n) {
+                float v;
+                if (r >= u.first) {
+                    v = u.a[(size_t)r * u.n + c];
+                } else {
+                    const int p = l + shift(u, s >> (5 - u.kl));
+                    const float *b = p < T ? st : nx;
+                    v = b[s * T + 4 * chunk_at<SW>(s, (p & 31) >> 2) + (p & 3)];
+                }
                 out[(size_t)r * u.n + c] = v;
+            }
         }
     }
 }
@@ -290,15 +289,48 @@ static __device__ __forceinline__ void store_copy(const Run &u, const float *st,
 // transpose: warp w reads chunk w (tile columns 4w .. 4w+3) of smem row l as one
 // float4 (lane l), holding a[r0 + R][c0 + 4w + i], R = tile_row(l), and stores
 // out[c0 + 4w + i][r0 + R], i < 4: each store 32 distinct columns of one row of
-// out (128 contiguous bytes when m is a multiple of 32).
+// out (128 contiguous bytes when m is a multiple of 32).  Shifted boxes (k > 1):
+// the chunk after too (the next box's first past 7), the four words picked from
+// the pair; rest rows: four plain loads from a.
+static __device__ __forceinline__ float pick(const float4 &x, const float4 &y, int i)
+{
+    switch (i) {
+    case 0: return x.x;
+    case 1: return x.y;
+    case 2: return x.z;
+    case 3: return x.w;
+    case 4: return y.x;
+    case 5: return y.y;
+    default: return y.z;
+    }
+}
 template <bool SW>
-static __device__ __forceinline__ void store_transpose(const Run &u, const float *st, int c0,
-                                                       float *out)
+static __device__ __forceinline__ void store_transpose(const Run &u, const float *st,
+                                                       const float *nx, int c0, float *out)
 {
     const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
     const int R = u.r0 + tile_row(l, u.kl);
-    const float4 v = *reinterpret_cast<const float4 *>(st + l * T + 4 * chunk_at<SW>(l, w));
-    const float f[4] = {v.x, v.y, v.z, v.w};
+    float f[4];
+    if (R >= u.first) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int c = c0 + 4 * w + i;
+            f[i] = R < u.m && c < u.n ? u.a[(size_t)R * u.n + c] : 0.0f;
+        }
+    } else {
+        const float4 v = *reinterpret_cast<const float4 *>(st + l * T + 4 * chunk_at<SW>(l, w));
+        if (u.k == 1) {
+            f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
+        } else {
+            const float *b = w < 7 ? st : nx;
+            const float4 y =
+                *reinterpret_cast<const float4 *>(b + l * T + 4 * chunk_at<SW>(l, (w + 1) & 7));
+            const int sh = shift(u, l >> (5 - u.kl));
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                f[i] = pick(v, y, sh + i);
+        }
+    }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const int orow = c0 + 4 * w + i;
@@ -308,13 +340,13 @@ static __device__ __forceinline__ void store_transpose(const Run &u, const float
 }
 
 template <bool TR, bool SW, bool VEC>
-static __device__ __forceinline__ void store_tile(const Run &u, const float *st, int c0,
-                                                  float *out)
+static __device__ __forceinline__ void store_tile(const Run &u, const float *st, const float *nx,
+                                                  int c0, float *out)
 {
     if constexpr (TR)
-        store_transpose<SW>(u, st, c0, out);
+        store_transpose<SW>(u, st, nx, c0, out);
     else
-        store_copy<SW, VEC>(u, st, c0, out);
+        store_copy<SW, VEC>(u, st, nx, c0, out);
 }
 
 // ---- the kernel ---------------------------------------------------------------------------
@@ -326,7 +358,9 @@ static __device__ __forceinline__ void store_tile(const Run &u, const float *st,
 //               __syncthreads: everyone's have
 //   bulk/tensor every stage has an mbarrier (count 1); S tiles issued ahead; the
 //               block waits on the stage's phase, stores it, __syncthreads (the
-//               stage is free), and the issuer refills it with tile i + S
+//               stage is free), and the issuer refills it with tile i + S.
+//               Shifted tensor boxes (k > 1): the run loads count + 1 boxes, and
+//               tile i waits for boxes i and i + 1 (its last columns).
 template <int V, bool TR, bool VEC>
 static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
                                                  float *__restrict__ out, int m, int n, int k,
@@ -359,6 +393,7 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
     u.k = k;
     u.kl = k == 4 ? 2 : k == 2 ? 1 : 0;
     u.view_rows = view_rows;
+    u.first = V == GM_ASYNC_TENSOR || V == GM_ASYNC_TENSOR_SW128 ? k * view_rows : m;
     u.r0 = blockIdx.y * T;
     u.c00 = blockIdx.x * tiles * T;
     u.count = tiles_x - (int)blockIdx.x * tiles < tiles ? tiles_x - (int)blockIdx.x * tiles : tiles;
@@ -368,7 +403,7 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
             const int c0 = u.c00 + i * T;
             load_ldg_sts(u, ring, c0);
             __syncthreads();
-            store_tile<TR, false, VEC>(u, ring, c0, out);
+            store_tile<TR, false, VEC>(u, ring, ring, c0, out);
             __syncthreads();
         }
     }
@@ -388,7 +423,7 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
             cp_async_commit();
             cp_async_wait<S - 1>(); // every group but the S - 1 newest: tile i's
             __syncthreads();
-            store_tile<TR, false, VEC>(u, ring + (i % S) * (TB / 4), u.c00 + i * T, out);
+            store_tile<TR, false, VEC>(u, ring + (i % S) * (TB / 4), ring, u.c00 + i * T, out);
             __syncthreads(); // stage i % S is refilled at i + 1
         }
     }
@@ -411,24 +446,23 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
             else
                 load_tensor(u, st, u.c00 + i * T, bar, map);
         };
+        const int boxes = u.count + (V != GM_ASYNC_BULK && k > 1); // a shifted run: one more
         if (issuer)
-            for (int i = 0; i < S && i < u.count; ++i)
+            for (int i = 0; i < S && i < boxes; ++i)
                 issue(i);
         const bool engine = V == GM_ASYNC_BULK || view_rows > 0; // else nothing to wait for
         for (int i = 0; i < u.count; ++i) {
-            float *st = ring + (i % S) * (TB / 4);
+            const float *st = ring + (i % S) * (TB / 4);
+            const float *nx = ring + ((i + 1) % S) * (TB / 4);
             const int c0 = u.c00 + i * T;
-            if (engine)
+            if (engine) {
                 bar_wait(smem_addr(bars + i % S), (unsigned)((i / S) & 1));
-            if constexpr (V != GM_ASYNC_BULK) {
-                if (load_rest<SW>(u, st, c0)) {
-                    fence_proxy_async(); // before the engine writes this stage again
-                    __syncthreads();
-                }
+                if (i + 1 < boxes && boxes > u.count)
+                    bar_wait(smem_addr(bars + (i + 1) % S), (unsigned)(((i + 1) / S) & 1));
             }
-            store_tile<TR, SW, VEC>(u, st, c0, out);
-            __syncthreads(); // every thread done with the stage
-            if (issuer && i + S < u.count)
+            store_tile<TR, SW, VEC>(u, st, nx, c0, out);
+            __syncthreads(); // every thread done with the stage (box i)
+            if (issuer && i + S < boxes)
                 issue(i + S);
         }
     }

@@ -73,8 +73,8 @@ def pytest_sessionstart(session):
 
 # ---- a suite longer than one device call: stop at a deadline, go on later ---------------
 # GPUMEM_TEST_DEADLINE=S: start no test after S seconds; the node IDs of the tests not run
-# are written to GPUMEM_TEST_REST (a file).  GPUMEM_TEST_ONLY=FILE: run only the tests that
-# FILE names (such a rest), so tools/gpu-check can split the suite over calls by time
+# are written to GPUMEM_TEST_REST (a file).  GPUMEM_TEST_ONLY=FILE: run only the tests (node
+# IDs, or whole test files) that FILE names (such a rest), so tools/gpu-check can split the suite over calls by time
 # instead of by guessed file groups.
 _deadline = {"start": None, "ran": set(), "items": []}
 
@@ -84,8 +84,8 @@ def pytest_collection_modifyitems(config, items):
     if only:
         with open(only) as f:
             want = {line.strip() for line in f if line.strip()}
-        keep = [it for it in items if it.nodeid in want]
-        config.hook.pytest_deselected(items=[it for it in items if it.nodeid not in want])
+        keep = [it for it in items if it.nodeid in want or it.nodeid.split("::")[0] in want]
+        config.hook.pytest_deselected(items=[it for it in items if it not in keep])
         items[:] = keep
     _deadline["items"] = [it.nodeid for it in items]
 

@@ -15,14 +15,19 @@ What the model leaves out, and why:
   requests and sectors (``gld_*``), and its writes into shared memory are no
   shared store instructions.  The model counts the loads the block's threads
   make (the tensor variants' rest rows, past the view's last whole group of
-  ``k`` rows) -- for those variants ``gld_*`` is what the LSU sees, the engine's
-  reads are measured as DRAM/L2 bytes instead.
+  ``k`` rows, which the consumers read straight from a) -- for those variants
+  ``gld_*`` is what the LSU sees, the engine's reads are measured as DRAM/L2
+  bytes instead.
+* A box must start on the 16-byte grid of its view row.  Where n % 4 != 0 the
+  view's box j starts at j n rounded down to a multiple of 4: its data lies
+  ``shift`` words in, the last columns of a tile row come from the next box (a
+  run loads one box more), and the transpose reads the next 16-byte chunk too.
 * cp.async's writes into shared memory are not counted as shared stores
   (Nsight Compute counts LDGSTS apart, ``gldgsts_*``).
 * A shared load whose every lane is predicated off costs nothing; the copy's
   loads are predicated with the store they feed (as in the transpose lesson),
   the transpose's float4 load feeds four stores and is modelled as executed by
-  every lane.  Shared counts are exact for interior tiles; in the edge tiles of
+  every lane whose row the tile holds.  Shared counts are exact for interior tiles; in the edge tiles of
   sizes that are not multiples of 32 the compiler's predication decides, which
   the GPU test checks only for multiples of 32.
 """
@@ -35,6 +40,7 @@ from ._launch import GRID_Y_MAX, REQUIRED
 from ._tally import WARP, cdiv, global_warps, shared_warps
 
 T, THREADS, TILES_PER_BLOCK = 32, 256, 8
+_TB = 4 * T * T                       # a stage (one tile) in bytes
 VARIANTS = ("ldg_sts", "cp_async4", "cp_async16", "bulk", "tensor", "tensor_swizzle128")
 _TENSOR = ("tensor", "tensor_swizzle128")
 _ENGINE = ("bulk",) + _TENSOR
@@ -56,7 +62,14 @@ def tile_row(s, k: int):
 
 
 def smem_row(r, k: int):
+    """The smem row that holds tile row ``r`` (the inverse of ``tile_row``)."""
     return (r % k) * (T // k) + r // k
+
+
+def shift(s, k: int, n: int):
+    """Words past the 16-byte grid where smem row s's box starts its data (box j
+    starts at view column j n rounded down to a multiple of 4)."""
+    return ((s // (T // k)) * n) % 4
 
 
 def chunk_at(variant: str, s, j):
@@ -89,16 +102,9 @@ def _tile(tally, family: str, variant: str, m: int, n: int, tx: int, ty: int, wt
         row, j = t >> 3, t & 7
         r, c = r0 + row, c0 + 4 * j
         global_warps(tally, "cp", 4 * (r * n + c), (r < m) & (c < n), 16, wt)
-    elif variant in _TENSOR:
-        first = k * (m // k)
-        if first < m and r0 <= first < r0 + T:                  # the rest rows, plain loads
-            rest = m - first
-            r = first + w[:rest] + 0 * lane
-            c = c0 + lane + 0 * w[:rest]
-            global_warps(tally, "ld", 4 * (r * n + c), c < n, 4, wt)
-            s = smem_row(r - r0, k)
-            shared_warps(tally, "st", 4 * (s * T + 4 * chunk_at(variant, s, lane >> 2) +
-                                           (lane & 3)), None, 4, wt)
+    # the engine fills the tensor variants' tiles; their rest rows (from `first` on) are
+    # read from a by the consumers below
+    first = k * (m // k) if variant in _TENSOR else m
     # ---- storing it ----
     if family == "tile_copy":
         if _vec(variant, n):
@@ -113,14 +119,23 @@ def _tile(tally, family: str, variant: str, m: int, n: int, tx: int, ty: int, wt
                 s = w + 8 * q + 0 * lane
                 r, c = r0 + tile_row(s, k), c0 + lane + 0 * w
                 ok = (r < m) & (c < n)
-                shared_warps(tally, "ld", 4 * (s * T + 4 * chunk_at(variant, s, lane >> 2) +
-                                               (lane & 3)), ok, 4, wt)
+                p = lane + shift(s, k, n)                  # past 31: the next box
+                word = s * T + 4 * chunk_at(variant, s, (p & 31) >> 2) + (p & 3)
+                shared_warps(tally, "ld", 4 * word + _TB * (p >= T), ok & (r < first), 4, wt)
+                global_warps(tally, "ld", 4 * (r * n + c), ok & (r >= first), 4, wt)
                 global_warps(tally, "st", 4 * (r * n + c), ok, 4, wt)
     else:
         s = lane + 0 * w
         R = r0 + tile_row(s, k)
-        shared_warps(tally, "ld", 16 * (s * 8 + chunk_at(variant, s, w + 0 * lane)), None, 16,
+        held = R < first
+        shared_warps(tally, "ld", 16 * (s * 8 + chunk_at(variant, s, w + 0 * lane)), held, 16,
                      wt)
+        if k > 1:                                          # a shifted box: the next chunk too
+            shared_warps(tally, "ld", 16 * (s * 8 + chunk_at(variant, s, (w + 1) & 7)) +
+                         _TB * (w == 7), held, 16, wt)
+        for i in range(4):
+            c = c0 + 4 * w + i + 0 * lane
+            global_warps(tally, "ld", 4 * (R * n + c), ~held & (R < m) & (c < n), 4, wt)
         for i in range(4):
             orow = c0 + 4 * w + i + 0 * lane
             global_warps(tally, "st", 4 * (orow * m + R), (orow < n) & (R < m), 4, wt)

@@ -66,11 +66,15 @@ def test_the_copy_engine_reads_are_no_load_requests():
     for v in ("bulk", "tensor", "tensor_swizzle128"):
         p = predict("tile_transpose", v, m=256, n=192)
         assert p["gld_requests"] == p["gld_transactions"] == 0
-    # an odd M with rows in fours (n odd): the 3 rest rows are loaded by the threads,
-    # one request per rest row and tile column
-    p = predict("tile_transpose", "tensor", m=35, n=71)
+    # an odd M with rows in fours (n odd): the 3 rest rows are read from a by the threads.
+    # The copy: one request per rest row and tile column (a warp reads 32 columns of a row)
+    p = predict("tile_copy", "tensor", m=35, n=71)
     assert async_copy.group("tensor", 71) == 4 and p["gld_requests"] == 3 * 3
     assert p["gld_bytes_requested"] == 4 * 3 * 71
+    # the transpose: lane l holds tile row l, so warp w reads its 4 columns of the 3 rest
+    # rows with 4 loads, one column each: one request per column of a
+    p = predict("tile_transpose", "tensor", m=35, n=71)
+    assert p["gld_requests"] == 71 and p["gld_bytes_requested"] == 4 * 3 * 71
     assert predict("tile_transpose", "tensor", m=36, n=70)["gld_requests"] == 0  # pairs: none left
 
 
