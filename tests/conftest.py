@@ -73,9 +73,9 @@ def pytest_sessionstart(session):
 
 # ---- a suite longer than one device call: stop at a deadline, go on later ---------------
 # GPUMEM_TEST_DEADLINE=S: start no test after S seconds; the node IDs of the tests not run
-# are written to GPUMEM_TEST_REST (a file).  GPUMEM_TEST_ONLY=FILE: run only the tests (node
-# IDs, or whole test files) that FILE names (such a rest), so tools/gpu-check can split the suite over calls by time
-# instead of by guessed file groups.
+# are written to GPUMEM_TEST_REST (a file).  GPUMEM_TEST_ONLY=FILE: run only the tests
+# (node IDs, or whole test files) that FILE names (such a rest), so tools/gpu-check can
+# split the suite over calls by time instead of by guessed file groups.
 _deadline = {"start": None, "ran": set(), "items": []}
 
 
