@@ -338,8 +338,7 @@ def test_model_equals_counters(family, counters, no_leak):
     m, n = 256, 192
     a = gm.to_device(np.ones((m, n), np.float32))
     vs = [v for v in VARIANTS if ac.variant_capable(v, cc)]
-    keys = ("gst_transactions", "gst_requests", "shared_load_transactions",
-            "shared_load_requests")
+    keys = ("gst_transactions", "gst_requests", "shared_load_transactions")
     with gm.profile(metrics=list(keys) + ["gld_transactions", "gldgsts_transactions",
                                           "shared_store_transactions"]) as p:
         for v in vs:

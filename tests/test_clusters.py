@@ -514,3 +514,12 @@ def test_the_c_refusal_of_an_older_gpu_names_the_capability(pretend_cc, no_leak)
         assert e.value.code == 801
     pretend_cc(0, 0)
     np.testing.assert_array_equal(clusters.dsmem_pipeline(x), clusters.dsmem_pipeline_reference(x))
+
+
+@pytest.mark.parametrize("call", [lambda x: clusters.dsmem_pipeline_reference(x),
+                                  lambda x: clusters.cluster_histogram_reference(x, 16)])
+def test_references_refuse_a_sequence_too_long_to_build(call):
+    """range(2**40) is refused by name at once: NumPy would otherwise try to build it (on a
+    machine that overcommits memory, for hours)."""
+    with pytest.raises(ValueError, match=r"_reference: x has more than 2\*\*31 elements"):
+        call(range(2**40))

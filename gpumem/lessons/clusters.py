@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import _core, runtime
 from .._core import DeviceArray
-from ..runtime.args import _flag, _index, _indices, arg_range
+from ..runtime.args import _flag, _host, _index, _indices, arg_range
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
 from ..tools import card
@@ -280,7 +280,7 @@ def cluster_histogram_reference(x: Any, bins: int) -> np.ndarray:
     ``bins``, as uint32."""
     fn = "cluster_histogram_reference"
     bins = _int(fn, "bins", bins, *arg_range("cluster_histogram", "bins"))
-    x = np.asarray(x)
+    x = _host(fn, "x", x, None)
     if x.dtype != np.uint32 or x.ndim != 1:
         raise TypeError(f"{fn}: x must be a 1-D uint32 array, not {x.dtype} with shape "
                         f"{x.shape}")
@@ -320,7 +320,7 @@ def dsmem_pipeline(x: Array, *, variant: Literal["dsmem", "global"] = "dsmem", b
 
 def dsmem_pipeline_reference(x: Any) -> np.ndarray:
     """NumPy reference of :func:`dsmem_pipeline`: ``2 x + 1`` in float32."""
-    x = np.asarray(x)
+    x = _host("dsmem_pipeline_reference", "x", x, None)
     if x.dtype != np.float32 or x.ndim != 1:
         raise TypeError(f"dsmem_pipeline_reference: x must be a 1-D float32 array, not "
                         f"{x.dtype} with shape {x.shape}")
@@ -524,7 +524,8 @@ def pipeline_sweep(sizes: Sequence[int] = PIPELINE_SIZES, *, block: int = 256,
             ms[v] = res.median_ms
             rows.append({"n": n, "variant": v, "clusters": int(res.params["clusters"]),
                          "ms": res.median_ms, "GB/s": res.gbps, "global / dsmem": None})
-        rows[-1]["global / dsmem"] = ms["global"] / ms["dsmem"]
+        for r in rows[-len(PIPELINE_VARIANTS):]:      # the ratio on both rows of this n
+            r["global / dsmem"] = ms["global"] / ms["dsmem"]
         del x, out
     return Table(rows, ["n", "variant", "clusters", "ms", "GB/s", "global / dsmem"],
                  sources={"ms": "measured", "GB/s": "measured", "global / dsmem": "measured"},

@@ -93,8 +93,9 @@ def _validate(fn: Any, args: tuple, kw: dict) -> None:
 
 
 def _host(fn: str, name: str, v: Any, dtype: Any, ndim: int | None = None) -> np.ndarray:
-    """``v`` (an array_like of real numbers) as a NumPy array of ``dtype``, for the
-    NumPy references; TypeError or ValueError naming ``fn`` and ``name`` otherwise."""
+    """``v`` (an array_like of real numbers) as a NumPy array of ``dtype`` (None: its own),
+    for the NumPy references; TypeError or ValueError naming ``fn`` and ``name`` otherwise
+    (a sequence of more than 2**31 elements too, before NumPy would try to build it)."""
     if v is None or isinstance(v, (str, bytes)):
         raise TypeError(f"{fn}: {name} must be an array of real numbers, not "
                         f"{type(v).__name__}")
@@ -114,7 +115,7 @@ def _host(fn: str, name: str, v: Any, dtype: Any, ndim: int | None = None) -> np
                         f"{a.dtype}")
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{fn}: {name} must be {ndim}-D, not {a.ndim}-D with shape {a.shape}")
-    return a.astype(dtype, copy=False)
+    return a if dtype is None else a.astype(dtype, copy=False)
 
 
 def _indices(fn: str, **values: Any) -> dict[str, Any]:
