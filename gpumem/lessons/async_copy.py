@@ -290,8 +290,12 @@ def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose
     if got:
         cols += [k + "_model" for k in ASYNC_METRICS[1:]]
     cols.append("note")
-    title = f"{family} {m} x {n}, {tiles} tiles per block" + (f" (device copy of the same bytes: {copy_ms:.3f} ms)"
-                                     if copy_ms else " (no GPU: model only, times not measured)")
+    for row in rows:                 # a row with a note (not run) has every column, empty
+        for c in cols:
+            row.setdefault(c, None)
+    title = f"{family} {m} x {n}, {tiles} tiles per block" + (
+        f" (device copy of the same bytes: {copy_ms:.3f} ms)" if copy_ms
+        else " (no GPU: model only, times not measured)")
     return Table(rows, cols, sources=sources, title=title)
 
 
