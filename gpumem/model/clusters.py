@@ -175,8 +175,9 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
     dict: ``gld_requests``, ``gld_transactions`` (the loads of ``x``: data-independent);
     ``counted`` (values below ``bins``); ``atom_instructions`` (warp instructions of the
     per-value ``atomicAdd`` with an active lane) and where they go: ``global_atom_*``,
-    ``shared_atom_*`` or ``dsmem_atom_*`` (``cluster``: every one goes through the
-    cluster window, the own rank's included); ``flush_atom_lanes`` and
+    ``shared_atom_*`` or ``dsmem_atom_*`` (``cluster``: a warp's lanes whose bin lies in
+    the own block's shared memory make a shared atomic, the others a DSMEM one: a
+    mixed warp counts one of each); ``flush_atom_lanes`` and
     ``flush_atom_requests`` (block, cluster: the global atomics adding each block's
     non-zero bins); ``global_atom_requests`` (all global atomic instructions).
     """
@@ -219,6 +220,13 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
         else:
             owner = (b // cluster) * cluster + v // slice_         # the rank that holds the bin
             local = v % slice_
+            # A warp's atomicAdd through the cluster window runs as a shared-memory atomic
+            # for the lanes whose bin is in the own block and as a DSMEM one for the others
+            # (measured on an H200: a warp of own-rank bins counts no DSMEM request, a
+            # mixed warp one of each): count the warp instructions with a remote lane.
+            piece = i // WARP
+            out["dsmem_atom_requests"] = int(np.unique(piece[owner != b]).size)
+            out["shared_atom_requests"] = int(np.unique(piece[owner == b]).size)
         pairs = np.unique(owner * slice_ + local)                  # non-zero (block, bin)
         out["flush_atom_lanes"] = int(pairs.size)
         # for (i = t; i < slice; i += block) if (c) atomicAdd: one instruction per warp-row

@@ -64,6 +64,7 @@ def _brute_histogram(x, bins, variant, cluster, clusters, block):
     stride = grid * block
     loads = defaultdict(list)
     atoms = defaultdict(list)
+    remote, own = set(), set()          # warp instructions with a lane in another / own block
     held = defaultdict(int)
     slice_ = -(-bins // cluster) if variant == "cluster" else bins
     for b in range(grid):
@@ -78,6 +79,7 @@ def _brute_histogram(x, bins, variant, cluster, clusters, block):
                     elif variant == "cluster":
                         owner = (b // cluster) * cluster + int(x[i]) // slice_
                         held[(owner, int(x[i]) % slice_)] += 1
+                        (remote if owner != b else own).add((b, t // 32, r))
     flush = defaultdict(int)
     for (b, pos), c in held.items():
         if c:
@@ -85,7 +87,8 @@ def _brute_histogram(x, bins, variant, cluster, clusters, block):
     return {"gld_requests": len(loads),
             "gld_transactions": sum(len({4 * i // 32 for i in v}) for v in loads.values()),
             "atom_instructions": len(atoms), "counted": int((x < bins).sum()),
-            "flush_atom_requests": len(flush), "flush_atom_lanes": sum(flush.values())}
+            "flush_atom_requests": len(flush), "flush_atom_lanes": sum(flush.values()),
+            "remote_instructions": len(remote), "own_instructions": len(own)}
 
 
 @pytest.mark.parametrize("variant,cluster", [("global", 1), ("block", 1), ("cluster", 2),
@@ -98,9 +101,14 @@ def test_histogram_counts_are_the_thread_by_thread_count(variant, cluster, n, bi
     want = _brute_histogram(x, bins, variant, cluster, clusters, block)
     got = cm.histogram_counts(x, bins, variant=variant, cluster=cluster, clusters=clusters,
                               block=block)
+    remote, own = want.pop("remote_instructions"), want.pop("own_instructions")
     assert {k: got[k] for k in want} == want
-    where = {"global": "global", "block": "shared", "cluster": "dsmem"}[variant]
-    assert got[f"{where}_atom_requests"] == want["atom_instructions"]
+    if variant == "cluster":    # a warp's own-block lanes: a shared atomic, the rest DSMEM
+        assert (got["dsmem_atom_requests"], got["shared_atom_requests"]) == (remote, own)
+        assert max(remote, own) <= want["atom_instructions"] <= remote + own
+    else:
+        where = {"global": "global", "block": "shared"}[variant]
+        assert got[f"{where}_atom_requests"] == want["atom_instructions"]
     assert got["global_atom_requests"] == (want["atom_instructions"] if variant == "global"
                                            else want["flush_atom_requests"])
 
