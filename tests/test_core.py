@@ -9,7 +9,6 @@ import importlib
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest

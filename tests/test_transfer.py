@@ -18,7 +18,7 @@ from gpumem import experiments
 from gpumem.lessons import transfer
 from gpumem.lessons.transfer import read_sum_reference, scale_reference
 
-from _helpers import f32, poisoned
+from _helpers import f32
 
 gpu = pytest.mark.gpu
 DTYPES = [np.bool_, np.int8, np.uint16, np.int32, np.int64, np.float16, np.float32, np.float64,
