@@ -27,9 +27,9 @@ What the model leaves out, and why:
 * A shared load whose every lane is predicated off costs nothing; the copy's
   loads are predicated with the store they feed (as in the transpose lesson),
   the transpose's float4 load feeds four stores and is modelled as executed by
-  every lane whose row the tile holds.  Shared counts are exact for interior tiles; in the edge tiles of
-  sizes that are not multiples of 32 the compiler's predication decides, which
-  the GPU test checks only for multiples of 32.
+  every lane whose row the tile holds.  Shared counts are exact for interior
+  tiles; in the edge tiles of sizes that are not multiples of 32 the compiler's
+  predication decides, which the GPU test checks only for multiples of 32.
 """
 from __future__ import annotations
 
