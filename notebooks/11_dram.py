@@ -26,7 +26,8 @@
 #
 # 1. **How many bytes in flight per SM fill the DRAM?** Vary them three ways (warps, unroll,
 #    width) and compare with Little's law: min(peak, bytes in flight × SMs / latency), and the
-#    same law with the queue each DRAM bank keeps when the DRAM is busy.
+#    same law with the queue each DRAM bank keeps when the DRAM is busy and the streaming
+#    loop's own time per round.
 # 2. **What does DRAM move for one isolated piece?** Read lone 4 … 128-byte pieces at random
 #    places: sectors (model: exact) and DRAM bytes per useful byte.
 # 3. **Do addresses a power of two apart pile onto one channel?** Warps streaming chunks a
@@ -80,13 +81,21 @@ for label, fn, args, kw, ref_fn in checks:
 # flight per SM = resident warps × 32 × width × unroll. Each *way* changes one knob.
 #
 # The model's inputs: the SMs, the measured device copy as the peak, the DRAM latency of the
-# latency ladder's pointer chase (measured here on a GPU; the H100's 351 ns otherwise), and
-# one datasheet figure: a DRAM bank is busy about 45 ns per access (the row cycle). The plain
-# law has a sharp knee at the latency × bandwidth product. A real DRAM gets there gradually:
-# the busier it is (utilisation U), the more often a request finds its bank busy and waits,
+# latency ladder's pointer chase (measured here on a GPU; the H100's 351 ns otherwise), one
+# datasheet figure: a DRAM bank is busy about 45 ns per access (the row cycle), and two
+# figures fitted on the H100's bench_dram run of 2026-11-25 and checked on the H200's of
+# 2026-11-26 (0.88–1.11× of its points): a streaming warp's round is 20 ns longer than the
+# chase's single load (its loop's own instructions: address arithmetic, the adds, the
+# branch), and the independent loads of a round, which even on an idle DRAM do not return
+# together, trail each other by a spread that run puts at 0 ns. The plain law has a sharp
+# knee at the latency × bandwidth product. A real DRAM gets there gradually: the busier it
+# is (utilisation U), the more often a request finds its bank busy and waits,
 # 45 ns × U / (1 − U) on average; a warp with `unroll` loads in a round waits for the last
-# of them (1 + 1/2 + … + 1/unroll mean waits). The round is the latency plus that wait, and
-# Little's law, bytes in flight = bandwidth × round, gives the bandwidth.
+# of them (H = 1 + 1/2 + … + 1/unroll mean waits). The round is
+#
+# T = latency + 20 ns + spread × (H − 1) + 45 ns × H × U / (1 − U),
+#
+# and Little's law, bytes in flight = bandwidth × round, gives the bandwidth.
 
 # %%
 N = 1 << 26 if HAVE_GPU else 1 << 28
@@ -114,10 +123,10 @@ for way in dram.LITTLE_WAYS:
 xs = np.geomspace(1, 160, 100)
 fig_ = dict(latency_ns=LATENCY, peak_gbps=PEAK, sms=gm.device().multiprocessors if HAVE_GPU
             else dm.H100_SMS)
-ax.plot(xs, [dm.little_bandwidth(x * 1024, bank_ns=0, **fig_) for x in xs], "k:", lw=1,
-        label="plain Little's law")
+ax.plot(xs, [dm.little_bandwidth(x * 1024, bank_ns=0, round_ns=0, spread_ns=0, **fig_)
+             for x in xs], "k:", lw=1, label="plain Little's law")
 ax.plot(xs, [dm.little_bandwidth(x * 1024, **fig_) for x in xs], "k--", lw=1,
-        label="with the banks' queues (unroll 1)")
+        label="with the loop and the banks' queues (unroll 1)")
 ax.set_xscale("log"); ax.set_xlabel("bytes in flight per SM (KiB)"); ax.set_ylabel("GB/s")
 ax.legend(); ax.set_title("measured" if HAVE_GPU else "model only (no GPU)")
 plt.show()
@@ -133,7 +142,8 @@ print(f"{s['source']}: 90% of {s['peak_GB/s']:,.0f} GB/s needs "
       + ("more than the sweep offers" if need is None else f"{need / 1024:.1f} KiB")
       + f" in flight per SM; latency x bandwidth / SMs = "
         f"{s['latency_x_bandwidth_per_sm'] / 1024:.1f} KiB (the plain law's answer); "
-        f"with the banks' queues: {s['model_in_flight_per_sm_needed'] / 1024:.1f} KiB")
+        f"with the loop and the banks' queues: "
+        f"{s['model_in_flight_per_sm_needed'] / 1024:.1f} KiB")
 if HAVE_GPU:
     ratios = [r["measured/model"] for r in little]
     print(f"measured / model: {min(ratios):.2f} .. {max(ratios):.2f}")

@@ -281,11 +281,23 @@ def channels_reference(a, streams: int, *, placement: str = "strided", stride: i
 
 
 # ---- the sweeps ---------------------------------------------------------------------------
+def _terms(bank_ns) -> dict:
+    """The model's round terms for a given ``bank_ns`` (None: the module's figures): the
+    bank's busy time, the loop's round_ns and the loads' spread_ns of gpumem.model.dram;
+    ``bank_ns=0`` is the plain Little's law, so it drops the other two as well."""
+    if bank_ns is None:
+        return {"bank_ns": dm.DRAM_BANK_NS, "round_ns": dm.DRAM_ROUND_NS,
+                "spread_ns": dm.DRAM_SPREAD_NS}
+    if bank_ns == 0:
+        return {"bank_ns": 0.0, "round_ns": 0.0, "spread_ns": 0.0}
+    return {"bank_ns": bank_ns, "round_ns": dm.DRAM_ROUND_NS, "spread_ns": dm.DRAM_SPREAD_NS}
+
+
 def _anchors(sms, latency_ns, peak_gbps, bank_ns, measure: bool, repeat: int) -> dict:
     """The model's figures: the arguments where given, else measured (SMs, the device
     copy) where a GPU is at hand, else the H100 anchors of gpumem.model.dram."""
-    got = {"sms": sms, "latency_ns": latency_ns, "peak_gbps": peak_gbps,
-           "bank_ns": dm.DRAM_BANK_NS if bank_ns is None else bank_ns, "peak_source": "given"}
+    got = {"sms": sms, "latency_ns": latency_ns, "peak_gbps": peak_gbps, **_terms(bank_ns),
+           "peak_source": "given"}
     if sms is None:
         got["sms"] = runtime.device().multiprocessors if measure else dm.H100_SMS
     if latency_ns is None:
@@ -357,7 +369,9 @@ def little_sweep(ways: str | Sequence[str] = tuple(LITTLE_WAYS), *, n: int = 1 <
         The model's figures (:func:`gpumem.model.dram.little_bandwidth`; default:
         measured SMs and device copy, the H100's 351 ns DRAM latency from the
         latency ladder -- pass your GPU's, e.g. ``gpumem.latency(1 << 30).ns_per_load`` --
-        and a bank busy 45 ns per access; ``bank_ns=0``: the plain law).
+        and a bank busy 45 ns per access).  The round's other two terms are the
+        module's fitted figures (``DRAM_ROUND_NS``, 20 ns of loop per round, and
+        ``DRAM_SPREAD_NS``); ``bank_ns=0`` drops them too: the plain law.
         The model takes each point's unroll as its independent loads.
 
     Returns
@@ -393,7 +407,8 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
         inflight = dm.bytes_in_flight(warps, WIDTHS[width], unroll)
         model = dm.little_bandwidth(inflight, loads=unroll, sms=fig["sms"],
                                     latency_ns=fig["latency_ns"], peak_gbps=fig["peak_gbps"],
-                                    bank_ns=fig["bank_ns"])
+                                    bank_ns=fig["bank_ns"], round_ns=fig["round_ns"],
+                                    spread_ns=fig["spread_ns"])
         row.update(resident=resident, warps_per_sm=warps, width=WIDTHS[width], unroll=unroll,
                    in_flight_per_sm=inflight, ms=None, **{"GB/s": None, "model_GB/s": model,
                                                           "measured/model": None})
@@ -405,6 +420,7 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
         rows.append(row)
     title = (f"Little's law: dram_stream of {n * 4 / 2**20:.0f} MiB, block {block}; model: "
              f"{fig['sms']} SMs, {fig['latency_ns']:.0f} ns, banks busy {fig['bank_ns']:.0f} ns, "
+             f"loop {fig['round_ns']:.0f} ns and spread {fig['spread_ns']:.0f} ns a round, "
              f"peak {fig['peak_gbps']:.0f} GB/s ({fig['peak_source']})")
     if not gpu:
         title += " (no GPU: model only, times not measured)"
@@ -422,8 +438,9 @@ def little_summary(table: Table, fraction: float = 0.9, *, sms: int | None = Non
     """From a :func:`little_sweep` table: the bytes in flight per SM at which the
     measured (else the modelled) curve reaches ``fraction`` of its peak, beside
     the latency x bandwidth product per SM (the plain law's answer) and the
-    model's answer with the banks' queues (one load per thread per round;
-    None for ``fraction`` 1, which the model reaches only in the limit)."""
+    model's answer with the banks' queues and the loop's time per round (one
+    load per thread per round, the model's terms as :func:`little_sweep` takes
+    them; None for ``fraction`` 1, which the model reaches only in the limit)."""
     fn = "little_summary"
     if not isinstance(table, Table):
         raise TypeError(f"{fn}: table must be a gpumem.Table from little_sweep, not "
@@ -444,9 +461,7 @@ def little_summary(table: Table, fraction: float = 0.9, *, sms: int | None = Non
     figs = dict(sms=sms or dm.H100_SMS, latency_ns=latency_ns or dm.H100_DRAM_LATENCY_NS,
                 peak_gbps=peak)
     lbp = dm.latency_bandwidth_product(**figs)
-    model = (None if fraction >= 1 else
-             dm.little_bytes(fraction, bank_ns=dm.DRAM_BANK_NS if bank_ns is None else bank_ns,
-                             **figs))
+    model = None if fraction >= 1 else dm.little_bytes(fraction, **_terms(bank_ns), **figs)
     return {"source": "measured" if meas else "model", "column": col, "peak_GB/s": peak,
             "fraction": fraction, "in_flight_per_sm_needed": need,
             "latency_x_bandwidth_per_sm": lbp,
@@ -631,9 +646,10 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
     need = dm.little_bytes(0.9)
     mod = {"in_flight_per_sm_for_90pct": need, "latency_x_bandwidth_per_sm": lbp,
            "dram_bytes_per_sector_floor": dm.SECTOR}
-    mtext = (f"Little's law with the banks' queues: {need / 1024:.1f} KiB in flight per SM for "
-             f"90% of {dm.H100_PEAK_GBPS:.0f} GB/s, {need / lbp:.1f}x the latency x bandwidth "
-             f"product ({dm.H100_DRAM_LATENCY_NS:.0f} ns x bandwidth / {dm.H100_SMS} SMs = "
+    mtext = (f"Little's law with the banks' queues and {dm.DRAM_ROUND_NS:.0f} ns of loop a round: "
+             f"{need / 1024:.1f} KiB in flight per SM for 90% of {dm.H100_PEAK_GBPS:.0f} GB/s, "
+             f"{need / lbp:.1f}x the latency x bandwidth product "
+             f"({dm.H100_DRAM_LATENCY_NS:.0f} ns x bandwidth / {dm.H100_SMS} SMs = "
              f"{lbp / 1024:.1f} KiB); a lone sector: 32 DRAM bytes at least")
     what = "dram_stream bytes in flight per SM for 90% of peak; dram_burst DRAM bytes per sector"
     take = "the bytes in flight, not the way they are produced, set the DRAM bandwidth"

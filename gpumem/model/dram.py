@@ -7,15 +7,18 @@ copy of 2990 GB/s (``cudaMemcpy`` device to device, read + write counted) and
 an unloaded DRAM latency of 351 ns (the latency ladder's pointer chase,
 device memory level: 694 cycles, 351 ns by ``%globaltimer``), plus one
 published-order figure: a DRAM bank is busy about 45 ns per access (the row
-cycle tRC = tRAS + tRP of DRAM datasheets).
+cycle tRC = tRAS + tRP of DRAM datasheets), and two fitted on the H100's
+bench_dram run of 2026-11-25: a streaming warp's round is 20 ns longer than a
+chase's single load (its loop's own instructions), and the spread of the
+return times of a thread's independent loads, which that run puts at 0 ns.
 
 >>> from gpumem.model import dram
 >>> dram.bytes_in_flight(warps_per_sm=32, width=16, unroll=4)     # per SM
 65536
->>> round(dram.little_bandwidth(4096, bank_ns=0))                   # GB/s, plain Little
+>>> round(dram.little_bandwidth(4096, bank_ns=0, round_ns=0, spread_ns=0))   # GB/s, plain
 1540
->>> round(dram.little_bandwidth(4096))                              # with the banks' queues
-1387
+>>> round(dram.little_bandwidth(4096))          # with the round's loop and the banks' queues
+1328
 >>> dram.burst_sectors(piece=8, pieces=1000)
 1000
 """
@@ -28,7 +31,8 @@ import numpy as np
 from ._launch import BYTES_MAX, REQUIRED as _REQ
 from .coalescing import coalesce_warps
 
-__all__ = ["H100_SMS", "H100_PEAK_GBPS", "H100_DRAM_LATENCY_NS", "DRAM_BANK_NS", "SECTOR", "WARP",
+__all__ = ["H100_SMS", "H100_PEAK_GBPS", "H100_DRAM_LATENCY_NS", "DRAM_BANK_NS", "DRAM_ROUND_NS",
+           "DRAM_SPREAD_NS", "SECTOR", "WARP",
            "bytes_in_flight", "little_bandwidth", "little_bytes", "bytes_for_fraction",
            "latency_bandwidth_product",
            "burst_sectors", "burst_dram_floor", "burst_lanes", "burst_requests", "stream_counts",
@@ -41,6 +45,16 @@ H100_DRAM_LATENCY_NS = 351.0         #: ns: the ladder's device-memory chase (69
 #: ns a DRAM bank is busy per access: the row cycle tRC = tRAS + tRP, about
 #: 45 ns in DRAM datasheets (DDR3's 50 ns, HBM's mid-40s); not measured here.
 DRAM_BANK_NS = 45.0
+#: ns a streaming warp's round takes beyond the ladder's chase of single loads: its loop's
+#: own instructions (address arithmetic, the adds, the branch).  Fitted (to 5 ns) on the
+#: H100 bench_dram run of 2026-11-25, with DRAM_SPREAD_NS; see :func:`little_bandwidth`.
+DRAM_ROUND_NS = 20.0
+#: ns by which, on an idle DRAM, the last of a thread's independent loads trails a single
+#: one per step of H(loads) - 1 (channels at different distances, page hits and misses).
+#: Fitted on the same run: 0 ns.  Its points with several loads per round are all at 16 KiB
+#: in flight per SM or more, where the model already reads low, so any positive figure
+#: fits them worse; the term stays for a GPU whose run shows it.
+DRAM_SPREAD_NS = 0.0
 
 SECTOR = 32     #: bytes: what L2 moves per request unit, and what the counters count
 WARP = 32
@@ -74,74 +88,104 @@ def _harmonic(k: int) -> float:
     return sum(1.0 / i for i in range(1, k + 1))
 
 
-def _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns) -> None:
+def _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns) -> None:
     _pos(fn, "loads", loads, True)
     _pos(fn, "sms", sms, True)
     _pos(fn, "latency_ns", latency_ns)
     _pos(fn, "peak_gbps", peak_gbps)
-    if isinstance(bank_ns, bool) or not isinstance(bank_ns, (int, float)):
-        raise TypeError(f"{fn}: bank_ns must be a number, not {type(bank_ns).__name__}")
-    if not (bank_ns >= 0 and math.isfinite(bank_ns)):
-        raise ValueError(f"{fn}: bank_ns={bank_ns!r} is not allowed; bank_ns must be >= 0 "
-                         "and finite")
+    for name, v in (("bank_ns", bank_ns), ("round_ns", round_ns), ("spread_ns", spread_ns)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"{fn}: {name} must be a number, not {type(v).__name__}")
+        if not (v >= 0 and math.isfinite(v)):
+            raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be >= 0 "
+                             "and finite")
+
+
+def _idle_round(loads, latency_ns, round_ns, spread_ns) -> float:
+    """ns of a round on an idle DRAM: the chase's latency, the loop's own time and the
+    wait for the last of ``loads`` loads."""
+    return latency_ns + round_ns + spread_ns * (_harmonic(loads) - 1)
 
 
 def little_bandwidth(in_flight_per_sm: float, *, loads: int = 1, sms: int = H100_SMS,
                      latency_ns: float = H100_DRAM_LATENCY_NS,
-                     peak_gbps: float = H100_PEAK_GBPS, bank_ns: float = DRAM_BANK_NS) -> float:
+                     peak_gbps: float = H100_PEAK_GBPS, bank_ns: float = DRAM_BANK_NS,
+                     round_ns: float = DRAM_ROUND_NS, spread_ns: float = DRAM_SPREAD_NS) -> float:
     """Little's law with the banks' queues: the GB/s that ``in_flight_per_sm``
     bytes per SM sustain.
 
     Little's law: bandwidth = bytes in flight / the time each byte is in
-    flight.  With ``bank_ns=0`` that time is the unloaded ``latency_ns`` and
-    the answer is ``min(peak, bytes in flight x SMs / latency)`` -- a sharp
-    knee at the latency x bandwidth product.  A real DRAM approaches its peak
-    gradually, because a request finds its bank busy more often the busier the
-    DRAM is: at utilisation U = bandwidth / peak it waits ``bank_ns x U / (1 - U)``
-    on average (a single-server queue per bank whose service is one access,
-    ``bank_ns``: the textbook's array access time).  A thread with ``loads``
-    independent loads in a round waits for the last of them: ``loads`` waits,
-    each about exponential, last one after ``H(loads) = 1 + 1/2 + ... + 1/loads``
-    mean waits.  The round then takes
+    flight, a warp's round.  With ``bank_ns``, ``round_ns`` and ``spread_ns``
+    all 0 that time is the unloaded ``latency_ns`` and the answer is
+    ``min(peak, bytes in flight x SMs / latency)`` -- a sharp knee at the
+    latency x bandwidth product.  Three terms make the round longer:
 
-        T = latency_ns + bank_ns x H(loads) x U / (1 - U),
+    * ``round_ns``: a streaming warp's round is longer than the latency
+      ladder's chase of single loads by its loop's own instructions (address
+      arithmetic, the adds, the branch): a fixed time per round.
+    * ``spread_ns``: even on an idle DRAM a thread's ``loads`` independent
+      loads do not return together (channels at different distances, page
+      hits and misses), and the round waits for the last of them: about
+      ``spread_ns x (H(loads) - 1)`` more, ``H(k) = 1 + 1/2 + ... + 1/k``.
+    * ``bank_ns``: a real DRAM approaches its peak gradually, because a
+      request finds its bank busy more often the busier the DRAM is: at
+      utilisation U = bandwidth / peak it waits ``bank_ns x U / (1 - U)`` on
+      average (a single-server queue per bank whose service is one access,
+      ``bank_ns``: the textbook's array access time), and the round waits
+      for the last of ``loads`` such waits, each about exponential:
+      ``H(loads)`` mean waits.
+
+    The round then takes
+
+        T = latency_ns + round_ns + spread_ns x (H(loads) - 1)
+            + bank_ns x H(loads) x U / (1 - U),
 
     and bandwidth = bytes in flight x SMs / T, solved for U exactly (a
     quadratic).  The bandwidth stays below ``peak_gbps`` and reaches it only as
-    the bytes in flight grow without bound.
+    the bytes in flight grow without bound (with ``bank_ns=0``: at the knee).
 
-    On the H100 (the 2026-11-25 bench_dram run) this is within 9% of every
-    measured point from 1 KiB to 128 KiB in flight per SM, where the plain
-    law missed by up to 1.33x at the knee.  Its remaining error is at the
-    fewest bytes (the model 1.07-1.08x high): a streaming warp's round is
-    longer than a chase's single load by its loop's own instructions.
+    ``round_ns`` (20) and ``spread_ns`` (0) were fitted on the H100 run of
+    2026-11-25 (bench_dram, six points from 1 KiB to 64 KiB in flight per SM,
+    least squares of log(model / measured), to 5 ns) and checked on the H200
+    run of 2026-11-26 (12 points, its own latency and device copy, the
+    fitted figures unchanged): 0.88-1.11.  On the H100 the model is 0.92-1.02x
+    of those six points (0.91-1.03x of all twelve of that run), where the
+    plain law missed by up to 1.33x at the knee.  Its remaining error is at
+    the most bytes (the model about 0.9x): a read-only stream passes the
+    device copy the model takes as its peak.  The H200's highest point (1.11x:
+    one block per SM of float loads, unroll 4, 4 KiB) is where a positive
+    ``spread_ns`` would help; the H100's six points hold no such point.
     """
     fn = "model.dram.little_bandwidth"
     _pos(fn, "in_flight_per_sm", in_flight_per_sm)
-    _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns)
+    _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns)
     demand = in_flight_per_sm * sms                  # bytes the SMs keep on their way
+    idle = _idle_round(loads, latency_ns, round_ns, spread_ns)
     a = bank_ns * _harmonic(loads)
-    # U peak (latency (1 - U) + a U) = demand (1 - U): P (a - L) U^2 + (P L + D) U - D = 0,
-    # the root in [0, 1) in the form that is stable for a < L, a = L and a > L alike
-    b = peak_gbps * latency_ns + demand
-    u = 2 * demand / (b + math.sqrt(b * b + 4 * peak_gbps * (a - latency_ns) * demand))
+    # U peak (idle (1 - U) + a U) = demand (1 - U): P (a - L) U^2 + (P L + D) U - D = 0 with
+    # L the idle round, the root in [0, 1) in the form that is stable for a < L, a = L, a > L
+    b = peak_gbps * idle + demand
+    u = 2 * demand / (b + math.sqrt(b * b + 4 * peak_gbps * (a - idle) * demand))
     return peak_gbps * min(u, 1.0)
 
 
 def little_bytes(fraction: float = 0.9, *, loads: int = 1, sms: int = H100_SMS,
                  latency_ns: float = H100_DRAM_LATENCY_NS, peak_gbps: float = H100_PEAK_GBPS,
-                 bank_ns: float = DRAM_BANK_NS) -> float:
+                 bank_ns: float = DRAM_BANK_NS, round_ns: float = DRAM_ROUND_NS,
+                 spread_ns: float = DRAM_SPREAD_NS) -> float:
     """Bytes in flight per SM at which :func:`little_bandwidth` reaches ``fraction``
     of ``peak_gbps``: ``fraction x peak x T / SMs`` with T the round at that
-    utilisation -- the seed's "R + 1 banks" in today's terms.  With ``bank_ns=0``:
-    ``fraction`` x the latency x bandwidth product."""
+    utilisation (the same T) -- the seed's "R + 1 banks" in today's terms.  With
+    ``bank_ns``, ``round_ns`` and ``spread_ns`` all 0: ``fraction`` x the latency x
+    bandwidth product."""
     fn = "model.dram.little_bytes"
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
         raise TypeError(f"{fn}: fraction must be a number, not {type(fraction).__name__}")
     if not 0 < fraction < 1:
         raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1)")
-    _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns)
-    t = latency_ns + bank_ns * _harmonic(loads) * fraction / (1 - fraction)
+    _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns)
+    t = (_idle_round(loads, latency_ns, round_ns, spread_ns)
+         + bank_ns * _harmonic(loads) * fraction / (1 - fraction))
     return fraction * peak_gbps * t / sms
 
 
