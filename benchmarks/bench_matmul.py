@@ -7,9 +7,13 @@ Targets on an H100 at 4096^3: tiled-16 >= 8 TFLOP/s, tiled-32 >= 9 TFLOP/s,
 naive slower than tiled-16 and tiled-32; prefetch faster than tiled with the same
 tile, coarsened faster than prefetch-32, register_tiled faster than coarsened, warptiled
 faster than register_tiled (each step of the staircase faster than the one before; a
-step that is not is reported as MISSED); the best variant >= 0.90x cuBLAS at 4096^3,
->= 0.85x at 2048^3, >= 0.60x at 1024^3; warptiled on shapes that are multiples of no
-tile (4095^3, 4097^3, 4000 x 3999 x 4001) within 15% of its time per FLOP at 4096^3.
+step that is not is reported as MISSED); the best float32 variant >= 0.95x cuBLAS at
+4096^3 and 2048^3, >= 0.90x at 1024^3 (issue 27); warptiled on shapes that are multiples
+of no tile (4095^3, 4097^3, 4000 x 3999 x 4001) >= 0.90x its GFLOP/s at 4096^3.  Wave
+quantization: warptiled with its split tail (``splits`` left out: the last wave's tiles
+sliced along K when that wave is at most half full) beside ``splits=1`` at 1024^3 and
+4097^3, with the model's waves (``gpumem.model.matmul_waves``: the efficiency of the waves
+before and after) on the same row.
 The tensor-core step, ``mma`` (TF32 in, float32 sums, mma.sync; compute capability
 8.0+), beside cuBLAS with TF32 allowed (CuPy in a child process with ``CUPY_TF32=1``,
 which CuPy reads at import; the row says which precision it actually got, from its
@@ -28,9 +32,9 @@ import gpumem as gm
 from _common import cupy_or_none, stamp, time_cupy, write
 
 TARGETS = {("tiled", 16): 8000.0, ("tiled", 32): 9000.0}  # GFLOP/s at 4096^3
-X_CUBLAS = {4096: 0.90, 2048: 0.85, 1024: 0.60}             # best variant, x cuBLAS
+X_CUBLAS = {4096: 0.95, 2048: 0.95, 1024: 0.90}             # best variant, x cuBLAS
 RAGGED = [(4095, 4095, 4095), (4097, 4097, 4097), (4000, 4001, 3999)]   # m, k, n
-RAGGED_SLACK = 1.15                                         # time per FLOP vs 4096^3
+RAGGED_X = 0.90                                             # GFLOP/s vs 4096^3
 MAX_REL_ERR = 1e-5  # float32 sums of 4096 products in another order land near 1e-7
 MAX_TF32_ERR = 2e-3  # operands rounded to 10 mantissa bits: ~2^-11 each, norm-wise ~5e-4
 X_CUBLAS_TF32 = 0.60                                        # mma at 4096^3, x cuBLAS TF32
@@ -84,13 +88,33 @@ def operands(rng, m: int, k: int, n: int):
     return ha, hb, gm.to_device(ha), gm.to_device(hb)
 
 
-def measure(a, b, ref, variant: str, tile: int, repeat: int, size, cublas_ms) -> dict:
-    """One variant's row: its output against the anchor's first, then its median time."""
-    err = rel_err(gm.matmul(a, b, tile=tile, variant=variant).get(), ref)
-    r = gm.bench(gm.matmul, a, b, tile=tile, variant=variant, repeat=repeat, warmup=2)
-    return {"size": size, "variant": variant, "tile": tile, "median_ms": r.median_ms,
-            "GFLOP/s": r.gflops, "x cuBLAS": (cublas_ms / r.median_ms) if cublas_ms else None,
-            "rel err": err}
+def measure(a, b, ref, variant: str, tile: int, repeat: int, size, cublas_ms,
+            splits: int | None = None) -> dict:
+    """One variant's row: its output against the anchor's first, then its median time.
+    warptiled rows say the splits that ran and the model's efficiency of those waves."""
+    kw = {} if splits is None else {"splits": splits}
+    err = rel_err(gm.matmul(a, b, tile=tile, variant=variant, **kw).get(), ref)
+    ran = gm.last_record().params.get("splits")
+    r = gm.bench(gm.matmul, a, b, tile=tile, variant=variant, repeat=repeat, warmup=2, **kw)
+    row = {"size": size, "variant": variant, "tile": tile, "median_ms": r.median_ms,
+           "GFLOP/s": r.gflops, "x cuBLAS": (cublas_ms / r.median_ms) if cublas_ms else None,
+           "rel err": err}
+    if variant == "warptiled":
+        (mm, kk), nn = a.shape, b.shape[1]
+        w = waves(mm, nn, kk, tile, splits)
+        row.update({"splits": ran, "waves": w["steps_after"] / w["steps"],
+                    "wave efficiency (model)": w["efficiency_after"]})
+        if splits is not None:
+            row["splits given"] = splits
+    return row
+
+
+def waves(m: int, n: int, k: int, tile: int, splits: int | None) -> dict:
+    """gpumem.model.matmul_waves with this GPU's SMs and warptiled's resident blocks."""
+    per_sm = gm.kernel_occupancy("matmul", "warptiled", 256 if tile == 128 else 128,
+                                 tile=tile).blocks_per_sm
+    return gm.model.matmul_waves(m, n, k, tile=tile, splits=splits,
+                                 sms=gm.device().multiprocessors, blocks_per_sm=per_sm)
 
 
 def run(out_dir: str, quick: bool) -> bool:
@@ -113,6 +137,9 @@ def run(out_dir: str, quick: bool) -> bool:
         else:
             ref = ha.astype(np.float64) @ hb.astype(np.float64)
         rows += [measure(a, b, ref, v, t, repeat, n, cublas_ms) for v, t in STEPS]
+        if n == 1024:   # the split tail's before: 64 tiles of 128 on 2 x SMs slots
+            rows += [measure(a, b, ref, "warptiled", t, repeat, n, cublas_ms, splits=1)
+                     for t in (64, 128)]
         if tensor_cores:
             tf = cublas_tf32(n, repeat) if cp is not None else None
             if tf is not None:
@@ -130,17 +157,22 @@ def run(out_dir: str, quick: bool) -> bool:
             ha, hb, a, b = operands(rng, mm, kk, nn)
             ref = (cp.asnumpy(cp.asarray(a) @ cp.asarray(b)) if cp is not None
                    else ha.astype(np.float64) @ hb.astype(np.float64))
+            rows.append(measure(a, b, ref, "warptiled", 128, 10, f"{mm}x{kk}x{nn}", None,
+                                splits=1))               # before: every tile whole
             rows.append(measure(a, b, ref, "warptiled", 128, 10, f"{mm}x{kk}x{nn}", None))
             ragged.append(rows[-1]["GFLOP/s"])
             del a, b
     errors = [r["rel err"] for r in rows if r["rel err"] is not None and r["variant"] != "mma"]
     tf32_errors = [r["rel err"] for r in rows if r["variant"] == "mma"]
-    table = gm.Table(rows, columns=["size", "variant", "tile", "median_ms", "GFLOP/s", "x cuBLAS",
-                                    "x cuBLAS TF32", "rel err", "err vs float64"],
-                     sources={"median_ms": "measured", "GFLOP/s": "measured"},
+    table = gm.Table(rows, columns=["size", "variant", "tile", "splits", "median_ms", "GFLOP/s",
+                                    "x cuBLAS", "x cuBLAS TF32", "waves",
+                                    "wave efficiency (model)", "rel err", "err vs float64"],
+                     sources={"median_ms": "measured", "GFLOP/s": "measured", "waves": "model",
+                              "wave efficiency (model)": "model"},
                      title="matmul float32: the staircase beside cuBLAS (CUDA events, median)")
     big = max(sizes)
-    at = {(r["variant"], r["tile"]): r["GFLOP/s"] for r in rows if r["size"] == big}
+    at = {(r["variant"], r["tile"]): r["GFLOP/s"] for r in rows if r["size"] == big
+          and "splits given" not in r}      # the default launches (splits=1 rows apart)
     checks = [{"what": f"every output within {MAX_REL_ERR:g} of the anchor's (relative, before "
                        "timing; mma: TF32)", "value": max(errors), "met": max(errors) < MAX_REL_ERR}]
     if tf32_errors:
@@ -178,9 +210,8 @@ def run(out_dir: str, quick: bool) -> bool:
     if ragged and big == 4096:
         aligned = at[("warptiled", 128)]
         for (mm, kk, nn), g in zip(RAGGED, ragged):
-            checks.append({"what": f"warptiled at {mm}x{kk}x{nn} within {RAGGED_SLACK - 1:.0%} "
-                                   f"of its GFLOP/s at 4096^3 (x aligned)", "value": g / aligned,
-                           "met": g * RAGGED_SLACK >= aligned})
+            checks.append({"what": f"warptiled at {mm}x{kk}x{nn} >= {RAGGED_X:.2f}x its GFLOP/s "
+                                   "at 4096^3", "value": g / aligned, "met": g >= RAGGED_X * aligned})
     met = all(c["met"] for c in checks)
     notes = [f"{'met' if c['met'] else 'MISSED'}: {c['what']} ({c['value']:{'.2g' if c['value'] < 1 else '.0f'}})"
              for c in checks]

@@ -318,13 +318,27 @@ template <int BM, int BN, int BK, int WM, int WN>
 __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs)[2][BK][BN],
                                           const float *__restrict__ A,
                                           const float *__restrict__ B, float *__restrict__ C,
-                                          int M, int N, int K)
+                                          int M, int N, int K, const gm_matmul_split &sp)
 {
     using W = Warptiled<BM, BN, BK, WM, WN>;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int wm = (warp / W::WARPS_N) * WM, wn = (warp % W::WARPS_N) * WN;
     const int lm = (lane % 8) * 4, ln = (lane / 8) * 4;
-    const int bm = blockIdx.y * BM, bn = blockIdx.x * BN;
+    // Which tile of C, and which k tiles [kt0, kt1) of it (all, unless a slice of a split
+    // tile); where the sums go is settled after the loop (fewer registers live in it).
+    const int ktiles = (K + BK - 1) / BK;
+    int bm = blockIdx.y * BM, bn = blockIdx.x * BN, kt0 = 0, kt1 = ktiles;
+    if (sp.ws != nullptr) {
+        int tile = (int)blockIdx.x;
+        if (tile >= sp.full) {
+            const int item = tile - sp.full, z = item % sp.splits;
+            tile = sp.full + item / sp.splits;
+            kt0 = (int)((long long)z * ktiles / sp.splits);
+            kt1 = (int)((long long)(z + 1) * ktiles / sp.splits);
+        }
+        bm = (tile / sp.tiles_n) * BM;
+        bn = (tile % sp.tiles_n) * BN;
+    }
     const bool vec_a = (K % 4) == 0 && aligned16(A), vec_b = (N % 4) == 0 && aligned16(B);
     float acc[W::TM][W::TN] = {};
     float4 areg[W::A_LOADS];
@@ -381,10 +395,10 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
         cp_async_commit();
     };
 
-    const int tiles = (K + BK - 1) / BK;
+    const int tiles = kt1 - kt0;
     if (tiles > 0) {
-        load_b(0, 0);
-        load_a(0);
+        load_b(0, kt0 * BK);
+        load_a(kt0 * BK);
         store_a(0);
         cp_async_wait_all();
     }
@@ -393,8 +407,8 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
         const int cur = t & 1;
         const bool next = t + 1 < tiles;
         if (next) {
-            load_b(cur ^ 1, (t + 1) * BK);
-            load_a((t + 1) * BK);
+            load_b(cur ^ 1, (kt0 + t + 1) * BK);
+            load_a((kt0 + t + 1) * BK);
         }
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
@@ -421,7 +435,14 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
         }
         __syncthreads();
     }
-    const bool vec_c = (N % 4) == 0 && aligned16(C);
+    // The sums go to C (rows N floats apart), or a slice's to its own BM x BN block of ws
+    // (rows BN floats apart, 16-byte aligned), indexed by the row and column in C less the
+    // tile's first.
+    const bool slice = sp.ws != nullptr && (int)blockIdx.x >= sp.full;
+    float *dst = slice ? sp.ws + (size_t)((int)blockIdx.x - sp.full) * BM * BN : C;
+    const size_t pitch = slice ? (size_t)BN : (size_t)N;
+    const int r_base = slice ? bm : 0, c_base = slice ? bn : 0;
+    const bool vec_c = slice || ((N % 4) == 0 && aligned16(C));
 #pragma unroll
     for (int i = 0; i < W::TM; ++i) {
         const int r = bm + wm + (i / 4) * 32 + lm + i % 4;
@@ -430,7 +451,7 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
 #pragma unroll
         for (int s = 0; s < W::SUB_N; ++s) {
             const int c = bn + wn + s * 16 + ln;
-            float *out = C + (size_t)r * N + c;
+            float *out = dst + (size_t)(r - r_base) * pitch + (c - c_base);
             const float *v = &acc[i][4 * s];
             if (vec_c && c + 3 < N) {
                 *reinterpret_cast<float4 *>(out) = make_float4(v[0], v[1], v[2], v[3]);
@@ -459,7 +480,7 @@ template <> struct WtCfg<64> { using W = Warptiled<64, 64, 16, 32, 32>; static c
 // and register_tiled have their own fixed tiles (TILE 0).
 template <int VARIANT, int TILE>
 __global__ void matmul_kernel(const float *__restrict__ A, const float *__restrict__ B,
-                              float *__restrict__ C, int M, int N, int K)
+                              float *__restrict__ C, int M, int N, int K, gm_matmul_split)
 {
     if constexpr (VARIANT == GM_MATMUL_NAIVE) {
         naive(A, B, C, M, N, K);
@@ -489,15 +510,37 @@ __global__ void matmul_kernel(const float *__restrict__ A, const float *__restri
 template <int VARIANT, int TILE, int BLOCKS_PER_SM>
 __global__ void __launch_bounds__(WtCfg<TILE>::W::THREADS, BLOCKS_PER_SM)
     matmul_kernel(const float *__restrict__ A, const float *__restrict__ B,
-                  float *__restrict__ C, int M, int N, int K)
+                  float *__restrict__ C, int M, int N, int K, gm_matmul_split sp)
 {
     static_assert(VARIANT == GM_MATMUL_WARPTILED, "the launch-bounded kernel is warptiled's");
     __shared__ __align__(16) float As[2][16][TILE + 4];
     __shared__ __align__(16) float Bs[2][16][TILE];
-    warptiled<TILE, TILE, 16, WtCfg<TILE>::WM, WtCfg<TILE>::WN>(As, Bs, A, B, C, M, N, K);
+    warptiled<TILE, TILE, 16, WtCfg<TILE>::WM, WtCfg<TILE>::WN>(As, Bs, A, B, C, M, N, K, sp);
 }
 
-using matmul_fn = void (*)(const float *, const float *, float *, int, int, int);
+// warptiled's split tail, second step: element e of the split tiles (tile full + e /
+// tile^2, row and column of it from e % tile^2) is the sum of its `splits` slices in ws,
+// added in slice order (the result does not depend on which block finished first).
+__global__ void matmul_split_sum(const float *__restrict__ ws, float *__restrict__ C, int M,
+                                 int N, int tile, int splits, int full, int tiles_n,
+                                 long long elements)
+{
+    const long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (e >= elements)
+        return;
+    const long long per = (long long)tile * tile, i = e / per;
+    const int local = (int)(e % per), t = full + (int)i;
+    const int r = (t / tiles_n) * tile + local / tile, c = (t % tiles_n) * tile + local % tile;
+    if (r >= M || c >= N)
+        return;
+    const float *w = ws + (size_t)i * splits * per + local;
+    float sum = 0.0f;
+    for (int z = 0; z < splits; ++z)
+        sum += w[(size_t)z * per];
+    C[(size_t)r * N + c] = sum;
+}
+
+using matmul_fn = void (*)(const float *, const float *, float *, int, int, int, gm_matmul_split);
 
 // The one selector: the launcher runs what it returns, attributes read it.
 static matmul_fn select_kernel(const gm_matmul_params *p)
@@ -565,6 +608,7 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
 {
     const unsigned int t = (unsigned int)(p->tile ? p->tile : 16);
     const unsigned int m = (unsigned int)p->m, n = (unsigned int)p->n;
+    const gm_matmul_split none = {nullptr, 0, 1, 0};
     switch (p->variant) {
     case GM_MATMUL_COARSENED:
         *dims = gm_dims{{(n + COARSE_TILE - 1) / COARSE_TILE, (m + COARSE_TILE - 1) / COARSE_TILE, 1},
@@ -578,8 +622,23 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
         const unsigned int w = p->tile == 64 ? 64 : 128;
         const unsigned int threads = w == 64 ? WtCfg<64>::W::THREADS : WtCfg<128>::W::THREADS;
         const size_t smem = w == 64 ? WtCfg<64>::W::SMEM : WtCfg<128>::W::SMEM;
-        *dims = gm_dims{{(n + w - 1) / w, (m + w - 1) / w, 1}, {threads, 1, 1}, smem};
-        break;
+        const unsigned int tn = (n + w - 1) / w, tm = (m + w - 1) / w;
+        if (p->splits <= 1 || p->ws == nullptr) {
+            *dims = gm_dims{{tn, tm, 1}, {threads, 1, 1}, smem};
+            break;
+        }
+        // the split tail: a 1-D grid (the whole tiles first, then the slices), then the sums
+        const long long tail = (long long)tn * tm - p->full;
+        *dims = gm_dims{{(unsigned int)(p->full + tail * p->splits), 1, 1}, {threads, 1, 1}, smem};
+        const gm_matmul_split sp = {p->ws, p->full, p->splits, (int)tn};
+        cudaError_t err = gm_run(select_kernel(p), dims, 0, stream, p->a, p->b, p->c, p->m, p->n,
+                                 p->k, sp);
+        if (err != cudaSuccess)
+            return err;
+        const long long elements = tail * w * w;
+        const gm_dims sum = {{(unsigned int)((elements + 255) / 256), 1, 1}, {256, 1, 1}, 0};
+        return gm_run(matmul_split_sum, &sum, 0, stream, (const float *)p->ws, p->c, p->m, p->n,
+                      (int)w, p->splits, p->full, (int)tn, elements);
     }
     case GM_MATMUL_MMA: {
         const cudaError_t err = mma_ready();
@@ -587,12 +646,13 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
             return err;
         *dims = gm_dims{{(n + MMA_BN - 1) / MMA_BN, (m + MMA_BM - 1) / MMA_BM, 1},
                         {MMA_THREADS, 1, 1}, MMA_SMEM};
-        return gm_run(matmul_mma, dims, MMA_SMEM, stream, p->a, p->b, p->c, p->m, p->n, p->k);
+        return gm_run(matmul_mma, dims, MMA_SMEM, stream, p->a, p->b, p->c, p->m, p->n, p->k,
+                      none);
     }
     default: {
         const size_t bufs = p->variant == GM_MATMUL_TILED ? 2 : p->variant == GM_MATMUL_PREFETCH ? 4 : 0;
         *dims = gm_dims{{(n + t - 1) / t, (m + t - 1) / t, 1}, {t, t, 1}, bufs * t * t * sizeof(float)};
     }
     }
-    return gm_run(select_kernel(p), dims, 0, stream, p->a, p->b, p->c, p->m, p->n, p->k);
+    return gm_run(select_kernel(p), dims, 0, stream, p->a, p->b, p->c, p->m, p->n, p->k, none);
 }

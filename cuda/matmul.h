@@ -20,6 +20,7 @@ typedef enum {
 #define GM_MATMUL_REGISTER_TILED_TILE 64 /* ... (register_tiled) */
 #define GM_MATMUL_WARPTILED_TILE 128     /* ... (warptiled's default; 64 also built) */
 #define GM_MATMUL_MMA_TILE 128           /* ... (mma) */
+#define GM_MATMUL_SPLITS_MAX 64          /* the most K slices of a split tile (warptiled) */
 
 typedef struct {
     int variant; /* gm_matmul_variant */
@@ -29,7 +30,22 @@ typedef struct {
     int m, n, k;
     int tile; /* naive, tiled: 8, 16 or 32; prefetch: 16 or 32 (0: 16); coarsened: 32;
                  register_tiled: 64; warptiled: 64 or 128 (0: 128); mma: 128 */
+    /* warptiled's split tail (splits > 1): the tiles of C after the first `full` (those of
+     * the last, partly filled wave) are each computed by `splits` blocks, one slice of K
+     * each, into ws (splits floats per element of those tiles); a second kernel adds the
+     * slices in order into C.  splits 1 (or 0): every block computes a whole tile. */
+    int splits;
+    int full;
+    float *ws;
 } gm_matmul_params;
+
+/* What every matmul kernel gets besides its operands (only warptiled's reads it). */
+typedef struct {
+    float *ws;   /* NULL: no split; the grid is 2-D, block (x, y) computes tile (y, x) */
+    int full;    /* the grid is 1-D: blocks < full compute tile blockIdx.x whole ... */
+    int splits;  /* ... the others slice (blockIdx.x - full) % splits of tile full + (.. / splits) */
+    int tiles_n; /* tiles in a row of C */
+} gm_matmul_split;
 GM_FAMILY(matmul)
 
 #endif /* GM_MATMUL_H */

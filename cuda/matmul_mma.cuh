@@ -221,7 +221,7 @@ __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__
 // refuses before any launch (csrc/lessons/matmul.c first, naming the capability).
 __global__ void __launch_bounds__(MMA_THREADS, 2)
     matmul_mma(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
-               int M, int N, int K)
+               int M, int N, int K, gm_matmul_split)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     extern __shared__ __align__(128) float mma_smem[];

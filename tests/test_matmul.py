@@ -62,6 +62,14 @@ def test_matmul_rejects_bad_operands(a, b, exc, msg):
      r"matmul: tile=64 is not allowed with variant='mma'; tile must be 128 only \(8 warps of "
      r"64 x 32\)"),
     ({"variant": 1}, TypeError, "variant must be a str, not int"),
+    ({"splits": 2}, ValueError, "matmul: splits=2 is not allowed with variant='tiled'; only "
+                                "'warptiled' splits its last wave's tiles along K"),
+    ({"variant": "mma", "splits": 4}, ValueError, "splits=4 is not allowed with variant='mma'"),
+    ({"variant": "warptiled", "splits": 0}, ValueError,
+     r"splits=0 is not allowed; splits must be 1..64 \(K slices per tile"),
+    ({"variant": "warptiled", "splits": 65}, ValueError, "splits=65 is not allowed"),
+    ({"variant": "warptiled", "splits": 2.0}, TypeError, "splits must be an int, not float"),
+    ({"variant": "warptiled", "splits": True}, TypeError, "splits must be an int, not bool"),
     ({"out": m(3, 2)}, TypeError, "out must be a gpumem.DeviceArray, not numpy.ndarray"),
 ])
 def test_matmul_rejects_bad_options(kw, exc, msg):
@@ -508,3 +516,79 @@ def test_mma_kernel_fits_two_blocks_per_sm_without_spills():
         assert occ.blocks_per_sm == 2
     gm.matmul(np.ones((130, 70), F), np.ones((70, 129), F), variant="mma")
     assert gm.last_record().smem == 96 * 1024
+
+
+# ---- warptiled's split tail (issue 27: the last wave's tiles sliced along K) -------------
+def _waves_here(m_, n_, k_, tile):
+    """The model's waves with this GPU's SMs and warptiled's resident blocks per SM."""
+    sms = gm.device().multiprocessors
+    per_sm = gm.kernel_occupancy("matmul", "warptiled", 256 if tile == 128 else 128,
+                                 tile=tile).blocks_per_sm
+    return gm.model.matmul_waves(m_, n_, k_, tile=tile, sms=sms, blocks_per_sm=per_sm)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", [64, 128])
+@pytest.mark.parametrize("mkn, splits", [((300, 1000, 257), 3), ((129, 4096, 130), None),
+                                          ((70, 40, 33), 64), ((1, 2000, 1), 7),
+                                          ((257, 513, 131), 2)],
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_split_tail_matches_numpy_and_the_model(rng, tile, mkn, splits, no_leak):
+    M, K, N = mkn
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    out = poisoned((M, N))
+    got = gm.matmul(gm.to_device(a), gm.to_device(b), variant="warptiled", tile=tile,
+                    splits=splits, out=out).get()
+    rec = gm.last_record()
+    assert not np.isnan(got).any(), "an output element was never written"
+    assert rel_err(got, ref) < 1e-5 * max(1.0, np.sqrt(K) / 8)
+    w = _waves_here(M, N, K, tile)
+    want = w["splits"] if splits is None else min(splits, w["steps"]) if w["tail"] else 1
+    assert rec.params["splits"] == want
+    if want > 1:     # a 1-D grid: the whole tiles, then every slice of the tail's tiles
+        assert rec.grid == (w["tiles"] - w["tail"] + w["tail"] * want, 1, 1)
+        # the slices are added in order: the same operands give the same bits
+        again = gm.matmul(a, b, variant="warptiled", tile=tile, splits=splits)
+        np.testing.assert_array_equal(again, got)
+    # no split: the same sums in another grouping, within float32's rounding
+    whole = gm.matmul(a, b, variant="warptiled", tile=tile, splits=1)
+    assert gm.last_record().params["splits"] == 1
+    assert rel_err(whole, got.astype(np.float64)) < 1e-5 * max(1.0, np.sqrt(K) / 8)
+
+
+@pytest.mark.gpu
+def test_split_tail_is_automatic_where_the_last_wave_is_thin(rng, no_leak):
+    # one tile of 128 and K = 4096: the tail is the whole launch, far under half a wave
+    a = rng.standard_normal((100, 4096)).astype(np.float32)
+    b = rng.standard_normal((4096, 90)).astype(np.float32)
+    got = gm.matmul(a, b, variant="warptiled")
+    assert gm.last_record().params["splits"] == 16 == _waves_here(100, 90, 4096, 128)["splits"]
+    assert rel_err(got, a.astype(np.float64) @ b) < 1e-5 * 8
+
+
+def test_matmul_waves_model():
+    w = gm.model.matmul_waves(4097, 4097, 4097)
+    assert (w["tiles"], w["slots"], w["steps"], w["whole_waves"], w["tail"], w["splits"]) == \
+        (1089, 264, 257, 4, 33, 8)
+    assert w["steps_before"] == 5 * 257 and w["steps_after"] == 4 * 257 + 33
+    assert w["efficiency_before"] == pytest.approx(1089 * 257 / 264 / (5 * 257))
+    # a last wave over half full is left alone; a given split is used where there is a tail
+    assert gm.model.matmul_waves(4096, 4096, 4096)["splits"] == 1
+    assert gm.model.matmul_waves(4096, 4096, 4096, splits=2)["splits"] == 2
+    assert gm.model.matmul_waves(128, 128, 4096, splits=64)["splits"] == 64
+    assert gm.model.matmul_waves(128, 128, 40, splits=64)["splits"] == 3       # 3 steps of K
+    assert gm.model.matmul_waves(1024, 1024, 1024)["splits"] == 4               # 64 tiles
+    assert gm.model.matmul_waves(1024, 1024, 1024, tile=64, blocks_per_sm=4)["splits"] == 2
+    assert gm.model.matmul_waves(4097, 4097, 100)["splits"] == 1       # 7 steps: no slice
+    assert gm.model.matmul_waves(0, 5, 5)["tiles"] == 0
+    for kw, exc, msg in [({"tile": 32}, ValueError, "tile=32 is not allowed"),
+                         ({"splits": 0}, ValueError, "splits=0 is not allowed"),
+                         ({"splits": 2.0}, TypeError, "splits must be an int or None"),
+                         ({"sms": 0}, ValueError, "sms=0 is not allowed"),
+                         ({"blocks_per_sm": True}, TypeError, "blocks_per_sm must be an int")]:
+        with pytest.raises(exc, match=msg):
+            gm.model.matmul_waves(8, 8, 8, **kw)
+    with pytest.raises(ValueError, match="m=-1 is not allowed"):
+        gm.model.matmul_waves(-1, 8, 8)

@@ -45,7 +45,8 @@ static const gm_variant variants[] = {
     GM_END_ROWS,
 };
 
-enum { A, B, TILE, VARIANT };
+enum { A, B, TILE, VARIANT, SPLITS, N_ARGS,
+       FULL = N_ARGS + 1 }; /* c->v[FULL]: no argument, prepare()'s whole tiles (split tail) */
 static const long long tiles[] = {8, 16, 32, 64, 128, 0};
 
 /* The tiles each variant takes (its default first): the edge of the C tile a
@@ -90,7 +91,9 @@ static const gm_arg args[] = {
     [B] = {"b", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 2},
     [TILE] = {"tile", GM_INT, GM_SELECTS | GM_RECORD | GM_NO_DEFAULT, .def = 16, .allowed = tiles},
     [VARIANT] = {"variant", GM_VARIANT, 0, .sdef = "tiled"},
-    {NULL},
+    [SPLITS] = {"splits", GM_INT, GM_NO_DEFAULT, 1, 1, GM_MATMUL_SPLITS_MAX,
+                .what = " (K slices per tile of the last wave; warptiled only)"},
+    [N_ARGS] = {NULL},
 };
 
 static int check(gm_call *c)
@@ -115,6 +118,13 @@ static int check(gm_call *c)
                      65535LL * tile);
         return -1;
     }
+    if (c->given[SPLITS] && c->v[SPLITS] != 1 && c->variant->select != GM_MATMUL_WARPTILED) {
+        PyErr_Format(PyExc_ValueError,
+                     "matmul: splits=%lld is not allowed with variant='%s'; only 'warptiled' "
+                     "splits its last wave's tiles along K (leave splits out, or pass 1)",
+                     c->v[SPLITS], c->variant->name);
+        return -1;
+    }
     npy_intp shape[2] = {(npy_intp)M, (npy_intp)N};
     gm_result(c, 2, shape, NPY_FLOAT32);
     c->work = M * N; /* K == 0 still launches: every element becomes 0 */
@@ -123,21 +133,87 @@ static int check(gm_call *c)
     return gm_record(c, "m", M) < 0 || gm_record(c, "n", N) < 0 || gm_record(c, "k", K) < 0 ? -1 : 0;
 }
 
-/* mma's instructions (mma.sync with TF32, cp.async) need compute capability 8.0: an
- * older GPU is refused here, before the launch, naming both capabilities. */
-static int prepare(gm_call *c)
-{
-    if (c->variant->select != GM_MATMUL_MMA)
-        return 0;
-    return gm_need_cc("matmul", "variant='mma'", 8, 0, "mma.sync with TF32 and cp.async: sm_80");
-}
-
 static void fill(const gm_call *c, void *params)
 {
     gm_matmul_params *p = params;
+    const int split = c->v[SPLITS] > 1 && c->tmp != NULL;
     *p = (gm_matmul_params){c->variant->select, gm_in(c, A), gm_in(c, B), gm_res(c),
                             (int)c->out_shape[0], (int)c->out_shape[1], (int)gm_dim(c, A, 1),
-                            (int)c->v[TILE]};
+                            (int)c->v[TILE], split ? (int)c->v[SPLITS] : 1,
+                            split ? (int)c->v[FULL] : 0, split ? gm_tmp(c) : NULL};
+}
+
+/* warptiled's split tail.  A launch runs in waves of slots = SMs x resident blocks per SM;
+ * when tiles % slots, the last wave, is at most half of one, its tiles are each cut into
+ * `splits` slices along K (by default as many as fill the slots, at most 16, each slice at
+ * least 16 k tiles of 16): that wave then takes about 1/splits of a whole tile's time.
+ * Returns the splits (1: none) and sets *full, the tiles computed whole. */
+static long long tail_splits(long long tiles, long long ktiles, long long slots, long long given,
+                             long long *full)
+{
+    const long long tail = slots > 0 ? tiles % slots : 0;
+    long long s = given;
+    if (s == 0) { /* not given: the rule above */
+        s = tail > 0 && 2 * tail <= slots ? slots / tail : 1;
+        if (s > 16)
+            s = 16;
+        if (s > ktiles / 16)
+            s = ktiles / 16;
+    }
+    if (s < 2 || tail == 0 || ktiles < 2) {
+        *full = tiles;
+        return 1;
+    }
+    if (s > ktiles)
+        s = ktiles; /* every slice at least one k tile */
+    *full = tiles - tail;
+    return s;
+}
+
+/* mma's instructions (mma.sync with TF32, cp.async) need compute capability 8.0: an
+ * older GPU is refused here, before the launch, naming both capabilities.  warptiled:
+ * the split tail (above), its slices' buffer in c->tmp. */
+static int prepare(gm_call *c)
+{
+    if (c->variant->select == GM_MATMUL_MMA)
+        return gm_need_cc("matmul", "variant='mma'", 8, 0, "mma.sync with TF32 and cp.async: sm_80");
+    c->v[FULL] = 0;
+    if (c->variant->select != GM_MATMUL_WARPTILED) {
+        c->v[SPLITS] = 1;
+        return 0;
+    }
+    const long long M = c->out_shape[0], N = c->out_shape[1], K = gm_dim(c, A, 1);
+    const long long t = c->v[TILE], tiles = ((M + t - 1) / t) * ((N + t - 1) / t);
+    long long slots = 0;
+    if (!c->given[SPLITS] || c->v[SPLITS] > 1) {
+        int dev = 0, sms = 0, per_sm = 0;
+        gm_matmul_params p;
+        c->v[SPLITS] = 1;
+        fill(c, &p);
+        GM_CUDA(cudaGetDevice(&dev));
+        GM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        GM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, c->variant->kernel(&p), t == 64 ? 128 : 256, 0));
+        slots = (long long)sms * (per_sm > 0 ? per_sm : 1);
+    }
+    long long full = tiles;
+    const long long s = tail_splits(tiles, (K + 15) / 16, slots,
+                                    c->given[SPLITS] ? c->v[SPLITS] : 0, &full);
+    c->v[SPLITS] = s;
+    if (gm_record(c, "splits", s) < 0)
+        return -1;
+    if (s > 1) {
+        c->v[FULL] = full;
+        npy_intp shape[1] = {(npy_intp)((tiles - full) * s * t * t)};
+        PyArray_Descr *f32 = PyArray_DescrFromType(NPY_FLOAT32);
+        c->tmp = gm_devarray_new(1, shape, f32);
+        Py_DECREF(f32);
+        if (c->tmp == NULL)
+            return -1;
+    }
+    return 0;
+fail:
+    return -1;
 }
 
 static const gm_family gm_matmul_family = {

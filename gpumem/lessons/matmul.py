@@ -50,7 +50,7 @@ Array = Union[np.ndarray, DeviceArray]
 def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = None,
            variant: Literal["tiled", "naive", "prefetch", "coarsened",
                             "register_tiled", "warptiled", "mma"] = "tiled",
-           out: DeviceArray | None = None):
+           splits: int | None = None, out: DeviceArray | None = None):
     """``a @ b`` for float32 matrices of any shape M x K @ K x N.
 
     Parameters
@@ -70,6 +70,18 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = Non
         ``gpumem.variants("matmul")`` lists what each shows.  ``"mma"`` (TF32 tensor
         cores) needs compute capability 8.0 or newer: an older GPU raises CudaError
         (cudaErrorNotSupported) naming its capability.
+    splits : int, optional
+        ``"warptiled"`` only: how many slices along K each tile of C in the launch's last,
+        partly filled wave is cut into (1 to 64; 1: none).  The GPU runs the blocks in
+        waves of SMs x resident blocks per SM; when the tiles leave the last wave at most
+        half full (4097^3 on 132 SMs: 1,089 tiles of 128 in waves of 264, a fifth wave of
+        33), its tiles are computed by ``splits`` blocks each, one slice of K apiece, into a
+        buffer, and a second kernel adds the slices in order into C: that wave then takes
+        about ``1/splits`` of a whole tile's time.  Left out: as many as fill the wave's
+        slots, at most 16, each slice at least 256 of K (none when the last wave is over
+        half full).  ``gpumem.last_record().params["splits"]`` says what ran; the model's
+        :func:`gpumem.model.matmul_waves` predicts it.  Another variant with splits other
+        than 1 is a ValueError.
     out : DeviceArray, optional
         Where to write the M x N result; must not be an input.
 
@@ -79,8 +91,10 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = Non
     Empty operands give NumPy's result shape (K == 0 gives zeros).
     """
     _given("matmul", a=a, b=b)
-    tiles = {} if tile is None else _indices("matmul", tile=tile)
-    return _core.matmul(a, b, **tiles, variant=variant, out=out)
+    opts = {} if tile is None else _indices("matmul", tile=tile)
+    if splits is not None:
+        opts.update(_indices("matmul", splits=splits))
+    return _core.matmul(a, b, **opts, variant=variant, out=out)
 
 
 def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -294,6 +308,9 @@ def _sanitize_matmul():
             matmul(_f32(70, 0), _f32(0, 33), tile=tile, variant=v.name)
             matmul(_f32(65, 100), _f32(100, 64), tile=tile, variant=v.name)
             matmul(_f32(67, 9), _f32(9, 130), tile=tile, variant=v.name)   # scalar paths
+            if v.name == "warptiled":       # the split tail: slices, then their sums
+                matmul(_f32(70, 300), _f32(300, 65), tile=tile, variant=v.name, splits=5)
+                matmul(_f32(33, 4096), _f32(4096, 7), tile=tile, variant=v.name)  # auto
 
 
 def _sanitize() -> None:

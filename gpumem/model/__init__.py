@@ -17,7 +17,7 @@ costs the launch's distinct warp patterns, not its size.
 """
 from .banks import BankResult, bank_conflicts, bank_conflicts_warps
 from .coalescing import CoalesceResult, WarpCoalescing, coalesce, coalesce_warps
-from .matmul import matmul_traffic
+from .matmul import matmul_traffic, matmul_waves
 from .occupancy import ARCHS, Arch, OccupancyResult, occupancy
 from .registry import DECIMALS, METRICS, families, launch_config, predict, predict_record
 
@@ -25,5 +25,5 @@ __all__ = [
     "ARCHS", "Arch", "BankResult", "CoalesceResult", "DECIMALS", "METRICS", "OccupancyResult",
     "WarpCoalescing", "bank_conflicts", "bank_conflicts_warps", "coalesce", "coalesce_warps",
     "families",
-    "launch_config", "matmul_traffic", "occupancy", "predict", "predict_record",
+    "launch_config", "matmul_traffic", "matmul_waves", "occupancy", "predict", "predict_record",
 ]

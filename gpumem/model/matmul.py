@@ -17,7 +17,7 @@ from ._tally import (DECIMALS, LINE, WARP, Axis, Tally, cdiv, dot, period, share
                      wmul)
 from .coalescing import coalesce_warps, runs_units
 
-__all__ = ["matmul_traffic"]
+__all__ = ["matmul_traffic", "matmul_waves"]
 
 
 def _matmul_shape(p):
@@ -586,3 +586,63 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
         "flops_per_byte": round(flops / (4 * loads), DECIMALS) if loads else 0.0,
         "min_bytes": 4 * (m * k + k * n + m * n),
     }
+
+
+def matmul_waves(m: int, n: int, k: int, *, tile: int = 128, splits: int | None = None,
+                 sms: int = 132, blocks_per_sm: int = 2) -> dict[str, int | float]:
+    """Waves of a warptiled launch and what its split tail does to them (no GPU needed).
+
+    The GPU runs a launch's blocks ``slots = sms x blocks_per_sm`` at a time (the
+    defaults: the H100's 132 SMs, two 256-thread warptiled blocks on each).  With
+    ``tiles`` blocks of ``tile x tile`` outputs, every block a whole tile, the launch takes
+    ``ceil(tiles / slots)`` waves, each as long as one block's ``ceil(k / 16)`` steps of
+    16 along K; a last wave of ``tiles % slots`` blocks is as long as a full one.  When it
+    is at most half full, :func:`gpumem.matmul` (``variant="warptiled"``) cuts each of its
+    tiles into ``splits`` slices of K (left out: ``slots // tail`` of them, at most 16,
+    each at least 16 steps), and a second kernel adds the slices in order: that wave's
+    ``tail x splits`` blocks then take ``ceil(tail x splits / slots)`` waves of
+    ``ceil(steps / splits)`` steps.
+
+    Returns a dict: ``tiles``, ``slots``, ``steps`` (per whole tile), ``whole_waves``
+    (full waves), ``tail`` (the last wave's tiles, 0 when it is full), ``splits`` (what
+    the launch uses; 1: none), ``steps_before`` and ``steps_after`` (the launch's length
+    in steps without and with the split), ``ideal_steps`` (``tiles x steps / slots``:
+    every slot busy to the end) and ``efficiency_before`` / ``efficiency_after``
+    (ideal over each).  The split's extra work (the slices' stores, the sum kernel) is
+    not in the steps: the measured time says what it costs.
+
+    >>> w = matmul_waves(4097, 4097, 4097)
+    >>> w["tiles"], w["tail"], w["splits"], round(w["efficiency_before"], 3), round(w["efficiency_after"], 3)
+    (1089, 33, 8, 0.825, 0.999)
+    >>> matmul_waves(4096, 4096, 4096)["splits"]          # the last wave is 232 of 264
+    1
+    """
+    fn = "model.matmul_waves"
+    for name, v in (("m", m), ("n", n), ("k", k), ("sms", sms), ("blocks_per_sm", blocks_per_sm)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{fn}: {name} must be an int, not {type(v).__name__}")
+        low = 0 if name in ("m", "n", "k") else 1
+        if v < low:
+            raise ValueError(f"{fn}: {name}={v} is not allowed; {name} must be >= {low}")
+    if tile not in (64, 128) or isinstance(tile, bool):
+        raise ValueError(f"{fn}: tile={tile!r} is not allowed; warptiled's tile must be 64 or 128")
+    if splits is not None and (isinstance(splits, bool) or not isinstance(splits, (int, np.integer))):
+        raise TypeError(f"{fn}: splits must be an int or None, not {type(splits).__name__}")
+    if splits is not None and not 1 <= splits <= 64:
+        raise ValueError(f"{fn}: splits={splits} is not allowed; splits must be 1..64")
+    tiles, slots, steps = cdiv(m, tile) * cdiv(n, tile), sms * blocks_per_sm, cdiv(k, 16)
+    tail = tiles % slots
+    s = splits
+    if s is None:                                   # csrc/lessons/matmul.c tail_splits()
+        s = min(slots // tail, 16, steps // 16) if tail and 2 * tail <= slots else 1
+    if s < 2 or tail == 0 or steps < 2:
+        s = 1
+    s = min(s, max(steps, 1))
+    whole = tiles // slots
+    before = cdiv(tiles, slots) * steps
+    after = before if s == 1 else whole * steps + cdiv(tail * s, slots) * cdiv(steps, s)
+    ideal = tiles * steps / slots
+    return {"tiles": tiles, "slots": slots, "steps": steps, "whole_waves": whole, "tail": tail,
+            "splits": s, "steps_before": before, "steps_after": after, "ideal_steps": ideal,
+            "efficiency_before": ideal / before if before else 1.0,
+            "efficiency_after": ideal / after if after else 1.0}
