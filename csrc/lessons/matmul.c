@@ -184,11 +184,12 @@ static int prepare(gm_call *c)
     }
     const long long M = c->out_shape[0], N = c->out_shape[1], K = gm_dim(c, A, 1);
     const long long t = c->v[TILE], tiles = ((M + t - 1) / t) * ((N + t - 1) / t);
+    const long long given = c->given[SPLITS] ? c->v[SPLITS] : 0; /* 0: the rule decides */
     long long slots = 0;
-    if (!c->given[SPLITS] || c->v[SPLITS] > 1) {
+    if (given != 1) {
         int dev = 0, sms = 0, per_sm = 0;
         gm_matmul_params p;
-        c->v[SPLITS] = 1;
+        c->v[SPLITS] = 1; /* fill() for the kernel only: no split buffer yet */
         fill(c, &p);
         GM_CUDA(cudaGetDevice(&dev));
         GM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -197,8 +198,7 @@ static int prepare(gm_call *c)
         slots = (long long)sms * (per_sm > 0 ? per_sm : 1);
     }
     long long full = tiles;
-    const long long s = tail_splits(tiles, (K + 15) / 16, slots,
-                                    c->given[SPLITS] ? c->v[SPLITS] : 0, &full);
+    const long long s = tail_splits(tiles, (K + 15) / 16, slots, given, &full);
     c->v[SPLITS] = s;
     if (gm_record(c, "splits", s) < 0)
         return -1;
