@@ -2,8 +2,8 @@
 // cp.async helpers (one object per .cu: this header is part of matmul.cu).
 //
 // mma: the tensor cores through `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`
-// (sm_80 and newer), the Ampere path.  A 128 x 128 tile of C per block of 8 warps,
-// 64 x 32 per warp: 4 x 4 tiles of 16 x 8, each one mma per k step of 8.  The
+// (sm_80 and newer), the Ampere path.  A 128 x 128 tile of C per block of 4 warps,
+// 64 x 64 per warp: 4 x 8 tiles of 16 x 8, each one mma per k step of 8.  The
 // float32 operands are rounded to TF32 (cvt.rna.tf32.f32: 10 mantissa bits, to
 // nearest) as they leave shared memory; the products are summed in float32.
 //
@@ -34,13 +34,13 @@
 //     g's 8 columns in one pair -- 32 banks, one wavefront.
 // Without them every row of A (and every k row of B) starts at bank 0: 4-way (A) and
 // 4-way (B) conflicts.
-constexpr int MMA_BM = 128, MMA_BN = 128, MMA_BK = 32, MMA_WM = 64, MMA_WN = 32,
+constexpr int MMA_BM = 128, MMA_BN = 128, MMA_BK = 32, MMA_WM = 64, MMA_WN = 64,
               MMA_STAGES = 3;
 constexpr int MMA_WARPS_N = MMA_BN / MMA_WN, MMA_THREADS = (MMA_BM / MMA_WM) * MMA_WARPS_N * 32;
 constexpr int MMA_TM = MMA_WM / 16, MMA_TN = MMA_WN / 8;     // 16 x 8 tiles per warp
 constexpr int MMA_A_FLOATS = MMA_BM * MMA_BK, MMA_B_FLOATS = MMA_BK * MMA_BN;
 constexpr size_t MMA_SMEM = (size_t)MMA_STAGES * (MMA_A_FLOATS + MMA_B_FLOATS) * sizeof(float);
-static_assert(MMA_THREADS == 256 && MMA_BK == 32 && MMA_BN == 128, "the swizzles assume these");
+static_assert(MMA_THREADS == 128 && MMA_BK == 32 && MMA_BN == 128, "the swizzles assume these");
 static_assert(GM_MATMUL_MMA_TILE == MMA_BM && MMA_BM == MMA_BN, "matmul.h's tile");
 
 // offsets (floats) of A[r][c] and B[k][n] inside a stage's tiles
@@ -216,7 +216,7 @@ __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__
 }
 #endif // __CUDA_ARCH__ >= 800
 
-// The kernel: 256 threads, two blocks per SM (at most 128 registers a thread).  Built
+// The kernel: 128 threads, two blocks per SM (at most 255 registers a thread).  Built
 // for every architecture of the wheel; below sm_80 its body is empty and the launcher
 // refuses before any launch (csrc/lessons/matmul.c first, naming the capability).
 __global__ void __launch_bounds__(MMA_THREADS, 2)

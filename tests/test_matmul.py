@@ -59,8 +59,8 @@ def test_matmul_rejects_bad_operands(a, b, exc, msg):
     ({"variant": "coarsened", "tile": 16}, ValueError,
      r"matmul: tile=16 is not allowed with variant='coarsened'; tile must be 32 only"),
     ({"variant": "mma", "tile": 64}, ValueError,
-     r"matmul: tile=64 is not allowed with variant='mma'; tile must be 128 only \(8 warps of "
-     r"64 x 32\)"),
+     r"matmul: tile=64 is not allowed with variant='mma'; tile must be 128 only \(4 warps of "
+     r"64 x 64\)"),
     ({"variant": 1}, TypeError, "variant must be a str, not int"),
     ({"splits": 2}, ValueError, "matmul: splits=2 is not allowed with variant='tiled'; only "
                                 "'warptiled' splits its last wave's tiles along K"),
@@ -337,12 +337,12 @@ def test_mma_fragment_mapping_emulated_on_the_cpu(rng):
         res = bank_conflicts((4 * offsets).tolist(), width)
         assert res.wavefronts == res.ideal_wavefronts == width // 4, res
 
-    for warp in range(8):
-        wm, wn = (warp // 4) * 64, (warp % 4) * 32
-        acc = np.zeros((4, 4, 32, 4))                          # [i][j][lane][c_q]
+    for warp in range(4):
+        wm, wn = (warp // 2) * 64, (warp % 2) * 64
+        acc = np.zeros((4, 8, 32, 4))                          # [i][j][lane][c_q]
         for kk in range(0, 32, 8):
             af = np.zeros((4, 32, 4))
-            bf = np.zeros((4, 32, 2))
+            bf = np.zeros((8, 32, 2))
             for i in range(4):
                 row = wm + i * 16 + g
                 for h in range(2):                             # (a0, a2), (a1, a3)
@@ -350,14 +350,14 @@ def test_mma_fragment_mapping_emulated_on_the_cpu(rng):
                     assert (off % 2 == 0).all()                # 8-byte aligned
                     no_conflict(off, 8)
                     af[i, :, h], af[i, :, h + 2] = sa[off], sa[off + 1]
-            for j in range(4):
+            for j in range(8):
                 col = wn + j * 8 + g
                 for q in range(2):
                     off = _mma_b_at(kk + 2 * t + q, col)
                     no_conflict(off, 4)
                     bf[j, :, q] = sb[off]
             for i in range(4):
-                for j in range(4):
+                for j in range(8):
                     # the PTX ISA's layout, on its own: rebuild the 16 x 8 and 8 x 8 tiles
                     # from the lanes' registers, multiply, hand D back lane by lane
                     ta, tb = np.full((16, 8), np.nan), np.full((8, 8), np.nan)
@@ -370,7 +370,7 @@ def test_mma_fragment_mapping_emulated_on_the_cpu(rng):
                     for q in range(4):
                         acc[i, j, :, q] += d[g + 8 * (q // 2), 2 * t + (q % 2)]
         for i in range(4):
-            for j in range(4):
+            for j in range(8):
                 for h in range(2):
                     for e in range(2):                 # float2 store: v0, v1
                         C[wm + i * 16 + g + 8 * h, wn + j * 8 + 2 * t + e] = acc[i, j, :, 2 * h + e]
@@ -405,7 +405,7 @@ def test_mma_matches_float64_within_the_tf32_bound(rng, mkn, no_leak):
     bound = tf32_bound(a, b)
     assert (err <= bound).all(), (err - bound).max()
     rec = gm.last_record()
-    assert (rec.variant, rec.params["tile"], rec.block) == ("mma", 128, (256, 1, 1))
+    assert (rec.variant, rec.params["tile"], rec.block) == ("mma", 128, (128, 1, 1))
     assert rec.grid == (-(-N // 128), -(-M // 128), 1)
 
 
@@ -504,14 +504,14 @@ def test_mma_empty_and_k0(M, K, N):
 
 @pytest.mark.gpu
 def test_mma_kernel_fits_two_blocks_per_sm_without_spills():
-    """256 threads at most 128 registers (__launch_bounds__(256, 2)), nothing spilled to
+    """128 threads at most 255 registers (__launch_bounds__(128, 2)), nothing spilled to
     local memory, and 96 KiB of dynamic shared memory opted in: two blocks per SM where
     the SM has 2 x 97 KiB (sm_80, sm_86 has 100 KiB: one)."""
     _needs_mma()
     attrs = gm.kernel_attributes("matmul", "mma")
-    assert attrs.registers_per_thread <= 128 and attrs.local_bytes_per_thread == 0
+    assert attrs.registers_per_thread <= 255 and attrs.local_bytes_per_thread == 0
     assert attrs.static_shared_bytes == 0 and attrs.max_dynamic_shared_bytes >= 96 * 1024
-    occ = gm.kernel_occupancy("matmul", "mma", 256, smem=96 * 1024)
+    occ = gm.kernel_occupancy("matmul", "mma", 128, smem=96 * 1024)
     if gm.device().shared_memory_per_multiprocessor >= 2 * 97 * 1024:
         assert occ.blocks_per_sm == 2
     gm.matmul(np.ones((130, 70), F), np.ones((70, 129), F), variant="mma")

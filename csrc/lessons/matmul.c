@@ -38,7 +38,7 @@ static const gm_variant variants[] = {
            MATMUL_BYTES, MATMUL_FLOPS),
     GM_ROW(matmul, "mma", GM_MATMUL_MMA,
            "tensor cores: mma.sync m16n8k8 with TF32 inputs (rounded from float32) and float32 "
-           "sums, 128 x 128 tiles of C per 8 warps, 64 x 32 per warp; a 3-stage cp.async "
+           "sums, 128 x 128 tiles of C per 4 warps, 64 x 64 per warp; a 3-stage cp.async "
            "pipeline keeps two k slices of 32 in flight, and a swizzled shared layout makes "
            "the fragment loads conflict-free; compute capability 8.0 or newer",
            MATMUL_BYTES, MATMUL_FLOPS),
@@ -64,7 +64,7 @@ static const struct {
      "64 only (blocks of 16 x 16 threads)"},
     {GM_MATMUL_WARPTILED, {GM_MATMUL_WARPTILED_TILE, 64, 0},
      "128 (8 warps, the default) or 64 (4 warps)"},
-    {GM_MATMUL_MMA, {GM_MATMUL_MMA_TILE, 0}, "128 only (8 warps of 64 x 32)"},
+    {GM_MATMUL_MMA, {GM_MATMUL_MMA_TILE, 0}, "128 only (4 warps of 64 x 64)"},
 };
 
 static int pick_tile(gm_call *c)

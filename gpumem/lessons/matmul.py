@@ -18,7 +18,7 @@
   registers while the block multiplies the current one;
 * ``mma``: the tensor cores (compute capability 8.0 and newer) -- ``mma.sync``
   m16n8k8 with TF32 inputs (each float32 operand rounded to 10 fraction bits) and
-  float32 sums; 8 warps compute a 128 x 128 tile, each warp 64 x 32 as 4 x 4 tiles of
+  float32 sums; 4 warps compute a 128 x 128 tile, each warp 64 x 64 as 4 x 8 tiles of
   16 x 8; a 3-stage ``cp.async`` pipeline keeps the next two 32-wide k slices of A and
   B in flight, and a swizzled shared-memory layout makes the fragments' 32-bit loads
   free of bank conflicts.  Its results differ from the float32 variants by TF32's
@@ -65,7 +65,7 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = Non
         also the shared-memory tile.  ``"coarsened"`` takes 32 only (its blocks
         are 32 x 8 threads), ``"register_tiled"`` 64 only (16 x 16 threads),
         ``"warptiled"`` 128 (256 threads, the default) or 64 (128 threads), ``"mma"``
-        128 only (256 threads); a tile a variant does not take is a ValueError.
+        128 only (128 threads); a tile a variant does not take is a ValueError.
     variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled", "mma"}
         ``gpumem.variants("matmul")`` lists what each shows.  ``"mma"`` (TF32 tensor
         cores) needs compute capability 8.0 or newer: an older GPU raises CudaError

@@ -353,7 +353,7 @@ def _gen_matmul_warptiled(tally, axis, p):
 
 
 # ---- matmul mma: tensor cores (mma.sync m16n8k8 TF32), A and B by cp.async ---------------
-_MMA_K, _MMA_THREADS, _MMA_WM, _MMA_WN = 32, 256, 64, 32    # k slice, threads, warp tile
+_MMA_K, _MMA_THREADS, _MMA_WM, _MMA_WN = 32, 128, 64, 64    # k slice, threads, warp tile
 
 
 def _mma_a_at(r, c):

@@ -173,10 +173,10 @@ def simulate(family, variant, granularity=32, **p):
                     streams.append(("st", C + 4 * (r * N + c + j),
                                     ~full & (r < M) & (c + j < N), 4))
     elif family == "matmul" and variant == "mma":
-        # cuda/matmul_mma.cuh, line by line: BM = BN = 128, BK = 32, 8 warps of 64 x 32
+        # cuda/matmul_mma.cuh, line by line: BM = BN = 128, BK = 32, 4 warps of 64 x 64
         M, N, K = p["m"], p["n"], p["k"]
         BM = BN = 128
-        BK, THREADS = 32, 256
+        BK, THREADS = 32, 128
         gx, gy = -(-N // BN), -(-M // BM)
         tid = np.arange(THREADS).reshape(-1, WARP)
         bn = np.arange(gx)[:, None, None, None] * BN        # blockIdx.x * MMA_BN
@@ -217,13 +217,13 @@ def simulate(family, variant, granularity=32, **p):
             if kt + 2 < tiles:
                 load_tiles((kt + 2) * BK)
         warp, lane = tid // 32, tid % 32
-        wm, wn = (warp // 4) * 64, (warp % 4) * 32
+        wm, wn = (warp // 2) * 64, (warp % 2) * 64
         g, t = lane // 4, lane % 4
         vec_c = N % 2 == 0
         for i in range(4):
             for h in range(2):
                 r = warps(bm + wm + i * 16 + g + 8 * h + 0 * bn)    # r >= M: continue
-                for j in range(4):
+                for j in range(8):
                     c = warps(bn + wn + j * 8 + 2 * t + 0 * bm)
                     full = vec_c & (r < M) & (c + 1 < N)
                     streams.append(("st", C + 4 * (r * N + c), full, 8))
