@@ -57,7 +57,7 @@ def run(out_dir: str, quick: bool) -> bool:
         bw_sets = [s for s in ladder.BANDWIDTH_SETS if s <= 1 << 30]
         variants = ("ca", "cg", "shared", "constant")
     else:
-        lat_sets, bw_sets, variants = None, None, ladder.LATENCY_VARIANTS
+        lat_sets, bw_sets, variants = None, None, ladder.LADDER_VARIANTS
     lat = ladder.latency_ladder(lat_sets, variants=variants, progress=False)
     bw = ladder.bandwidth_ladder(bw_sets, repeat=5, progress=False)
     after = _d2d(1 << 30)

@@ -28,6 +28,7 @@
 // 128 contiguous bytes each.  Without a swizzle that read is 8-way conflicted
 // (a tile row is 128 bytes: 8 lanes of a quarter warp hit the same 4 banks).
 #include "gm_launch.cuh"
+#include "gm_tma.cuh"
 
 #include <cstring>
 
@@ -78,61 +79,8 @@ template <int N> static __device__ __forceinline__ void cp_async_wait()
 }
 #endif
 
-// ---- mbarriers and the bulk copy engine (sm_90) ------------------------------------------
+// ---- mbarriers and the bulk copy engine (sm_90): cuda/gm_tma.cuh ----------------------------
 #if GM_HAS_TMA
-static __device__ __forceinline__ void bar_init(unsigned bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-// One arrival that also expects `bytes` more to be completed by copies.
-static __device__ __forceinline__ void bar_expect(unsigned bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
-                 "r"(bytes) : "memory");
-}
-// Wait until the phase of parity `parity` has completed.  The wait is bounded: a
-// copy that never completes its bytes (a wrong expect_tx count, a box the engine
-// refused) traps after GM_ASYNC_WAIT_NS of global time, so the launch fails with
-// an error the caller sees instead of hanging the process (and a test run).
-#ifndef GM_ASYNC_WAIT_NS
-#define GM_ASYNC_WAIT_NS 10000000000ull // 10 s: far beyond a tile's copy, even under a sanitizer
-#endif
-static __device__ __forceinline__ bool bar_try_wait(unsigned bar, unsigned parity)
-{
-    unsigned done;
-    asm volatile("{\n\t.reg .pred P1;\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 P1, [%1], %2;\n\t"
-                 "selp.u32 %0, 1, 0, P1;\n\t"
-                 "}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    return done != 0;
-}
-static __device__ __forceinline__ unsigned long long global_ns()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-static __device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity)
-{
-    if (bar_try_wait(bar, parity))
-        return;
-    const unsigned long long t0 = global_ns();
-    while (!bar_try_wait(bar, parity))
-        if (global_ns() - t0 > GM_ASYNC_WAIT_NS)
-            __trap();
-}
-// Generic-proxy accesses to shared memory ordered before the async proxy's.
-static __device__ __forceinline__ void fence_proxy_async()
-{
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-static __device__ __forceinline__ void bulk_load(unsigned dst, const void *src, unsigned bytes,
-                                                 unsigned bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
-                 "[%0], [%1], %2, [%3];" ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
 static __device__ __forceinline__ void tensor_load(unsigned dst, const CUtensorMap *map, int x,
                                                    int y, unsigned bar)
 {

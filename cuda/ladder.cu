@@ -20,6 +20,7 @@
 // n nodes, built on the device in microseconds even for 2 GiB.
 // gpumem.ladder.chain_order reproduces it bit for bit in NumPy.
 #include "gm_launch.cuh"
+#include "gm_tma.cuh"
 
 // ---- the chain's order ----------------------------------------------------------
 __device__ __forceinline__ unsigned chain_hash(unsigned x)
@@ -106,12 +107,7 @@ __global__ void ladder_build_chain(char *chain, long long n, long long stride, u
 __constant__ unsigned c_ladder_chain[GM_LATENCY_CONSTANT_MAX / 4];
 
 // ---- latency: the chase ---------------------------------------------------------
-__device__ __forceinline__ unsigned long long global_ns()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+// global_ns(): cuda/gm_tma.cuh
 
 // One step along a global ring through the chosen path: ld.global.ca (L1 and
 // L2), ld.global.cg (L2 only: every step pays at least the L2 latency), or
@@ -153,7 +149,40 @@ __global__ void latency_kernel(const char *chain, long long *out, long long n, l
     const long long first = chain_order((long long)lane * n / lanes, perm);
     long long t0, t1, end;
     unsigned long long g0, g1;
-    if constexpr (MEM == GM_LATENCY_CA || MEM == GM_LATENCY_CG || MEM == GM_LATENCY_LDG) {
+    if constexpr (MEM == GM_LATENCY_TMA) {
+        // each step one 16-byte bulk copy of the node into this lane's slot, completing
+        // on this lane's mbarrier; the link is then read from shared memory (LDS)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        __shared__ __align__(16) unsigned long long s_slot[GM_LATENCY_WARP][2];
+        __shared__ __align__(8) unsigned long long s_bar[GM_LATENCY_WARP];
+        const unsigned slot = (unsigned)__cvta_generic_to_shared(&s_slot[lane][0]);
+        const unsigned bar = (unsigned)__cvta_generic_to_shared(&s_bar[lane]);
+        bar_init(bar, 1);
+        fence_proxy_async(); // the barrier's init before the engine's complete_tx
+        unsigned phase = 0;
+        const char *p = chain + first * stride;
+        auto step = [&](const char *q) -> const char * {
+            bar_expect(bar, 16);
+            bulk_load(slot, q, 16, bar);
+            bar_wait(bar, phase);
+            phase ^= 1;
+            return (const char *)*(volatile unsigned long long *)&s_slot[lane][0];
+        };
+        for (int s = 0; s < warmup; ++s)
+            p = step(p);
+        t0 = clock64();
+        g0 = global_ns();
+        for (int s = 0; s < steps; ++s)
+            p = step(p);
+        g1 = global_ns();
+        t1 = clock64();
+        end = (p - chain) / stride;
+#else
+        __trap(); // refused by csrc below compute capability 9.0: never reached
+        t0 = t1 = end = 0;
+        g0 = g1 = 0;
+#endif
+    } else if constexpr (MEM == GM_LATENCY_CA || MEM == GM_LATENCY_CG || MEM == GM_LATENCY_LDG) {
         const char *p = chain + first * stride;
         for (int s = 0; s < warmup; ++s)
             p = chase_global<MEM>(p);
@@ -193,7 +222,7 @@ using latency_fn = void (*)(const char *, long long *, long long, long long, int
 static latency_fn select_latency(const gm_latency_params *p)
 {
     return gm_select<GM_LATENCY_CA, GM_LATENCY_CG, GM_LATENCY_LDG, GM_LATENCY_SHARED,
-                     GM_LATENCY_CONSTANT>(p->variant, [](auto m) -> latency_fn {
+                     GM_LATENCY_CONSTANT, GM_LATENCY_TMA>(p->variant, [](auto m) -> latency_fn {
         return latency_kernel<decltype(m)::value>;
     });
 }

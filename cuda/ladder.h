@@ -16,7 +16,9 @@ typedef enum {
     GM_LATENCY_CG = 1,      /* global ring, ld.global.cg: L2, then DRAM (L1 skipped) */
     GM_LATENCY_LDG = 2,     /* global ring, ld.global.nc: the read-only path */
     GM_LATENCY_SHARED = 3,  /* the ring copied into dynamic shared memory */
-    GM_LATENCY_CONSTANT = 4 /* the ring in a __constant__ array */
+    GM_LATENCY_CONSTANT = 4, /* the ring in a __constant__ array */
+    GM_LATENCY_TMA = 5       /* global ring, each step a 16-byte bulk copy (cp.async.bulk, the
+                                TMA) into shared memory completing on an mbarrier (sm_90) */
 } gm_latency_variant;
 #define GM_LATENCY_WARP 32             /* one block of one warp */
 #define GM_LATENCY_SHARED_MAX 49152    /* bytes: the default dynamic shared memory per block */

@@ -143,7 +143,7 @@ if HAVE_GPU:
     by = {r["level"]: r for r in sizes}
 
     fig, ax = plt.subplots(figsize=(11, 5.5))
-    for variant in ladder.LATENCY_VARIANTS:
+    for variant in ladder.LADDER_VARIANTS:
         rows = [r for r in lat if r["variant"] == variant]
         ax.plot([r["working set"] for r in rows], [r["cycles/load"] for r in rows],
                 marker="o", ms=3, label=variant)
@@ -180,7 +180,7 @@ if HAVE_GPU:
     display(levels)
 else:
     plan = ladder.latency_ladder(progress=False)
-    for variant in ladder.LATENCY_VARIANTS:
+    for variant in ladder.LADDER_VARIANTS:
         rings = [r["working set"] for r in plan if r["variant"] == variant]
         print(f"{variant:8s}: {len(rings):2d} rings, {size(rings[0])} .. {size(rings[-1])}")
     print("(measuring needs a GPU: per ring, cycles and ns per dependent load and the SM "

@@ -18,7 +18,7 @@ from gpumem.lessons.ladder import (KiB, MiB, bandwidth_reference, cache_sizes, c
                            latency_chain, latency_levels, latency_reference)
 
 X = np.ones(100, np.float32)
-VARIANTS = ["ca", "cg", "ldg", "shared", "constant"]
+VARIANTS = ["ca", "cg", "ldg", "shared", "constant", "tma"]
 
 
 # ---- the ring (no GPU) ------------------------------------------------------------------
@@ -113,8 +113,10 @@ def test_bandwidth_reference():
 def test_variants_tables():
     lat = {v.name: v for v in gm.variants("latency")}
     assert list(lat) == VARIANTS == list(ladder.LATENCY_VARIANTS)
-    assert [v.select for v in lat.values()] == [0, 1, 2, 3, 4]
+    assert [v.select for v in lat.values()] == [0, 1, 2, 3, 4, 5]
+    assert list(ladder.LADDER_VARIANTS) == VARIANTS[:-1]          # the ladder's: all but tma
     assert lat["ca"].bytes == "8*lanes*(warmup + steps)"
+    assert lat["tma"].bytes == "16*lanes*(warmup + steps)"
     assert lat["shared"].bytes == lat["constant"].bytes == "4*lanes*(warmup + steps)"
     bw = {v.name: v for v in gm.variants("bandwidth")}
     assert list(bw) == ["read", "copy", "shared"]
@@ -466,13 +468,20 @@ def test_latency_levels_beside_the_published_figures():
 RINGS = [(1024, 128, 1, 100, 0, 0), (8 * 37, 8, 1, 1000, 5, 7), (4096, 64, 32, 333, None, 123),
          (40960, 40, 7, 77, 13, 2**32 - 1), (8, 8, 1, 5, 0, 1), (16, 8, 32, 9, 3, 5),
          (48 * KiB, 8, 32, 2000, None, 9)]
+#: The same for the bulk copy's 16-byte nodes (stride a multiple of 16).
+TMA_RINGS = [(1024, 128, 1, 100, 0, 0), (16 * 37, 16, 1, 1000, 5, 7), (4096, 64, 32, 333, None, 123),
+             (40960, 80, 7, 77, 13, 2**32 - 1), (16, 16, 1, 5, 0, 1), (32, 16, 32, 9, 3, 5),
+             (48 * KiB, 16, 32, 2000, None, 9)]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("ws,stride,lanes,steps,warmup,seed", RINGS)
+@pytest.mark.parametrize("variant,ws,stride,lanes,steps,warmup,seed",
+                         [(v, *r) for v in VARIANTS for r in (TMA_RINGS if v == "tma" else RINGS)])
 def test_chase_ends_where_the_cpu_walk_ends(variant, ws, stride, lanes, steps, warmup, seed,
                                             no_leak):
+    if variant == "tma" and gm.device().compute_capability < (9, 0):
+        pytest.skip("the tma chase needs compute capability 9.0 (its refusal: "
+                    "test_tma_chase_refused_below_sm90)")
     c = gm.latency(ws, variant=variant, stride=stride, lanes=lanes, steps=steps, warmup=warmup,
                    seed=seed)
     n = ws // stride
@@ -487,7 +496,37 @@ def test_chase_ends_where_the_cpu_walk_ends(variant, ws, stride, lanes, steps, w
     assert rec.grid == (1, 1, 1) and rec.block == (32, 1, 1)
     assert rec.smem == (ws if variant == "shared" else 0)
     assert rec.params["warmup"] == c.warmup and rec.params["n"] == n
-    assert rec.bytes == (4 if variant in ("shared", "constant") else 8) * lanes * (c.warmup + steps)
+    assert rec.bytes == {"shared": 4, "constant": 4, "tma": 16}.get(variant, 8) * lanes * \
+        (c.warmup + steps)
+
+
+def test_tma_chase_takes_16_byte_nodes():
+    with pytest.raises(ValueError, match=r"latency: stride=40 is not allowed with variant='tma'; "
+                                         r"a bulk copy moves 16-byte aligned pieces, so stride "
+                                         r"must be a multiple of 16 bytes"):
+        gm.latency(4000, variant="tma", stride=40)
+
+
+@pytest.mark.gpu
+def test_tma_chase_refused_below_sm90(pretend_cc, no_leak):
+    pretend_cc(8, 0)
+    with pytest.raises(gm.CudaError, match=r"variant='tma'.*9\.0.*8\.0"):
+        gm.latency(4096, variant="tma")
+    pretend_cc(0, 0)
+    assert gm.latency(4096, variant="ca", steps=10).end.shape == (1,)     # the next call works
+
+
+@pytest.mark.gpu
+def test_tma_chase_is_slower_from_device_memory_than_from_l2(no_leak):
+    if gm.device().compute_capability < (9, 0):
+        pytest.skip("the tma chase needs compute capability 9.0")
+    l2 = gm.device().l2_cache_size
+    near = gm.latency(min(4 * MiB, l2 // 8) // 128 * 128, variant="tma", steps=2000)
+    far = gm.latency(max(512 * MiB, 8 * l2) // 128 * 128, variant="tma", steps=2000)
+    shared = gm.latency(16 * KiB, variant="shared", steps=2000)
+    # the copy engine's round trip: past shared memory's, and device memory's past L2's
+    assert shared.cycles_per_load < near.cycles_per_load < far.cycles_per_load
+    assert all(300 < c.clock_mhz < 3500 for c in (near, far))
 
 
 @pytest.mark.gpu

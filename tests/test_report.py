@@ -611,7 +611,8 @@ def test_cli_quick_report_json_on_a_gpu(capsys, tmp_path):
 
 
 # ---- the memory card ----------------------------------------------------------------------
-LEVELS = ["registers", "shared", "constant", "L1", "distributed shared", "L2 near", "L2 far", "device memory",
+LEVELS = ["registers", "shared", "constant", "L1", "distributed shared", "L2 near", "L2 near, TMA",
+          "L2 far", "device memory",
           "host -> device", "device -> host", "pool, 1 MiB", "cudaMalloc, 1 MiB"]
 
 

@@ -46,6 +46,11 @@ static const gm_variant latency_variants[] = {
            "the ring in __constant__ memory: the constant cache, and behind it the constant "
            "L1.5, per step (LDC)",
            LATENCY_BYTES(4), "0"),
+    GM_ROW(latency, "tma", GM_LATENCY_TMA,
+           "each step one 16-byte bulk copy (cp.async.bulk: the TMA, the copy engine of "
+           "compute capability 9.0) of the node into shared memory, waited for on an mbarrier: "
+           "the engine's round trip to L2 or device memory",
+           LATENCY_BYTES(16), "0"),
     GM_END_ROWS,
 };
 
@@ -72,6 +77,13 @@ static int latency_check(gm_call *c)
                      "latency: stride=%lld is not allowed; stride must be a multiple of 8 bytes "
                      "(a node holds an 8-byte pointer) from 8 to %d",
                      stride, 1 << 20);
+        return -1;
+    }
+    if (sel == GM_LATENCY_TMA && stride % 16) {
+        PyErr_Format(PyExc_ValueError,
+                     "latency: stride=%lld is not allowed with variant='tma'; a bulk copy moves "
+                     "16-byte aligned pieces, so stride must be a multiple of 16 bytes",
+                     stride);
         return -1;
     }
     if (ws < stride || ws % stride) {
@@ -125,6 +137,9 @@ static void latency_fill(const gm_call *c, void *params)
 static int latency_prepare(gm_call *c)
 {
     const int sel = c->variant->select;
+    if (sel == GM_LATENCY_TMA &&
+        gm_need_cc("latency", "variant='tma'", 9, 0, "cp.async.bulk and mbarrier: sm_90") < 0)
+        return -1;
     const int global = sel != GM_LATENCY_SHARED && sel != GM_LATENCY_CONSTANT;
     const long long ws = c->v[LA_WS], n = ws / c->v[LA_STRIDE], lanes = c->v[LA_LANES];
     long long l2 = 0;
@@ -137,7 +152,7 @@ static int latency_prepare(gm_call *c)
     }
     if (gm_record(c, "warmup", c->v[LA_WARMUP]) < 0)
         return -1;
-    c->bytes = (global ? 8.0 : 4.0) * (double)lanes *
+    c->bytes = (sel == GM_LATENCY_TMA ? 16.0 : global ? 8.0 : 4.0) * (double)lanes *
                ((double)c->v[LA_WARMUP] + (double)c->v[LA_STEPS]);
     npy_intp shape[1] = {(npy_intp)ws};
     PyArray_Descr *u8 = PyArray_DescrFromType(NPY_UINT8);

@@ -56,7 +56,8 @@ from ..tools.lesson import Lesson, sanitize_f32 as _f32
 __all__ = ["Chase", "latency", "latency_reference", "chain_order", "latency_chain", "chain_image",
            "bandwidth", "bandwidth_reference", "latency_ladder", "bandwidth_ladder",
            "cache_sizes", "latency_levels", "published_figures", "LATENCY_LEVELS",
-           "LATENCY_SETS", "LATENCY_VARIANTS", "BANDWIDTH_SETS", "L1_SHARED_PER_SM"]
+           "LATENCY_SETS", "LATENCY_VARIANTS", "LADDER_VARIANTS", "BANDWIDTH_SETS",
+           "L1_SHARED_PER_SM"]
 
 Array = Union[np.ndarray, DeviceArray]
 
@@ -64,6 +65,10 @@ KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
 #: The chase's paths (the latency family's variants) and the largest ring each takes.
 LATENCY_VARIANTS = tuple(v[1] for v in _core.variants("latency"))
+#: The paths :func:`latency_ladder` chases unless told: every variant but ``"tma"`` (the
+#: copy engine's round trip needs compute capability 9.0; the memory card has its row,
+#: "L2 near, TMA", and ``variants=("tma",)`` gives its ladder).
+LADDER_VARIANTS = tuple(v for v in LATENCY_VARIANTS if v != "tma")
 SHARED_MAX = 48 * KiB        #: bytes: the shared ring lives in one block's default dynamic smem
 CONSTANT_MAX = 64 * KiB      #: bytes: the constant ring fills the user constant bank
 #: The kernels' limits, read from the C argument tables (``gpumem._core.args``).
@@ -145,7 +150,8 @@ class Chase:
         return float(self.cycles.sum()) / max(float(self.ns.sum()), 1e-9) * 1e3
 
 
-def latency(working_set: int, *, variant: Literal["ca", "cg", "ldg", "shared", "constant"] = "ca",
+def latency(working_set: int, *,
+            variant: Literal["ca", "cg", "ldg", "shared", "constant", "tma"] = "ca",
             stride: int = 128, lanes: int = 1, steps: int = 8192, warmup: int | None = None,
             seed: int = 0) -> Chase | None:
     """Chase a ring of ``working_set // stride`` nodes and time each dependent load.
@@ -160,12 +166,17 @@ def latency(working_set: int, *, variant: Literal["ca", "cg", "ldg", "shared", "
     working_set : int
         Bytes of the ring, a multiple of ``stride``, 8 .. 2**32 (``shared``: at most
         48 KiB, one block's default dynamic shared memory; ``constant``: at most 64 KiB).
-    variant : {"ca", "cg", "ldg", "shared", "constant"}
+    variant : {"ca", "cg", "ldg", "shared", "constant", "tma"}
         Where the ring lives and how it is read: global memory through
         ``ld.global.ca`` (L1, L2, DRAM), ``ld.global.cg`` (L2 only, L1 skipped),
-        ``ld.global.nc`` (the read-only path); shared memory; ``__constant__`` memory.
+        ``ld.global.nc`` (the read-only path); shared memory; ``__constant__`` memory;
+        ``"tma"``: global memory, each step one 16-byte bulk copy (``cp.async.bulk``, the
+        Hopper copy engine) of the node into shared memory, waited for on an mbarrier, then
+        the link read there -- the round trip a TMA-fed kernel waits for (compute
+        capability 9.0; an older GPU raises CudaError naming its capability).
     stride : int
-        Bytes between nodes, a multiple of 8 up to 1 MiB.  The default, 128, puts
+        Bytes between nodes, a multiple of 8 up to 1 MiB (``"tma"``: of 16, the bulk copy's
+        alignment).  The default, 128, puts
         each node in its own 128-byte line, so no two nodes share a cache line.
     lanes : int
         Chasing lanes of the warp, 1..32.  With 32, one warp-wide load asks for 32
@@ -303,7 +314,7 @@ def _cap(variant: str) -> int:
 
 
 def latency_ladder(working_sets: Sequence[int] | None = None, *,
-                   variants: Sequence[str] | str = LATENCY_VARIANTS, stride: int = 128,
+                   variants: Sequence[str] | str = LADDER_VARIANTS, stride: int = 128,
                    lanes: int = 1, steps: int = 8192, seed: int = 0,
                    progress: bool = True) -> Table:
     """Cycles and nanoseconds per dependent load for rings of each size, along each path.
@@ -315,8 +326,9 @@ def latency_ladder(working_sets: Sequence[int] | None = None, *,
         Default :data:`LATENCY_SETS`: 1 KiB .. 2 GiB, denser around the L1 step and
         between 12 and 56 MiB (the near/far L2 split and the L2 step).  The
         ``shared`` path takes the sizes up to 48 KiB, ``constant`` up to 64 KiB.
-    variants : sequence of {"ca", "cg", "ldg", "shared", "constant"}
-        The paths (:func:`latency`'s ``variant``).
+    variants : sequence of {"ca", "cg", "ldg", "shared", "constant", "tma"}
+        The paths (:func:`latency`'s ``variant``); default :data:`LADDER_VARIANTS`, all
+        but ``"tma"``.
     stride, lanes, steps, seed
         As :func:`latency`; the warm-up is its default (one pass for rings on chip
         or up to twice the L2, none beyond).
@@ -723,10 +735,15 @@ def _card(measure: bool, quick: bool) -> list[dict]:
             ("L2 near", l2 // 2, "", (min(4 * MiB, l2 // 8) // 128 * 128, "cg"),
              ("read", "grid", l2 // 4 // 16 * 16), "l2_gbps"),
             ("L2 far", l2, "", (int(0.7 * l2) // 128 * 128, "cg"), None, None),
+            # the same near ring through the copy engine (compute capability 9.0)
+            ("L2 near, TMA", l2 // 2, "", (min(4 * MiB, l2 // 8) // 128 * 128, "tma"), None,
+             None),
             ("device memory", dram, "", (max(256 * MiB, 8 * l2) // 128 * 128, "cg"),
              ("read", "grid", big), "memory_gbps")]
     rows = []
     for level, size, per, (ws, v), bw, fig in spec:
+        if v == "tma" and cc < (9, 0):
+            continue
         kw = card.published_latency(entry, level)
         per_clk = entry.get(fig) if entry and fig == "l1_bytes_per_clk_sm" else None
         if per_clk:
@@ -752,7 +769,7 @@ def _card(measure: bool, quick: bool) -> list[dict]:
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
     sets = [s for s in LATENCY_SETS if s <= 64 * KiB or s in (
         1 * MiB, 4 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB)] if quick else None
-    variants = ("ca", "shared", "constant") if quick else LATENCY_VARIANTS
+    variants = ("ca", "shared", "constant") if quick else LADDER_VARIANTS
     lat = latency_ladder(sets, variants=variants, steps=2048 if quick else 8192,
                          progress=progress)
     bw = [s for s in BANDWIDTH_SETS if s <= 1 << 30] if quick else None
@@ -763,6 +780,11 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 def _sanitize_latency():
     # every path; one node, a ring that wraps many times, 32 lanes, an odd stride
     for v in runtime.variants("latency"):
+        if v.name == "tma":       # 16-byte nodes, compute capability 9.0
+            if tuple(runtime.device().compute_capability) >= (9, 0):
+                for ws, stride, lanes in ((16, 16, 1), (16 * 37, 16, 32), (40960, 80, 7)):
+                    latency(ws, variant="tma", stride=stride, lanes=lanes, steps=100)
+            continue
         for ws, stride, lanes in ((8, 8, 1), (8 * 37, 8, 32), (4096, 128, 1), (40960, 40, 7)):
             latency(ws, variant=v.name, stride=stride, lanes=lanes, steps=100)
 

@@ -38,7 +38,7 @@ __all__ = ["DEPTH", "card_row", "card_reference", "size_text", "published_latenc
 #: Where each level sits, from the SM outwards (the card's order; a level not named here
 #: goes last, in lesson order).
 DEPTH = {"registers": 0, "shared": 1, "constant": 2, "L1": 3, "distributed shared": 3.5, "L2 near": 4,
-         "L2 far": 5, "device memory": 6, "host -> device": 7, "device -> host": 8,
+         "L2 near, TMA": 4.5, "L2 far": 5, "device memory": 6, "host -> device": 7, "device -> host": 8,
          "pool, 1 MiB": 9, "cudaMalloc, 1 MiB": 10}
 
 #: The card's printed columns: row key -> header.
