@@ -34,7 +34,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)
 {
     __shared__ __align__(16) float As[2][BK][BM + 4];
     __shared__ __align__(16) float Bs[2][BK][BN];
-    warptiled<BM, BN, BK, WM, WN>(As, Bs, A, B, C, M, N, K);
+    warptiled<BM, BN, BK, WM, WN>(As, Bs, A, B, C, M, N, K, gm_matmul_split{nullptr, 0, 1, 0});
 }
 
 struct Config {
