@@ -162,6 +162,9 @@ __global__ void latency_kernel(const char *chain, long long *out, long long n, l
         unsigned phase = 0;
         const char *p = chain + first * stride;
         auto step = [&](const char *q) -> const char * {
+            // the last step's read of the slot (generic proxy) before the engine's write
+            // into it (async proxy)
+            fence_proxy_async();
             bar_expect(bar, 16);
             bulk_load(slot, q, 16, bar);
             bar_wait(bar, phase);

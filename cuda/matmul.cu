@@ -454,7 +454,10 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
             float *out = dst + (size_t)(r - r_base) * pitch + (c - c_base);
             const float *v = &acc[i][4 * s];
             if (vec_c && c + 3 < N) {
-                *reinterpret_cast<float4 *>(out) = make_float4(v[0], v[1], v[2], v[3]);
+                // __stwb (st.global.wb.v4: the default caching): a plain float4 store here
+                // was split into four 4-byte ones by the compiler (CUDA 13, with the
+                // scalar path beside it), a quarter of the store efficiency
+                __stwb(reinterpret_cast<float4 *>(out), make_float4(v[0], v[1], v[2], v[3]));
             } else {
 #pragma unroll
                 for (int j = 0; j < 4; ++j)

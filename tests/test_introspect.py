@@ -146,7 +146,7 @@ def test_every_variant_names_its_kernel():
     # variants had none before): attributes and occupancy answer for all of them.
     for v in gm.variants():
         a = gm.kernel_attributes(v.family, v.name)
-        assert a.registers_per_thread > 0 and a.max_threads_per_block >= 256, (v, a)
+        assert a.registers_per_thread > 0 and a.max_threads_per_block >= 128, (v, a)
         assert gm.kernel_occupancy(v.family, v.name, 128).blocks_per_sm >= 1, v
     # the load path picks one of five read_offset kernels: every one is built
     for cache in gm._core.CACHE_PATHS:
