@@ -69,12 +69,20 @@
 # %%
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 import gpumem as gm
 from gpumem import model
+
+try:
+    display                    # Jupyter's
+except NameError:              # run as a plain script: the tables as text
+    display = print
 
 HAVE_GPU = gm.is_available()
 if HAVE_GPU:
@@ -539,6 +547,305 @@ else:
 # issuing in about 79% of cycles (`register_tiled`: 49% and 61%). The waiting is mostly gone;
 # about one issued instruction in seven is not an FMA, and those are the slots cuBLAS keeps
 # for FMAs.
+
+# %% [markdown]
+# ## The split tail: wave quantization
+#
+# A launch does not run all its blocks at once. Each SM holds a few of them at a time —
+# `warptiled`'s 128 × 128 tiles, 256 threads each, fit 2 per SM — so the blocks run in
+# **waves** of SMs × resident blocks per SM: 264 slots on a GPU of 132 SMs. Every
+# `warptiled` block computes one whole tile, all of K, so every wave lasts as long as one
+# tile, however few of the slots it fills.
+#
+# * 4096³ has 32 × 32 = 1,024 tiles: three full waves and a fourth of 232 tiles, nearly full.
+# * 4097³ has one more row and column of tiles, 33 × 33 = 1,089: four full waves and a
+#   **fifth of 33 tiles, as long as a full one**, while 231 of its 264 slots wait. 4.125
+#   waves of work take 5 waves of time.
+# * 1024³ has 64 tiles, one wave a quarter full.
+#
+# The **split tail** (`gm.matmul(a, b, variant="warptiled", splits=...)`) cuts each tile of
+# that last wave into `splits` slices of K: at 4097³, 33 tiles × 8 slices = 264 blocks, one
+# full wave, each block an eighth of a tile's work. The blocks write their partial tiles to a
+# buffer, and a second kernel adds the 8 slices of each tile in order into C (always the same
+# order, so the same operands give the same bits). Left out, `splits` is as many slices as
+# fill the wave's slots (at most 16, each at least 256 of K), or 1 — no split — when the
+# last wave is more than half full, as at 4096³. `gm.last_record().params["splits"]` says
+# what ran.
+#
+# `gm.model.matmul_waves` counts this on paper (no GPU needed): the launch's length in steps
+# of 16 along K before and after the split, in waves (`steps_before / steps`,
+# `steps_after / steps`), and its efficiency: every slot busy to the end over that length.
+# The steps leave out what the split adds — the slices' stores and the sum kernel — so only
+# the clock can say what those cost.
+
+# %%
+WAVE_SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096),
+               (4097, 4097, 4097), (4000, 4001, 3999)]          # M, K, N
+if HAVE_GPU:
+    sms = gm.device().multiprocessors
+    per_sm = gm.kernel_occupancy("matmul", "warptiled", 256, tile=128).blocks_per_sm
+    on = f"{gm.device().name}: {sms} SMs x {per_sm} blocks per SM, occupancy API"
+else:
+    sms, per_sm = 132, 2
+    on = f"{sms} SMs x {per_sm} blocks per SM, assumed: no GPU"
+
+
+def waves(m, k, n, splits=None):
+    """gm.model.matmul_waves of a warptiled-128 launch on this GPU's slots (or the assumed)."""
+    return gm.model.matmul_waves(m, n, k, tile=128, splits=splits, sms=sms,
+                                 blocks_per_sm=per_sm)
+
+
+rows = []
+for m, k, n in WAVE_SHAPES:
+    w = waves(m, k, n)
+    rows.append({"M x K x N": f"{m} x {k} x {n}", "tiles": w["tiles"], "tail": w["tail"],
+                 "splits": w["splits"], "waves before": w["steps_before"] / w["steps"],
+                 "waves after": w["steps_after"] / w["steps"],
+                 "efficiency before": w["efficiency_before"],
+                 "efficiency after": w["efficiency_after"]})
+gm.Table(rows, sources={c: "model" for c in rows[0] if c != "M x K x N"},
+         title=f"warptiled-128 in waves of {sms * per_sm} slots ({on})")
+
+# %% [markdown]
+# On a GPU the clock checks the model: `warptiled` with `splits=1` (every tile whole, the
+# last wave as long as a full one) against the default (the split tail where the rule
+# chooses one), at 1024³ and 4097³ (`gm.bench`, 5 timed calls after a warm-up). The
+# measured gain is the ratio of the two speeds; the modelled gain, `steps_before /
+# steps_after`, is what it would be if the split cost nothing.
+
+# %%
+SPLIT_SIZES = (1024, 4097)
+if HAVE_GPU:
+    rows = []
+    for size in SPLIT_SIZES:
+        A = gm.to_device(rng.standard_normal((size, size), dtype=np.float32))
+        B = gm.to_device(rng.standard_normal((size, size), dtype=np.float32))
+        C = gm.empty((size, size), np.float32)
+        whole = gm.bench(gm.matmul, A, B, variant="warptiled", splits=1, out=C,
+                         repeat=5, warmup=1)
+        split = gm.bench(gm.matmul, A, B, variant="warptiled", out=C, repeat=5, warmup=1)
+        w = waves(size, size, size)
+        rows.append({"size": size, "splits": gm.last_record().params["splits"],
+                     "GFLOP/s splits=1": whole.gflops, "GFLOP/s default": split.gflops,
+                     "gain (measured)": split.gflops / whole.gflops,
+                     "gain (model)": w["steps_before"] / w["steps_after"]})
+        del A, B, C
+    display(gm.Table(rows, sources={"splits": "runtime", "GFLOP/s splits=1": "measured",
+                                    "GFLOP/s default": "measured",
+                                    "gain (measured)": "measured", "gain (model)": "model"},
+                     title=f"warptiled-128 without and with the split tail, "
+                           f"{gm.device().name}"))
+    for r in rows:
+        print(f"{r['size']}^3 on {gm.device().name}: splits={r['splits']}, "
+              f"{r['GFLOP/s splits=1']:,.0f} -> {r['GFLOP/s default']:,.0f} GFLOP/s: "
+              f"x{r['gain (measured)']:.2f} measured, x{r['gain (model)']:.2f} modelled")
+else:
+    print("(the timings need a GPU: the model's waves above are what they would test)")
+
+# %% [markdown]
+# ## The tensor cores: `mma`
+#
+# Every step so far does its multiply-adds one float at a time on the FP32 pipes (`FFMA`, 32
+# per warp instruction), and "The last gap" above found `warptiled` short of cuBLAS in issue
+# slots, not in memory. The tensor cores do a small matrix product per instruction:
+# `mma.sync.m16n8k8` multiplies a 16 × 8 piece of A by an 8 × 8 piece of B into a 16 × 8
+# piece of C, 1,024 multiply-adds per warp instruction. `mma` (compute capability 8.0 and
+# newer) keeps `warptiled`'s 128 × 128 block tile and changes what is inside it:
+#
+# * **4 warps of 64 × 64**, each warp's part of C as 4 × 8 tiles of 16 × 8 in accumulator
+#   registers: a fragment of A loaded from shared memory serves 8 mmas, one of B 4.
+# * **a 3-stage `cp.async` pipeline**: A and B both go from global to shared memory without
+#   registers, in slices of 32 along K; while the warps multiply one slice, the next two are
+#   in flight.
+# * **swizzled shared memory**: the fragments come from shared memory by plain loads (8 bytes
+#   a lane for A, 4 for B), each warp's from several rows at once, and rows 128 bytes apart
+#   all start at bank 0: 4-way conflicts. Each row's 16-byte chunks are stored XOR-permuted
+#   by the row (the idea of lesson 14's 128-byte swizzle), so every fragment load spreads
+#   over all 32 banks and takes only the wavefronts its bytes need.
+#
+# **TF32.** These tensor cores do not multiply float32: each operand is rounded to TF32 —
+# float32's 8 exponent bits with 10 mantissa bits instead of 23 — and the products are summed
+# in float32. Each rounding is off by up to 2⁻¹¹ of the value, so an element of C differs
+# from the float32 product by about 2⁻¹⁰ · Σₖ |aᵢₖ| |bₖⱼ|: a relative error some thousand
+# times float32's. That makes it a different product, so its fair anchor is not cuBLAS
+# SGEMM in FP32 but cuBLAS with TF32 allowed. CuPy decides that when it is imported
+# (`CUPY_TF32=1`), so the TF32 cuBLAS runs in a child process of its own, on the same
+# operands (the same seeded generator).
+#
+# The table: TFLOP/s (`gm.bench`, and CUDA events around `a @ b` for cuBLAS), each row
+# against both cuBLAS anchors, and the relative error `‖C − C_ref‖ / ‖C_ref‖` of every
+# row's C (the TF32 child's too, handed back through a file) — against float64 from NumPy
+# at 2048³; at 4096³, where float64 on the CPU would take too long, against cuBLAS FP32's
+# result. Without a GPU (or below compute capability 8.0) the model's side: the same global
+# sectors as `warptiled` (the same 128 × 128 block tiles) and far fewer shared-memory
+# wavefronts per multiply-add. (No roofline point for `mma`: `gm.roofline`'s flat roof is
+# the FP32 peak, and the tensor cores are not held to it.)
+
+# %%
+MMA_SIZES = (2048, 4096)
+TF32_CHILD = """
+import statistics, sys
+import numpy as np
+import cupy
+repeat, folder = int(sys.argv[1]), sys.argv[2]
+for size in map(int, sys.argv[3:]):
+    rng = np.random.default_rng(size)            # the notebook's operands, bit for bit
+    a = cupy.asarray(rng.standard_normal((size, size), dtype=np.float32))
+    b = cupy.asarray(rng.standard_normal((size, size), dtype=np.float32))
+    for _ in range(3):
+        c = a @ b
+    start, stop, samples = cupy.cuda.Event(), cupy.cuda.Event(), []
+    for _ in range(repeat):
+        start.record()
+        a @ b
+        stop.record()
+        stop.synchronize()
+        samples.append(cupy.cuda.get_elapsed_time(start, stop))
+    np.save(f"{folder}/c{size}.npy", cupy.asnumpy(c))
+    print(size, statistics.median(samples))
+"""
+
+
+def cublas_tf32(sizes, repeat):
+    """{size: (median ms, its C as a NumPy array)} of cuBLAS with TF32 allowed, from a child
+    process (CuPy reads CUPY_TF32 when it is imported); {} where it fails."""
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            out = subprocess.run([sys.executable, "-c", TF32_CHILD, str(repeat), folder,
+                                  *map(str, sizes)], capture_output=True, text=True,
+                                 timeout=120, env={**os.environ, "CUPY_TF32": "1"})
+            got = {int(s): (float(ms), np.load(f"{folder}/c{s}.npy"))
+                   for s, ms in (line.split() for line in out.stdout.splitlines())}
+        except (OSError, subprocess.SubprocessError, ValueError) as e:
+            print(f"cuBLAS TF32: the child process failed ({type(e).__name__}: {e})")
+            return {}
+    if not got:
+        print("cuBLAS TF32: the child process printed nothing:", out.stderr.strip()[-300:])
+    return got
+
+
+def tflops(size, ms):
+    return 2 * size ** 3 / ms / 1e9
+
+
+def rel_err(c, ref):
+    ref = np.asarray(ref, np.float64)
+    return float(np.linalg.norm(np.asarray(c, np.float64) - ref) / np.linalg.norm(ref))
+
+
+TENSOR_CORES = HAVE_GPU and tuple(gm.device().compute_capability) >= (8, 0)
+mma_rows = []
+if TENSOR_CORES:
+    tf32 = cublas_tf32(MMA_SIZES, max(REPEAT.values())) if cupy is not None else {}
+    for size in MMA_SIZES:
+        g = np.random.default_rng(size)                  # the child's operands too
+        a = g.standard_normal((size, size), dtype=np.float32)
+        b = g.standard_normal((size, size), dtype=np.float32)
+        A, B, C = gm.to_device(a), gm.to_device(b), gm.empty((size, size), np.float32)
+        ref, against = None, None
+        if size == min(MMA_SIZES):
+            ref, against = gm.matmul_reference(a, b), "float64 (NumPy)"
+        here = []                                        # (row, its C)
+        if cupy is not None:
+            ca, cb = cupy.asarray(A), cupy.asarray(B)
+            c32 = cupy.asnumpy(ca @ cb)
+            here.append(({"variant": "cuBLAS FP32 (CuPy)",
+                          "TFLOP/s": tflops(size, cublas_ms(ca, cb, REPEAT[size]))}, c32))
+            if ref is None:
+                ref, against = c32, "cuBLAS FP32"
+            del ca, cb
+        if size in tf32:
+            ms, c = tf32[size]
+            here.append(({"variant": "cuBLAS TF32 (CuPy, CUPY_TF32=1)",
+                          "TFLOP/s": tflops(size, ms)}, c))
+        for variant in ("warptiled", "mma"):
+            c = gm.matmul(A, B, variant=variant, tile=128, out=C).get()
+            r = gm.bench(gm.matmul, A, B, variant=variant, tile=128, out=C,
+                         repeat=REPEAT[size], warmup=2)
+            here.append(({"variant": step_name(variant, 128), "TFLOP/s": r.gflops / 1e3}, c))
+        for row, c in here:
+            if ref is not None and c is not ref:
+                row.update({"rel err": rel_err(c, ref), "against": against})
+            mma_rows.append({"size": size, **row})
+        del A, B, C
+    anchor = {(r["size"], r["variant"].split(" (")[0]): r["TFLOP/s"] for r in mma_rows
+              if r["variant"].startswith("cuBLAS")}
+    for r in mma_rows:
+        for name in ("cuBLAS FP32", "cuBLAS TF32"):
+            base = anchor.get((r["size"], name))
+            r[f"x {name}"] = r["TFLOP/s"] / base if base else None
+    display(gm.Table(mma_rows, columns=["size", "variant", "TFLOP/s", "x cuBLAS FP32",
+                                        "x cuBLAS TF32", "rel err", "against"],
+                     sources={"TFLOP/s": "measured", "x cuBLAS FP32": "measured",
+                              "x cuBLAS TF32": "measured", "rel err": "measured"},
+                     title=f"warptiled (FP32) and mma (TF32 tensor cores) beside cuBLAS, "
+                           f"{gm.device().name}"))
+    at = {(r["size"], r["variant"]): r for r in mma_rows}
+    for size in MMA_SIZES:
+        m, w = at[size, "mma-128"], at[size, "warptiled-128"]
+        tf = f", x{m['x cuBLAS TF32']:.2f} cuBLAS TF32" if m["x cuBLAS TF32"] else ""
+        print(f"{size}^3 on {gm.device().name}: mma {m['TFLOP/s']:.1f} TFLOP/s, "
+              f"x{m['TFLOP/s'] / w['TFLOP/s']:.2f} warptiled{tf}; its error "
+              + (f"{m['rel err']:.1e} against {m['against']}" if m.get("rel err") is not None
+                 else "not checked (no reference at this size without CuPy)"))
+    t32 = [r for r in mma_rows if r["variant"].startswith("cuBLAS TF32")]
+    if cupy is None:
+        print("(no cuBLAS rows: CuPy is not usable here, see the first cell)")
+    elif not t32:
+        print("(no cuBLAS TF32 rows: the child process gave no result)")
+    elif any(r.get("rel err") is not None and r["rel err"] < 1e-5 for r in t32):
+        print("cuBLAS TF32's error is float32's: this CuPy and cuBLAS did not use TF32 here.")
+else:
+    print("No tensor cores to time here (" + ("no GPU" if not HAVE_GPU else
+          f"compute capability {gm.device().compute_capability}, mma needs 8.0") + "): "
+          "the model's shared-memory traffic of warptiled and mma at 4096^3 instead.")
+    rows = []
+    for variant in ("warptiled", "mma"):
+        pred = model.predict("matmul", variant, m=4096, n=4096, k=4096, tile=128)
+        rows.append({"step": step_name(variant, 128),
+                     "gld_transactions": pred["gld_transactions"],
+                     "shared_load_requests": pred["shared_load_requests"],
+                     "shared_load_transactions": pred["shared_load_transactions"],
+                     "FMA/shared wavefront": 4096 ** 3 / pred["shared_load_transactions"]})
+    display(gm.Table(rows, sources={c: "model" for c in rows[0] if c != "step"},
+                     title="warptiled and mma at 4096^3 on paper (model)"))
+
+# %% [markdown]
+# The whole staircase at 4096³ on one logarithmic axis: every step above, `mma`, and the two
+# cuBLAS anchors, with the FP32 peak as a line — `mma` is the only gpumem step that can pass
+# it, since its multiply-adds are not FP32 instructions.
+
+# %%
+big = max(SIZES)
+if TENSOR_CORES and big in MMA_SIZES:
+    at_big = {r["variant"]: r["TFLOP/s"] for r in mma_rows if r["size"] == big}
+    bars = [(step_name(v, t), speed[v, big], c) for (v, t, _), c in zip(
+        STEPS, ["#c44", "#c84", "#cc4", "#8b4", "#4a4", "#286"])]
+    bars.append(("mma-128", at_big["mma-128"], "#26a"))
+    for variant, name in (("cuBLAS FP32 (CuPy)", "cuBLAS FP32"),
+                          ("cuBLAS TF32 (CuPy, CUPY_TF32=1)", "cuBLAS TF32")):
+        if variant in at_big:
+            bars.append((name, at_big[variant], "#555"))
+    names, values, colors = zip(*bars)
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    ax.bar(names, values, color=colors)
+    for x, v in enumerate(values):
+        ax.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize="small")
+    peak = gm.device().peak_fp32_gflops
+    if peak:
+        ax.axhline(peak / 1e3, color="grey", lw=1, ls=":",
+                   label=f"FP32 peak {peak / 1e3:.0f} TFLOP/s")
+        ax.legend(loc="upper left", fontsize="small")
+    ax.set_yscale("log")
+    ax.set_ylabel(f"TFLOP/s at {big}^3 [measured]")
+    ax.set_xlabel("step (mma and cuBLAS TF32: TF32 inputs, float32 sums)")
+    ax.set_title(f"the staircase and the tensor cores, {gm.device().name}", fontsize="medium")
+    ax.tick_params(axis="x", labelrotation=30)
+    fig.tight_layout()
+    plt.show()
+else:
+    print("(the chart of measured TFLOP/s needs a GPU of compute capability 8.0 or newer)")
 
 # %% [markdown]
 # ## What to take away

@@ -129,6 +129,69 @@ t2
 t3 = ac.async_compare(size, size, family="tile_copy", repeat=10, progress=False)
 t3
 
+# %%
+t4 = ac.async_compare(size - 2, size - 2, family="tile_copy", repeat=10, progress=False)
+t4
+
+# %% [markdown]
+# ## In one picture
+#
+# The four tables above as bars (the last one is the copy at the second size): per variant,
+# the copy and the transpose at both sizes, as a fraction of the device copy of the same
+# bytes (`x copy`; the dashed line at 1.0 is the device copy itself, the dotted one at 0.95
+# the lesson's target for the tensor-copy transpose). A variant without a bar did not run:
+# the second size's rows are no whole number of 16-byte chunks for `cp_async16` and `bulk`,
+# or the GPU is too old for it. Without a GPU there is nothing measured to draw: the bars are
+# then the model's shared-memory wavefronts per 32 × 32 tile, where the swizzle is the one
+# change the transpose shows.
+
+# %%
+import matplotlib.pyplot as plt
+
+measured = "x copy" in t.columns
+fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+x = np.arange(len(ac.VARIANTS))
+top = 0.0
+for ax, (n, tables) in zip(axes, [(size, {"copy": t3, "transpose": t}),
+                                  (size - 2, {"copy": t4, "transpose": t2})]):
+    tiles = (-(-n // ac.TILE)) ** 2
+    for i, (what, table) in enumerate(tables.items()):
+        by = {r["variant"]: r for r in table.rows}
+        y = [by[v]["x copy"] if measured else by[v]["shared_load_transactions"]
+             for v in ac.VARIANTS]
+        y = np.array([np.nan if v is None else v for v in y], dtype=float)
+        if not measured:
+            y /= tiles
+        top = max(top, np.nanmax(y, initial=0.0))
+        at = x + (i - 0.5) * 0.4
+        ax.bar(at, y, 0.4, label=what, color=("#4a8", "#26a")[i], hatch=("", "//")[i],
+               edgecolor="white")
+        for xi in at[np.isnan(y)]:
+            ax.text(xi, 0.03, "not run", rotation=90, ha="center", va="bottom",
+                    fontsize="x-small", color="grey", transform=ax.get_xaxis_transform())
+    if measured:
+        ax.axhline(1.0, color="black", lw=1, ls="--", label="device copy")
+        ax.axhline(0.95, color="grey", lw=1, ls=":", label="target 0.95")
+    ax.set_xticks(x, ac.VARIANTS, rotation=30, ha="right")
+    ax.set_xlabel("variant")
+    ax.set_title(f"{n} x {n}", fontsize="medium")
+if measured:
+    axes[0].set_ylim(0, max(top, 1.0) * 1.3)
+    axes[0].set_ylabel("x the device copy [measured]")
+else:
+    axes[0].set_yscale("log")
+    axes[0].set_ylim(8, top * 10)
+    axes[0].set_ylabel("shared wavefronts per tile [model]")
+axes[0].legend(fontsize="small", loc="upper left", ncol=4)
+fig.suptitle(f"filling the tile four ways, {gm.device().name}" if measured else
+             "filling the tile four ways: the model's shared-memory wavefronts (no GPU)",
+             fontsize="medium")
+fig.tight_layout()
+plt.show()
+if not measured:
+    print("No GPU here: nothing measured to plot; the bars are the model's shared-memory "
+          "wavefronts per tile.")
+
 # %% [markdown]
 # ## What to take away
 #
