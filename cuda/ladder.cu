@@ -157,8 +157,13 @@ __global__ void latency_kernel(const char *chain, long long *out, long long n, l
         __shared__ __align__(8) unsigned long long s_bar[GM_LATENCY_WARP];
         const unsigned slot = (unsigned)__cvta_generic_to_shared(&s_slot[lane][0]);
         const unsigned bar = (unsigned)__cvta_generic_to_shared(&s_bar[lane]);
+        // the chasing lanes (0 .. lanes - 1; the others have returned): __syncwarp over
+        // them orders each step's copy, which the engine writes for the warp, before the
+        // lanes' reads of their slots (compute-sanitizer's racecheck sees the order there)
+        const unsigned chasing = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;
         bar_init(bar, 1);
         fence_proxy_async(); // the barrier's init before the engine's complete_tx
+        __syncwarp(chasing);
         unsigned phase = 0;
         const char *p = chain + first * stride;
         auto step = [&](const char *q) -> const char * {
@@ -168,6 +173,7 @@ __global__ void latency_kernel(const char *chain, long long *out, long long n, l
             bar_expect(bar, 16);
             bulk_load(slot, q, 16, bar);
             bar_wait(bar, phase);
+            __syncwarp(chasing);
             phase ^= 1;
             return (const char *)*(volatile unsigned long long *)&s_slot[lane][0];
         };
