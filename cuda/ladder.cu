@@ -150,12 +150,14 @@ __global__ void latency_kernel(const char *chain, long long *out, long long n, l
     long long t0, t1, end;
     unsigned long long g0, g1;
     if constexpr (MEM == GM_LATENCY_TMA) {
-        // each step one 16-byte bulk copy of the node into this lane's slot, completing
-        // on this lane's mbarrier; the link is then read from shared memory (LDS)
+        // each step one 16-byte bulk copy of the node into one of this lane's two slots (by
+        // step parity), completing on this lane's mbarrier; the link is then read from
+        // shared memory (LDS).  Two slots: a slot is written again only after the next
+        // step's __syncwarp has ordered this step's read of it before that write.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        __shared__ __align__(16) unsigned long long s_slot[GM_LATENCY_WARP][2];
+        __shared__ __align__(16) unsigned long long s_slot[GM_LATENCY_WARP][2][2];
         __shared__ __align__(8) unsigned long long s_bar[GM_LATENCY_WARP];
-        const unsigned slot = (unsigned)__cvta_generic_to_shared(&s_slot[lane][0]);
+        const unsigned slot = (unsigned)__cvta_generic_to_shared(&s_slot[lane][0][0]);
         const unsigned bar = (unsigned)__cvta_generic_to_shared(&s_bar[lane]);
         // the chasing lanes (0 .. lanes - 1; the others have returned): __syncwarp over
         // them orders each step's copy, which the engine writes for the warp, before the
@@ -171,11 +173,13 @@ __global__ void latency_kernel(const char *chain, long long *out, long long n, l
             // into it (async proxy)
             fence_proxy_async();
             bar_expect(bar, 16);
-            bulk_load(slot, q, 16, bar);
+            bulk_load(slot + 16 * phase, q, 16, bar);
             bar_wait(bar, phase);
             __syncwarp(chasing);
+            const char *next =
+                (const char *)*(volatile unsigned long long *)&s_slot[lane][phase][0];
             phase ^= 1;
-            return (const char *)*(volatile unsigned long long *)&s_slot[lane][0];
+            return next;
         };
         for (int s = 0; s < warmup; ++s)
             p = step(p);
