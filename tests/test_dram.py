@@ -186,7 +186,8 @@ def test_references_refuse_what_the_kernels_refuse():
 
 # ---- the sweeps in model mode (no GPU) ---------------------------------------------------------------
 def test_little_sweep_model_follows_littles_law(no_gpu):
-    t = dram.little_sweep(sms=100, latency_ns=500.0, peak_gbps=2000.0, bank_ns=0)
+    plain = dict(bank_ns=0, round_ns=0, spread_ns=0)           # the plain law: no round terms
+    t = dram.little_sweep(sms=100, latency_ns=500.0, peak_gbps=2000.0, **plain)
     assert len(t) == sum(len(v) for v in dram.LITTLE_WAYS.values())
     for row in t:
         assert row["in_flight_per_sm"] == row["warps_per_sm"] * 32 * row["width"] * row["unroll"]
@@ -199,7 +200,7 @@ def test_little_sweep_model_follows_littles_law(no_gpu):
             peak_gbps=2000.0, bank_ns=60.0))
         assert row["model_GB/s"] < min(2000.0, row["in_flight_per_sm"] * 100 / 500)
     assert "banks busy 60 ns" in q.title
-    s = dram.little_summary(t, peak_gbps=2000.0, sms=100, latency_ns=500.0, bank_ns=0)
+    s = dram.little_summary(t, peak_gbps=2000.0, sms=100, latency_ns=500.0, **plain)
     assert s["latency_x_bandwidth_per_sm"] == pytest.approx(10000.0)
     assert s["source"] == "model"
     # 90% of 2000 GB/s: between the points at 8 KiB (1638 GB/s) and 16 KiB (2000), linearly
@@ -208,6 +209,22 @@ def test_little_sweep_model_follows_littles_law(no_gpu):
     s = dram.little_summary(q, peak_gbps=2000.0, sms=100, latency_ns=500.0, bank_ns=60.0)
     assert s["model_in_flight_per_sm_needed"] == pytest.approx(
         dm.little_bytes(0.9, sms=100, latency_ns=500.0, peak_gbps=2000.0, bank_ns=60.0))
+    # each term means one thing: bank_ns=0 drops the banks' queues only, not the loop's time
+    nb = dram.little_sweep(["warps"], sms=100, latency_ns=500.0, peak_gbps=2000.0, bank_ns=0)
+    assert nb["model_GB/s"][0] == pytest.approx(
+        1024 * 100 / (500.0 + dm.DRAM_ROUND_NS))                    # 1 KiB/SM, below the knee
+    assert "loop 20 ns" in nb.title and "banks busy 0 ns" in nb.title
+    r = dram.little_sweep(["unroll"], sms=100, latency_ns=500.0, peak_gbps=2000.0, **{
+        **plain, "round_ns": 100.0})
+    assert r["model_GB/s"][0] == pytest.approx(1024 * 100 / 600.0)
+    for kw, exc, msg in [({"round_ns": -1.0}, ValueError, "round_ns=-1.0 is not allowed; "
+                                                          "round_ns must be non-negative"),
+                         ({"spread_ns": float("inf")}, ValueError, "spread_ns=inf is not allowed"),
+                         ({"round_ns": "20"}, TypeError, "round_ns must be a number, not str")]:
+        with pytest.raises(exc, match="little_sweep: " + msg):
+            dram.little_sweep(**kw)
+        with pytest.raises(exc, match="little_summary: " + msg):
+            dram.little_summary(t, **kw)
 
 
 def test_burst_sweep_model(no_gpu):

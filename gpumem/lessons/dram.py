@@ -281,22 +281,19 @@ def channels_reference(a, streams: int, *, placement: str = "strided", stride: i
 
 
 # ---- the sweeps ---------------------------------------------------------------------------
-def _terms(bank_ns) -> dict:
-    """The model's round terms for a given ``bank_ns`` (None: the module's figures): the
-    bank's busy time, the loop's round_ns and the loads' spread_ns of gpumem.model.dram;
-    ``bank_ns=0`` is the plain Little's law, so it drops the other two as well."""
-    if bank_ns is None:
-        return {"bank_ns": dm.DRAM_BANK_NS, "round_ns": dm.DRAM_ROUND_NS,
-                "spread_ns": dm.DRAM_SPREAD_NS}
-    if bank_ns == 0:
-        return {"bank_ns": 0.0, "round_ns": 0.0, "spread_ns": 0.0}
-    return {"bank_ns": bank_ns, "round_ns": dm.DRAM_ROUND_NS, "spread_ns": dm.DRAM_SPREAD_NS}
+def _terms(bank_ns=None, round_ns=None, spread_ns=None) -> dict:
+    """The model's round terms (None: the module's figure): the bank's busy time, the
+    loop's time per round and the loads' spread of gpumem.model.dram; all three 0 is the
+    plain Little's law."""
+    return {"bank_ns": dm.DRAM_BANK_NS if bank_ns is None else bank_ns,
+            "round_ns": dm.DRAM_ROUND_NS if round_ns is None else round_ns,
+            "spread_ns": dm.DRAM_SPREAD_NS if spread_ns is None else spread_ns}
 
 
-def _anchors(sms, latency_ns, peak_gbps, bank_ns, measure: bool, repeat: int) -> dict:
+def _anchors(sms, latency_ns, peak_gbps, terms: dict, measure: bool, repeat: int) -> dict:
     """The model's figures: the arguments where given, else measured (SMs, the device
     copy) where a GPU is at hand, else the H100 anchors of gpumem.model.dram."""
-    got = {"sms": sms, "latency_ns": latency_ns, "peak_gbps": peak_gbps, **_terms(bank_ns),
+    got = {"sms": sms, "latency_ns": latency_ns, "peak_gbps": peak_gbps, **terms,
            "peak_source": "given"}
     if sms is None:
         got["sms"] = runtime.device().multiprocessors if measure else dm.H100_SMS
@@ -314,24 +311,30 @@ def _anchors(sms, latency_ns, peak_gbps, bank_ns, measure: bool, repeat: int) ->
     return got
 
 
-def _figures(fn: str, sms, latency_ns, peak_gbps, bank_ns=None) -> tuple:
+_TERMS = ("bank_ns", "round_ns", "spread_ns")   # the round's terms: 0 allowed
+
+
+def _figures(fn: str, sms, latency_ns, peak_gbps, bank_ns=None, round_ns=None,
+             spread_ns=None) -> tuple:
     """The model's figures a sweep or summary was given (None: its default), checked
-    (``bank_ns`` may be 0: the plain Little's law)."""
+    (the round's terms may be 0; all three 0: the plain Little's law): sms, latency_ns,
+    peak_gbps and the dict of the round's terms."""
     if sms is not None:
         sms = _int(fn, "sms", sms, 1, 1 << 16)
     got = [sms]
-    for name, v in (("latency_ns", latency_ns), ("peak_gbps", peak_gbps), ("bank_ns", bank_ns)):
+    for name, v in (("latency_ns", latency_ns), ("peak_gbps", peak_gbps), ("bank_ns", bank_ns),
+                    ("round_ns", round_ns), ("spread_ns", spread_ns)):
         if v is not None:
             if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
                 raise TypeError(f"{fn}: {name} must be a number, not {type(v).__name__}")
-            low_ok = v >= 0 if name == "bank_ns" else v > 0
+            low_ok = v >= 0 if name in _TERMS else v > 0
             if not (low_ok and v < float("inf")):
                 raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be "
-                                 + ("non-negative" if name == "bank_ns" else "positive")
+                                 + ("non-negative" if name in _TERMS else "positive")
                                  + " and finite")
             v = float(v)
         got.append(v)
-    return tuple(got)
+    return (*got[:3], _terms(*got[3:]))
 
 
 #: little_sweep's three ways (and "combined": all three at once), as
@@ -347,7 +350,8 @@ LITTLE_WAYS = {
 def little_sweep(ways: str | Sequence[str] = tuple(LITTLE_WAYS), *, n: int = 1 << 28,
                  block: int = 256, repeat: int = 10, progress: bool = False,
                  sms: int | None = None, latency_ns: float | None = None,
-                 peak_gbps: float | None = None, bank_ns: float | None = None) -> Table:
+                 peak_gbps: float | None = None, bank_ns: float | None = None,
+                 round_ns: float | None = None, spread_ns: float | None = None) -> Table:
     """:func:`dram_stream`'s bandwidth against the bytes in flight per SM, varied by
     resident warps, unroll and width (:data:`LITTLE_WAYS`), beside Little's law.
 
@@ -365,14 +369,13 @@ def little_sweep(ways: str | Sequence[str] = tuple(LITTLE_WAYS), *, n: int = 1 <
         Threads per block, a multiple of 32 (default 256: 8 warps).
     repeat : int
         Timed launches per point (median; L2 evicted before each).
-    sms, latency_ns, peak_gbps, bank_ns : optional
+    sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns : optional
         The model's figures (:func:`gpumem.model.dram.little_bandwidth`; default:
         measured SMs and device copy, the H100's 351 ns DRAM latency from the
         latency ladder -- pass your GPU's, e.g. ``gpumem.latency(1 << 30).ns_per_load`` --
-        and a bank busy 45 ns per access).  The round's other two terms are the
-        module's fitted figures (``DRAM_ROUND_NS``, 20 ns of loop per round, and
-        ``DRAM_SPREAD_NS``); ``bank_ns=0`` drops them too: the plain law.
-        The model takes each point's unroll as its independent loads.
+        a bank busy 45 ns per access, and the module's fitted ``DRAM_ROUND_NS``, 20 ns of
+        loop per round, and ``DRAM_SPREAD_NS``).  All three of the round's terms 0: the
+        plain law.  The model takes each point's unroll as its independent loads.
 
     Returns
     -------
@@ -380,11 +383,11 @@ def little_sweep(ways: str | Sequence[str] = tuple(LITTLE_WAYS), *, n: int = 1 <
     in_flight_per_sm (bytes), ms, GB/s, model_GB/s, measured/model.
     """
     return _little("little_sweep", ways, n, block, repeat, progress, sms, latency_ns, peak_gbps,
-                   runtime.is_available(), bank_ns)
+                   runtime.is_available(), bank_ns, round_ns, spread_ns)
 
 
 def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gpu,
-            bank_ns=None) -> Table:
+            bank_ns=None, round_ns=None, spread_ns=None) -> Table:
     ways = _choices(fn, "ways", ways, tuple(LITTLE_WAYS))
     n = _int(fn, "n", n, 1, MAX_BUFFER // 4)
     block = _int(fn, "block", block, 32, 1024)
@@ -392,8 +395,9 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
         raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
     repeat = _repeat(fn, repeat)
     progress = _flag(fn, "progress", progress)
-    sms, latency_ns, peak_gbps, bank_ns = _figures(fn, sms, latency_ns, peak_gbps, bank_ns)
-    fig = _anchors(sms, latency_ns, peak_gbps, bank_ns, gpu, repeat)
+    sms, latency_ns, peak_gbps, terms = _figures(fn, sms, latency_ns, peak_gbps, bank_ns,
+                                                 round_ns, spread_ns)
+    fig = _anchors(sms, latency_ns, peak_gbps, terms, gpu, repeat)
     a = runtime.to_device(np.ones(n, np.float32)) if gpu else None
     rows = []
     points = [(way, *pt) for way in ways for pt in LITTLE_WAYS[way]]
@@ -434,7 +438,8 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
 
 def little_summary(table: Table, fraction: float = 0.9, *, sms: int | None = None,
                    latency_ns: float | None = None, peak_gbps: float | None = None,
-                   bank_ns: float | None = None) -> dict:
+                   bank_ns: float | None = None, round_ns: float | None = None,
+                   spread_ns: float | None = None) -> dict:
     """From a :func:`little_sweep` table: the bytes in flight per SM at which the
     measured (else the modelled) curve reaches ``fraction`` of its peak, beside
     the latency x bandwidth product per SM (the plain law's answer) and the
@@ -452,7 +457,8 @@ def little_summary(table: Table, fraction: float = 0.9, *, sms: int | None = Non
         raise TypeError(f"{fn}: fraction must be a number, not {type(fraction).__name__}")
     if not 0 < fraction <= 1:
         raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1]")
-    sms, latency_ns, peak_gbps, bank_ns = _figures(fn, sms, latency_ns, peak_gbps, bank_ns)
+    sms, latency_ns, peak_gbps, terms = _figures(fn, sms, latency_ns, peak_gbps, bank_ns,
+                                                 round_ns, spread_ns)
     meas = [(x, y) for x, y in zip(table["in_flight_per_sm"], table["GB/s"]) if y is not None]
     col = "GB/s" if meas else "model_GB/s"
     pts = meas or list(zip(table["in_flight_per_sm"], table["model_GB/s"]))
@@ -461,7 +467,7 @@ def little_summary(table: Table, fraction: float = 0.9, *, sms: int | None = Non
     figs = dict(sms=sms or dm.H100_SMS, latency_ns=latency_ns or dm.H100_DRAM_LATENCY_NS,
                 peak_gbps=peak)
     lbp = dm.latency_bandwidth_product(**figs)
-    model = None if fraction >= 1 else dm.little_bytes(fraction, **_terms(bank_ns), **figs)
+    model = None if fraction >= 1 else dm.little_bytes(fraction, **terms, **figs)
     return {"source": "measured" if meas else "model", "column": col, "peak_GB/s": peak,
             "fraction": fraction, "in_flight_per_sm_needed": need,
             "latency_x_bandwidth_per_sm": lbp,
