@@ -557,6 +557,9 @@ const void *gm_in(const gm_call *c, int arg);
 long long gm_dim(const gm_call *c, int arg, int axis); /* 0 without the operand */
 void *gm_res(const gm_call *c);
 void *gm_tmp(const gm_call *c); /* c->tmp's device pointer, or NULL */
+/* For prepare(): c->tmp, a new 1-D device buffer of n elements of NumPy type typenum
+ * (uninitialised); -1 with the Python error set when it cannot be had. */
+int gm_new_tmp(gm_call *c, npy_intp n, int typenum);
 
 /* For introspect.c: a call of f with every default and `variant`, whose
  * kernel-selecting parameters are then set from `params` (a dict; unknown

@@ -111,14 +111,19 @@ def test_a_variant_without_tile_takes_its_own():
         gm.matmul(a, np.zeros((0, 3), F), variant="coarsened")
 
 
+def _operands(rng, M, K, N):
+    """Fresh float32 A (M x K) and B (K x N), and their product in float64."""
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    return a, b, a.astype(np.float64) @ b.astype(np.float64)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant, tile", VARIANT_TILES)
 @pytest.mark.parametrize("mkn", MATMUL_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_matmul_matches_numpy(rng, variant, tile, mkn, no_leak):
     M, K, N = mkn
-    a = rng.standard_normal((M, K)).astype(np.float32)
-    b = rng.standard_normal((K, N)).astype(np.float32)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
+    a, b, ref = _operands(rng, M, K, N)
     out = poisoned((M, N))
     got = gm.matmul(gm.to_device(a), gm.to_device(b), tile=tile, variant=variant, out=out)
     assert got is out
@@ -393,9 +398,7 @@ def _needs_mma():
 def test_mma_matches_float64_within_the_tf32_bound(rng, mkn, no_leak):
     _needs_mma()
     M, K, N = mkn
-    a = rng.standard_normal((M, K)).astype(np.float32)
-    b = rng.standard_normal((K, N)).astype(np.float32)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
+    a, b, ref = _operands(rng, M, K, N)
     out = poisoned((M, N))
     got = gm.matmul(gm.to_device(a), gm.to_device(b), variant="mma", out=out)
     assert got is out
@@ -535,9 +538,7 @@ def _waves_here(m_, n_, k_, tile):
                          ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
 def test_split_tail_matches_numpy_and_the_model(rng, tile, mkn, splits, no_leak):
     M, K, N = mkn
-    a = rng.standard_normal((M, K)).astype(np.float32)
-    b = rng.standard_normal((K, N)).astype(np.float32)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
+    a, b, ref = _operands(rng, M, K, N)
     out = poisoned((M, N))
     got = gm.matmul(gm.to_device(a), gm.to_device(b), variant="warptiled", tile=tile,
                     splits=splits, out=out).get()

@@ -520,14 +520,9 @@ static int pipe_prepare(gm_call *c)
     }
     if (gm_record(c, "clusters", c->v[PI_CLUSTERS]) < 0)
         return -1;
-    if (c->variant->select == GM_PIPE_GLOBAL) {
-        npy_intp shape[1] = {(npy_intp)(c->v[PI_CLUSTERS] * 2 * tile)};
-        PyArray_Descr *f32 = PyArray_DescrFromType(NPY_FLOAT32);
-        c->tmp = gm_devarray_new(1, shape, f32);
-        Py_DECREF(f32);
-        if (c->tmp == NULL)
-            return -1;
-    }
+    if (c->variant->select == GM_PIPE_GLOBAL &&
+        gm_new_tmp(c, (npy_intp)(c->v[PI_CLUSTERS] * 2 * tile), NPY_FLOAT32) < 0)
+        return -1;
     return 0;
 }
 

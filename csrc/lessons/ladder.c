@@ -154,11 +154,7 @@ static int latency_prepare(gm_call *c)
         return -1;
     c->bytes = (sel == GM_LATENCY_TMA ? 16.0 : global ? 8.0 : 4.0) * (double)lanes *
                ((double)c->v[LA_WARMUP] + (double)c->v[LA_STEPS]);
-    npy_intp shape[1] = {(npy_intp)ws};
-    PyArray_Descr *u8 = PyArray_DescrFromType(NPY_UINT8);
-    c->tmp = gm_devarray_new(1, shape, u8);
-    Py_DECREF(u8);
-    if (c->tmp == NULL)
+    if (gm_new_tmp(c, (npy_intp)ws, NPY_UINT8) < 0)
         return -1;
     /* Zeroed first: the build writes only the nodes, and the shared and constant
      * chases copy the whole working set (untimed, like the build). */

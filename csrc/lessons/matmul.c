@@ -204,11 +204,7 @@ static int prepare(gm_call *c)
         return -1;
     if (s > 1) {
         c->v[FULL] = full;
-        npy_intp shape[1] = {(npy_intp)((tiles - full) * s * t * t)};
-        PyArray_Descr *f32 = PyArray_DescrFromType(NPY_FLOAT32);
-        c->tmp = gm_devarray_new(1, shape, f32);
-        Py_DECREF(f32);
-        if (c->tmp == NULL)
+        if (gm_new_tmp(c, (npy_intp)((tiles - full) * s * t * t), NPY_FLOAT32) < 0)
             return -1;
     }
     return 0;

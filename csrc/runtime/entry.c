@@ -379,6 +379,16 @@ void *gm_tmp(const gm_call *c)
     return c->tmp ? c->tmp->ptr : NULL;
 }
 
+int gm_new_tmp(gm_call *c, npy_intp n, int typenum)
+{
+    PyArray_Descr *dt = PyArray_DescrFromType(typenum);
+    if (dt == NULL)
+        return -1;
+    c->tmp = gm_devarray_new(1, &n, dt);
+    Py_DECREF(dt);
+    return c->tmp ? 0 : -1;
+}
+
 /* ---- kernel_attributes() / kernel_occupancy() ---------------------------------- */
 int gm_selecting_params(const char *fn, const gm_family *f, const gm_variant *v, PyObject *params,
                         int strict, void *buf)
