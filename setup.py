@@ -5,7 +5,8 @@ Environment:
   CUDA_HOME / CUDA_PATH   toolkit root (else nvcc from PATH)
   GPUMEM_CUDA_ARCHS       e.g. "90" or "75;80;86;89;90;100;120"; default: every
                           real target of this nvcc from sm_75 up, plus PTX of
-                          the newest (so newer GPUs still run it)
+                          the newest (so newer GPUs still run it); 90 is built
+                          as sm_90a (wgmma, compute capability 9.0's own)
   GPUMEM_CUDA_OBJDIR      where the CUDA objects go (default: the build's temp
                           folder); they do not depend on Python, so builds for
                           several Pythons can share one (tools/build-wheels)
@@ -51,7 +52,10 @@ def gencode_flags(nvcc):
         archs = sorted({int(m) for m in re.findall(r"compute_(\d+)", out.stdout) if int(m) >= 75})
     if not archs:
         sys.exit("gpumem: GPUMEM_CUDA_ARCHS names no architecture")
-    flags = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
+    # 9.0 is built as sm_90a: every GPU of compute capability 9.0 runs it, and it has the
+    # instructions of that architecture alone (matmul's wgmma); 9.0's PTX stays generic
+    flags = [f"-gencode=arch=compute_{a}a,code=sm_{a}a" if a == 90 else
+             f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
     newest = archs[-1]
     flags.append(f"-gencode=arch=compute_{newest},code=compute_{newest}")
     return flags

@@ -247,6 +247,9 @@ int gm_device_init(PyObject *module); /* is_available, device, runtime_version *
  * an older GPU.  _core._pretend_compute_capability(a, b) makes it see a.b instead
  * (tests of the refusal on a newer GPU; (0, 0): the GPU's own again). */
 int gm_need_cc(const char *fn, const char *what, int major, int minor, const char *why);
+/* The same for instructions of one architecture only (sm_90a's wgmma): the GPU must
+ * have exactly major.minor ("needs compute capability 9.0 (WHY)"). */
+int gm_need_cc_exactly(const char *fn, const char *what, int major, int minor, const char *why);
 
 /* ---- the allocators (alloc.c) --------------------------------------------------- */
 /* Every device allocation of gpumem: cudaMalloc through the account of

@@ -32,9 +32,6 @@
 
 #include <cstring>
 
-#include <cuda.h> // CUtensorMap and its enums (types only: the driver is called
-                  // through cudaGetDriverEntryPointByVersion)
-
 static constexpr int T = GM_ASYNC_TILE;          // 32
 static constexpr int NT = GM_ASYNC_THREADS;      // 256
 [[maybe_unused]] static constexpr int S = GM_ASYNC_STAGES;        // 4
@@ -79,16 +76,7 @@ template <int N> static __device__ __forceinline__ void cp_async_wait()
 }
 #endif
 
-// ---- mbarriers and the bulk copy engine (sm_90): cuda/gm_tma.cuh ----------------------------
-#if GM_HAS_TMA
-static __device__ __forceinline__ void tensor_load(unsigned dst, const CUtensorMap *map, int x,
-                                                   int y, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                 "[%0], [%1, {%2, %3}], [%4];" ::"r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar)
-                 : "memory");
-}
-#endif
+// ---- mbarriers, the bulk copy engine and tensor_load (sm_90): cuda/gm_tma.cuh ---------------
 
 // ---- the tile in shared memory ------------------------------------------------------------
 // A stage is 32 rows of 128 bytes ("smem rows").  The tensor variants' view
@@ -436,48 +424,13 @@ __global__ void __launch_bounds__(NT)
     tile_body<V, true, false>(a, out, m, n, k, view_rows, tiles, &map);
 }
 
-// ---- the tensor map -------------------------------------------------------------------------
-// cuTensorMapEncodeTiled, resolved once through the runtime (the extension links
-// the static runtime and never the driver library).
-typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
-                              const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
-                              const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
-                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-static cudaError_t encode_entry(encode_fn *fn)
-{
-    static encode_fn cached = nullptr;
-    if (cached == nullptr) {
-        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
-        void *f = nullptr;
-        const cudaError_t err = cudaGetDriverEntryPointByVersion(
-            "cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q);
-        if (err != cudaSuccess)
-            return err;
-        if (q != cudaDriverEntryPointSuccess || f == nullptr)
-            return cudaErrorSymbolNotFound;
-        cached = (encode_fn)f;
-    }
-    *fn = cached;
-    return cudaSuccess;
-}
-
+// ---- the tensor map (gm_encode_2d: cuda/gm_tma.cuh) ------------------------------------------
 // The view of a (m x n floats) as floor(m/k) rows of k n floats, boxes of 32 x 32/k.
 static cudaError_t encode_view(CUtensorMap *map, const float *a, int m, int n, int k, bool swizzle)
 {
-    encode_fn fn = nullptr;
-    cudaError_t err = encode_entry(&fn);
-    if (err != cudaSuccess)
-        return err;
-    const cuuint64_t dims[2] = {(cuuint64_t)k * (cuuint64_t)n, (cuuint64_t)(m / k)};
-    const cuuint64_t strides[1] = {(cuuint64_t)k * (cuuint64_t)n * sizeof(float)};
-    const cuuint32_t box[2] = {(cuuint32_t)T, (cuuint32_t)(T / k)};
-    const cuuint32_t estrides[2] = {1, 1};
-    const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)a, dims, strides, box,
-                          estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                          swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+    const unsigned long long row = (unsigned long long)k * (unsigned long long)n;
+    return gm_encode_2d(map, a, row, (unsigned long long)(m / k), row * sizeof(float),
+                        (unsigned)T, (unsigned)(T / k), swizzle);
 }
 
 // ---- selectors and launchers ----------------------------------------------------------------

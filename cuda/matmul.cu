@@ -5,8 +5,10 @@
 // global float is read once per tile and reused TILE times, cutting global
 // traffic by the tile width.
 #include "gm_launch.cuh"
+#include "gm_tma.cuh"
 
 #include <stdint.h>
+#include <cstring>
 
 // naive: each thread computes one C element straight from global memory.
 // Neighbouring threads (tx) read neighbouring B columns (coalesced) and the
@@ -472,6 +474,10 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
 // pipeline through swizzled shared memory -- its kernel, matmul_mma, in its own file.
 #include "matmul_mma.cuh"
 
+// wgmma: the Hopper path (wgmma.mma_async fed by the tensor copy on mbarriers), its
+// kernel matmul_wgmma in its own file.
+#include "matmul_wgmma.cuh"
+
 // The warptiled configurations by tile (BM = BN): 128 -> 8 warps of 64 x 32,
 // 8 x 8 outputs per lane; 64 -> 4 warps of 32 x 32, 4 x 8 per lane.  BK = 16.
 template <int TILE> struct WtCfg;
@@ -573,6 +579,8 @@ static matmul_fn select_kernel(const gm_matmul_params *p)
                                   });
     case GM_MATMUL_MMA:
         return matmul_mma;
+    case GM_MATMUL_WGMMA: // its own arguments: gm_matmul_kernel and launch_wgmma
+        return nullptr;
     }
     return nullptr;
 }
@@ -598,8 +606,62 @@ static cudaError_t mma_ready()
     return err;
 }
 
+// wgmma takes 193 KiB of dynamic shared memory: opted in once, before its first launch
+// (csrc/matmul.c refuses GPUs other than compute capability 9.0 first).
+static cudaError_t wgmma_ready()
+{
+    static bool ready = false;
+    if (!ready) {
+        const cudaError_t err = cudaFuncSetAttribute(
+            (const void *)matmul_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)WG_SMEM);
+        if (err != cudaSuccess)
+            return err;
+        ready = true;
+    }
+    return cudaSuccess;
+}
+
+// wgmma: the operands (copied with padded rows into ws first where p->pad says so),
+// their tensor maps, one launch.
+static cudaError_t launch_wgmma(const gm_matmul_params *p, gm_dims *dims, cudaStream_t stream)
+{
+    cudaError_t err = wgmma_ready();
+    if (err != cudaSuccess)
+        return err;
+    const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
+    const size_t kp = (K + 3) / 4 * 4, np = (N + 3) / 4 * 4;
+    const float *a = p->a, *b = p->b;
+    size_t lda = K, ldb = N;
+    float *ws = p->ws;
+    if ((p->pad & 1) && K > 0) {
+        err = cudaMemcpy2DAsync(ws, kp * 4, a, K * 4, K * 4, M, cudaMemcpyDeviceToDevice, stream);
+        a = ws, lda = kp, ws += M * kp;
+    }
+    if ((p->pad & 2) && K > 0 && err == cudaSuccess) {
+        err = cudaMemcpy2DAsync(ws, np * 4, b, N * 4, N * 4, K, cudaMemcpyDeviceToDevice, stream);
+        b = ws, ldb = np;
+    }
+    CUtensorMap map_a, map_b;
+    memset(&map_a, 0, sizeof map_a);
+    memset(&map_b, 0, sizeof map_b);
+    if (K > 0 && err == cudaSuccess) // A: K x M boxes of 32 x 256; B: N x K boxes of 32 x 32
+        err = gm_encode_2d(&map_a, a, K, M, lda * 4, WG_BK, WG_BM, true);
+    if (K > 0 && err == cudaSuccess)
+        err = gm_encode_2d(&map_b, b, N, K, ldb * 4, 32, WG_BK, true);
+    if (err != cudaSuccess)
+        return err;
+    *dims = gm_dims{{(unsigned)((N + WG_BN - 1) / WG_BN), (unsigned)((M + WG_BM - 1) / WG_BM), 1},
+                    {WG_THREADS, 1, 1}, WG_SMEM};
+    return gm_run(matmul_wgmma, dims, WG_SMEM, stream, map_a, map_b, p->c, p->m, p->n, p->k);
+}
+
 extern "C" const void *gm_matmul_kernel(const gm_matmul_params *p)
 {
+    if (p->variant == GM_MATMUL_WGMMA) { // its own arguments: not a matmul_fn
+        if (wgmma_ready() != cudaSuccess)
+            (void)cudaGetLastError();
+        return (const void *)matmul_wgmma;
+    }
     // kernel_occupancy() asks with mma's 96 KiB: opt in first (an older GPU refuses;
     // its error is cleared here, the launch reports it)
     if (p->variant == GM_MATMUL_MMA && mma_ready() != cudaSuccess)
@@ -643,6 +705,8 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
         return gm_run(matmul_split_sum, &sum, 0, stream, (const float *)p->ws, p->c, p->m, p->n,
                       (int)w, p->splits, p->full, (int)tn, elements);
     }
+    case GM_MATMUL_WGMMA:
+        return launch_wgmma(p, dims, stream);
     case GM_MATMUL_MMA: {
         const cudaError_t err = mma_ready();
         if (err != cudaSuccess)

@@ -39,7 +39,7 @@ def test_no_gpu_behaviour():
     assert gm._core.bytes_held() == 0
     # ... and the package keeps working for what needs no GPU.
     assert [v.name for v in gm.variants("matmul")] == ["naive", "tiled", "prefetch", "coarsened",
-                                                      "register_tiled", "warptiled", "mma"]
+                                                      "register_tiled", "warptiled", "mma", "wgmma"]
 
 
 def test_runtime_version_without_device():
@@ -50,7 +50,7 @@ def test_runtime_version_without_device():
 def test_variants_lists_named_variants_with_bytes_and_flops():
     vs = gm.variants("matmul")
     assert [v.name for v in vs] == ["naive", "tiled", "prefetch", "coarsened", "register_tiled",
-                                    "warptiled", "mma"]
+                                    "warptiled", "mma", "wgmma"]
     assert all(v.family == "matmul" and v.bytes == "4*(M*K + K*N + M*N)" and v.flops == "2*M*N*K"
                for v in vs)
     assert "shared memory" in vs[1].idea

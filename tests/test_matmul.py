@@ -47,7 +47,7 @@ def test_matmul_rejects_bad_operands(a, b, exc, msg):
     ({"tile": 2**70}, ValueError, "tile=.* is out of range"),
     ({"variant": "tiledd"}, ValueError, "variant='tiledd' is unknown; allowed: 'naive', 'tiled', "
                                         "'prefetch', 'coarsened', 'register_tiled', "
-                                        "'warptiled', 'mma'"),
+                                        "'warptiled', 'mma', 'wgmma'"),
     ({"variant": "warptiled", "tile": 32}, ValueError,
      r"tile=32 is not allowed with variant='warptiled'; tile must be 128 \(8 warps, the "
      r"default\) or 64 \(4 warps\)"),
@@ -61,6 +61,10 @@ def test_matmul_rejects_bad_operands(a, b, exc, msg):
     ({"variant": "mma", "tile": 64}, ValueError,
      r"matmul: tile=64 is not allowed with variant='mma'; tile must be 128 only \(4 warps of "
      r"64 x 64\)"),
+    ({"variant": "wgmma", "tile": 64}, ValueError,
+     r"matmul: tile=64 is not allowed with variant='wgmma'; tile must be 128 only \(C tiles "
+     r"of 256 rows x 128 columns, 2 warpgroups\)"),
+    ({"variant": "wgmma", "splits": 2}, ValueError, "splits=2 is not allowed with variant='wgmma'"),
     ({"variant": 1}, TypeError, "variant must be a str, not int"),
     ({"splits": 2}, ValueError, "matmul: splits=2 is not allowed with variant='tiled'; only "
                                 "'warptiled' splits its last wave's tiles along K"),
@@ -99,8 +103,9 @@ VARIANT_TILES = [("naive", 8), ("naive", 16), ("naive", 32), ("tiled", 8), ("til
 
 
 def test_every_variant_and_tile_is_tested():
-    # the float32 variants here, mma (TF32 tensor cores, its own bound) below
-    assert {v.name for v in gm.variants("matmul")} == {v for v, _ in VARIANT_TILES} | {"mma"}
+    # the float32 variants here, mma and wgmma (TF32 tensor cores, their own bound) below
+    assert {v.name for v in gm.variants("matmul")} == \
+        {v for v, _ in VARIANT_TILES} | {"mma", "wgmma"}
 
 
 def test_a_variant_without_tile_takes_its_own():
@@ -519,6 +524,151 @@ def test_mma_kernel_fits_two_blocks_per_sm_without_spills():
         assert occ.blocks_per_sm == 2
     gm.matmul(np.ones((130, 70), F), np.ones((70, 129), F), variant="mma")
     assert gm.last_record().smem == 96 * 1024
+
+
+# ---- wgmma: Hopper's warpgroup MMA fed by the tensor copy (issue 27) ---------------------
+def wgmma_bound(a, b):
+    """tf32_bound with wgmma's rounding: B's values rounded to TF32 (2^-11), A's truncated
+    by the tensor cores (2^-10): 1.5 x 2^-10 per product at most, instead of 2^-10."""
+    k = a.shape[1]
+    absab = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    return MMA_C * absab * (1.5 * 2.0 ** -10 + k * 2.0 ** -23)
+
+
+def truncate_tf32(x):
+    """float32 -> TF32 by dropping the 13 low fraction bits: what the tensor cores make
+    of wgmma's shared-memory operand."""
+    u = np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
+    return u.view(np.float32)
+
+
+#: (M, K, N): one 256 x 128 tile and parts of it, K under one slice of 32 and over the
+#: 4-stage ring (several rounds of the mbarriers' phases), K and N not multiples of 4 (the
+#: padded copies), B boxes wholly past N (n % 128 <= 96), one row or column.
+WGMMA_SHAPES = MATMUL_SHAPES + [(256, 32, 128), (257, 160, 129), (300, 130, 257),
+                                (129, 35, 131), (3, 4, 5), (200, 1, 300), (65, 67, 63),
+                                (512, 520, 40), (256, 129, 2)]
+
+
+def _needs_wgmma():
+    if tuple(gm.device().compute_capability) != (9, 0):
+        pytest.skip("wgmma needs compute capability 9.0 (tested by "
+                    "test_wgmma_refused_on_other_gpus)")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mkn", WGMMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_wgmma_matches_float64_within_the_tf32_bound(rng, mkn, no_leak):
+    _needs_wgmma()
+    M, K, N = mkn
+    a, b, ref = _operands(rng, M, K, N)
+    out = poisoned((M, N))
+    got = gm.matmul(gm.to_device(a), gm.to_device(b), variant="wgmma", out=out)
+    assert got is out
+    host = got.get()
+    assert not np.isnan(host).any(), "an output element was never written"
+    err = np.abs(host - ref)
+    bound = wgmma_bound(a, b)
+    assert (err <= bound).all(), (err - bound).max()
+    rec = gm.last_record()
+    assert (rec.variant, rec.params["tile"], rec.block) == ("wgmma", 128, (256, 1, 1))
+    assert rec.grid == (-(-N // 128), -(-M // 256), 1)
+
+
+@pytest.mark.gpu
+def test_wgmma_truncates_a_and_rounds_b(rng):
+    """The operands really are TF32: with A exact in TF32 and B rounded the result is
+    float32 sums of exact products; with float32 inputs it differs from the float32
+    kernels by TF32's rounding, and on A made of values just under a TF32 step it shows
+    the truncation (mma, rounding A, does not)."""
+    _needs_wgmma()
+    a = truncate_tf32(rng.standard_normal((96, 256)).astype(F))
+    b = rng.standard_normal((256, 80)).astype(F)
+    got = gm.matmul(a, b, variant="wgmma").astype(np.float64)
+    ref = a.astype(np.float64) @ round_tf32(b).astype(np.float64)
+    absab = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert (np.abs(got - ref) <= 2 * 256 * 2.0 ** -23 * absab).all()
+    x = rng.standard_normal((96, 256)).astype(F)
+    y = rng.standard_normal((256, 80)).astype(F)
+    fp32 = gm.matmul(x, y, variant="warptiled").astype(np.float64)
+    tf32 = gm.matmul(x, y, variant="wgmma").astype(np.float64)
+    ref = x.astype(np.float64) @ y.astype(np.float64)
+    assert rel_err(tf32, ref) > 10 * rel_err(fp32, ref)
+    # 1 + 2^-10 - 2^-23: truncated to 1, rounded to 1 + 2^-10
+    ones = np.full((64, 512), 1 + 2.0 ** -10 - 2.0 ** -23, F)
+    e = np.ones((512, 8), F)
+    assert (gm.matmul(ones, e, variant="wgmma") == 512).all()
+    assert (gm.matmul(ones, e, variant="mma") == 512 * (1 + 2.0 ** -10)).all()
+
+
+@pytest.mark.gpu
+def test_wgmma_on_unaligned_rows_and_views(rng, no_leak):
+    """The tensor map wants rows on the 16-byte grid: K or N not a multiple of 4, or a base
+    4 bytes past an aligned start (a view of another library's array), go through padded
+    copies in the call's workspace -- same results."""
+    _needs_wgmma()
+    for m_, k_, n_ in ((130, 68, 132), (65, 67, 63), (129, 36, 131), (64, 33, 64)):
+        a = rng.standard_normal((m_, k_)).astype(np.float32)
+        b = rng.standard_normal((k_, n_)).astype(np.float32)
+        out = poisoned((m_, n_))
+        gm.matmul(a, b, variant="wgmma", out=out)
+        got = out.get()
+        assert not np.isnan(got).any()
+        assert (np.abs(got - a.astype(np.float64) @ b) <= wgmma_bound(a, b)).all()
+    try:
+        import cupy
+    except ImportError:
+        return
+    a = cupy.asarray(rng.standard_normal(65 * 64 + 1).astype(np.float32))[1:].reshape(65, 64)
+    b = cupy.asarray(rng.standard_normal(64 * 36 + 1).astype(np.float32))[1:].reshape(64, 36)
+    got = gm.matmul(gm.from_dlpack(a), gm.from_dlpack(b), variant="wgmma").get()
+    ha, hb = cupy.asnumpy(a), cupy.asnumpy(b)
+    assert (np.abs(got - ha.astype(np.float64) @ hb) <= wgmma_bound(ha, hb)).all()
+
+
+@pytest.mark.gpu
+def test_wgmma_refused_on_other_gpus(pretend_cc, rng, no_leak):
+    """wgmma is sm_90a's: compute capability 8.0 (older) and 10.0 (newer: other tensor-core
+    instructions) are refused before any launch, naming the capability; the next call
+    works, and at 9.0 wgmma runs."""
+    a = rng.standard_normal((20, 30)).astype(np.float32)
+    _needs_wgmma()
+    for major in (8, 10):
+        pretend_cc(major, 0)
+        with pytest.raises(gm.CudaError, match=rf"^matmul: variant='wgmma' needs compute "
+                                               rf"capability 9\.0 \(wgmma\.mma_async and the "
+                                               rf"tensor copy: sm_90a\); this GPU has compute "
+                                               rf"capability {major}\.0$") as e:
+            gm.matmul(a, a.T.copy(), variant="wgmma")
+        assert (e.value.name, e.value.code) == ("cudaErrorNotSupported", 801)
+        assert rel_err(gm.matmul(a, a.T.copy(), variant="tiled"), a.astype(np.float64) @ a.T) < 1e-5
+    pretend_cc(9, 0)
+    got = gm.matmul(a, a.T.copy(), variant="wgmma")
+    assert (np.abs(got - a.astype(np.float64) @ a.T) <= wgmma_bound(a, a.T)).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,K,N", [(0, 5, 3), (4, 5, 0), (3, 0, 4), (300, 0, 130)])
+def test_wgmma_empty_and_k0(M, K, N):
+    _needs_wgmma()
+    out = poisoned((M, N))
+    gm.matmul(gm.to_device(np.ones((M, K), np.float32)), np.ones((K, N), np.float32),
+              variant="wgmma", out=out)
+    np.testing.assert_array_equal(out.get(), np.ones((M, K)) @ np.ones((K, N)))
+
+
+@pytest.mark.gpu
+def test_wgmma_kernel_fits_one_block_per_sm_without_spills():
+    """256 threads (2 warpgroups) with 128 accumulators each fit without spilling, and the
+    193 KiB ring of stages is opted in: one block per SM."""
+    _needs_wgmma()
+    attrs = gm.kernel_attributes("matmul", "wgmma")
+    assert attrs.registers_per_thread <= 255 and attrs.local_bytes_per_thread == 0
+    assert attrs.max_dynamic_shared_bytes >= 4 * 48 * 1024 + 1024
+    occ = gm.kernel_occupancy("matmul", "wgmma", 256, smem=4 * 48 * 1024 + 1024)
+    assert occ.blocks_per_sm == 1
+    gm.matmul(np.ones((130, 70), F), np.ones((70, 129), F), variant="wgmma")
+    assert gm.last_record().smem == 4 * 48 * 1024 + 1024
 
 
 # ---- warptiled's split tail (issue 27: the last wave's tiles sliced along K) -------------

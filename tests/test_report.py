@@ -279,7 +279,7 @@ class FakeGPU:
 
     MS = {("copy", "float4"): 1.0, ("matmul", "naive"): 8.0, ("matmul", "tiled"): 2.0,
           ("matmul", "warptiled"): 0.625,
-          ("matmul", "mma"): 0.08,
+          ("matmul", "mma"): 0.08, ("matmul", "wgmma"): 0.05,
           ("read_offset", 0): 1.0, ("read_offset", 11): 1.25, ("struct_update", "aos"): 2.0,
           ("struct_update", "soa"): 1.0, ("stencil_1d", "constant"): 1.05,
           ("stencil_1d", "readonly"): 1.1, ("constant_broadcast", "constant", 1): 1.0,

@@ -3,6 +3,8 @@
  * the tensor cores. */
 #include "gm.h"
 
+#include <stdint.h>
+
 GM_THUNKS(matmul)
 
 #define MATMUL_BYTES "4*(M*K + K*N + M*N)"
@@ -42,11 +44,20 @@ static const gm_variant variants[] = {
            "pipeline keeps two k slices of 32 in flight, and a swizzled shared layout makes "
            "the fragment loads conflict-free; compute capability 8.0 or newer",
            MATMUL_BYTES, MATMUL_FLOPS),
+    GM_ROW(matmul, "wgmma", GM_MATMUL_WGMMA,
+           "Hopper's tensor cores: wgmma.mma_async m64n256k8 with TF32 inputs and float32 sums "
+           "per warpgroup, 256 x 128 tiles of C per 2 warpgroups; the tiles copied by TMA "
+           "(cp.async.bulk.tensor, 128-byte swizzle) into a 4-stage ring on mbarriers, A read "
+           "by the tensor cores through a shared-memory descriptor, B^T from registers (C's "
+           "transpose is computed: TF32 wgmma reads only K-major shared operands); compute "
+           "capability 9.0 (sm_90a) only",
+           MATMUL_BYTES, MATMUL_FLOPS),
     GM_END_ROWS,
 };
 
 enum { A, B, TILE, VARIANT, SPLITS, N_ARGS,
-       FULL = N_ARGS + 1 }; /* c->v[FULL]: no argument, prepare()'s whole tiles (split tail) */
+       FULL = N_ARGS + 1,  /* c->v[FULL]: no argument, prepare()'s whole tiles (split tail) */
+       PAD = N_ARGS + 2 }; /* c->v[PAD]: wgmma's padded copies (gm_matmul_params.pad) */
 static const long long tiles[] = {8, 16, 32, 64, 128, 0};
 
 /* The tiles each variant takes (its default first): the edge of the C tile a
@@ -65,6 +76,8 @@ static const struct {
     {GM_MATMUL_WARPTILED, {GM_MATMUL_WARPTILED_TILE, 64, 0},
      "128 (8 warps, the default) or 64 (4 warps)"},
     {GM_MATMUL_MMA, {GM_MATMUL_MMA_TILE, 0}, "128 only (4 warps of 64 x 64)"},
+    {GM_MATMUL_WGMMA, {GM_MATMUL_WGMMA_TILE, 0},
+     "128 only (C tiles of 256 rows x 128 columns, 2 warpgroups)"},
 };
 
 static int pick_tile(gm_call *c)
@@ -140,7 +153,11 @@ static void fill(const gm_call *c, void *params)
     *p = (gm_matmul_params){c->variant->select, gm_in(c, A), gm_in(c, B), gm_res(c),
                             (int)c->out_shape[0], (int)c->out_shape[1], (int)gm_dim(c, A, 1),
                             (int)c->v[TILE], split ? (int)c->v[SPLITS] : 1,
-                            split ? (int)c->v[FULL] : 0, split ? gm_tmp(c) : NULL};
+                            split ? (int)c->v[FULL] : 0, split ? gm_tmp(c) : NULL, 0};
+    if (c->variant->select == GM_MATMUL_WGMMA) {
+        p->ws = gm_tmp(c);
+        p->pad = (int)c->v[PAD];
+    }
 }
 
 /* warptiled's split tail.  A launch runs in waves of slots = SMs x resident blocks per SM;
@@ -170,14 +187,34 @@ static long long tail_splits(long long tiles, long long ktiles, long long slots,
     return s;
 }
 
+/* wgmma (sm_90a: compute capability 9.0 exactly; Blackwell has other tensor-core
+ * instructions) reads its tiles through tensor maps, whose rows must start on the 16-byte
+ * grid: an operand whose rows do not (K or N not a multiple of 4, or a base off the grid,
+ * as in a view) is copied first into c->tmp with its rows padded to a multiple of 4. */
+static int wgmma_pads(gm_call *c)
+{
+    if (gm_need_cc_exactly("matmul", "variant='wgmma'", 9, 0,
+                           "wgmma.mma_async and the tensor copy: sm_90a") < 0)
+        return -1;
+    const long long M = c->out_shape[0], N = c->out_shape[1], K = gm_dim(c, A, 1);
+    const int pad_a = K % 4 != 0 || ((uintptr_t)gm_in(c, A) & 15) != 0;
+    const int pad_b = N % 4 != 0 || ((uintptr_t)gm_in(c, B) & 15) != 0;
+    const long long floats = (pad_a ? M * ((K + 3) / 4 * 4) : 0) + (pad_b ? K * ((N + 3) / 4 * 4) : 0);
+    c->v[PAD] = pad_a | pad_b << 1;
+    return floats > 0 && c->work > 0 ? gm_new_tmp(c, (npy_intp)floats, NPY_FLOAT32) : 0;
+}
+
 /* mma's instructions (mma.sync with TF32, cp.async) need compute capability 8.0: an
  * older GPU is refused here, before the launch, naming both capabilities.  warptiled:
  * the split tail (above), its slices' buffer in c->tmp. */
 static int prepare(gm_call *c)
 {
+    c->v[FULL] = 0;
+    c->v[PAD] = 0;
     if (c->variant->select == GM_MATMUL_MMA)
         return gm_need_cc("matmul", "variant='mma'", 8, 0, "mma.sync with TF32 and cp.async: sm_80");
-    c->v[FULL] = 0;
+    if (c->variant->select == GM_MATMUL_WGMMA)
+        return wgmma_pads(c);
     if (c->variant->select != GM_MATMUL_WARPTILED) {
         c->v[SPLITS] = 1;
         return 0;
@@ -220,7 +257,9 @@ static const gm_family gm_matmul_family = {
     "'register_tiled' (a 4 x 4 block of C per thread, 64 x 64 tiles), 'warptiled' "
     "(block, warp and thread tiles, cp.async double buffering; tile 128 or 64) or 'mma' "
     "(tensor cores: mma.sync with TF32 inputs and float32 sums, a 3-stage cp.async "
-    "pipeline, swizzled shared memory; tile 128; compute capability 8.0 or newer).",
+    "pipeline, swizzled shared memory; tile 128; compute capability 8.0 or newer) or "
+    "'wgmma' (Hopper: wgmma.mma_async with TF32 inputs fed by TMA on mbarriers; 256 x 128 "
+    "tiles of C; compute capability 9.0).",
     args, 1, 0, variants, check, prepare, fill,
 };
 

@@ -159,7 +159,8 @@ static PyObject *gm_synchronize(PyObject *self, PyObject *unused)
 /* ---- refusing an older GPU ----------------------------------------------- */
 static int pretend_major = 0, pretend_minor = 0; /* 0.0: the GPU's own */
 
-int gm_need_cc(const char *fn, const char *what, int major, int minor, const char *why)
+static int need_cc(const char *fn, const char *what, int major, int minor, int exact,
+                   const char *why)
 {
     int dev = 0, have_major = pretend_major, have_minor = pretend_minor;
     if (have_major == 0) {
@@ -167,13 +168,24 @@ int gm_need_cc(const char *fn, const char *what, int major, int minor, const cha
         GM_CUDA(cudaDeviceGetAttribute(&have_major, cudaDevAttrComputeCapabilityMajor, dev));
         GM_CUDA(cudaDeviceGetAttribute(&have_minor, cudaDevAttrComputeCapabilityMinor, dev));
     }
-    if (have_major > major || (have_major == major && have_minor >= minor))
+    if (exact ? have_major == major && have_minor == minor
+              : have_major > major || (have_major == major && have_minor >= minor))
         return 0;
     return gm_raise_cuda(gm_CudaError, cudaErrorNotSupported, fn, PyUnicode_FromFormat(
-        "%s: %s needs compute capability %d.%d or newer (%s); this GPU has compute "
-        "capability %d.%d", fn, what, major, minor, why, have_major, have_minor));
+        "%s: %s needs compute capability %d.%d%s (%s); this GPU has compute capability %d.%d",
+        fn, what, major, minor, exact ? "" : " or newer", why, have_major, have_minor));
 fail:
     return -1;
+}
+
+int gm_need_cc(const char *fn, const char *what, int major, int minor, const char *why)
+{
+    return need_cc(fn, what, major, minor, 0, why);
+}
+
+int gm_need_cc_exactly(const char *fn, const char *what, int major, int minor, const char *why)
+{
+    return need_cc(fn, what, major, minor, 1, why);
 }
 
 static PyObject *gm_pretend_cc(PyObject *self, PyObject *args)

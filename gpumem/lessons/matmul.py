@@ -49,7 +49,7 @@ Array = Union[np.ndarray, DeviceArray]
 
 def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = None,
            variant: Literal["tiled", "naive", "prefetch", "coarsened",
-                            "register_tiled", "warptiled", "mma"] = "tiled",
+                            "register_tiled", "warptiled", "mma", "wgmma"] = "tiled",
            splits: int | None = None, out: DeviceArray | None = None):
     """``a @ b`` for float32 matrices of any shape M x K @ K x N.
 
@@ -65,11 +65,16 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = Non
         also the shared-memory tile.  ``"coarsened"`` takes 32 only (its blocks
         are 32 x 8 threads), ``"register_tiled"`` 64 only (16 x 16 threads),
         ``"warptiled"`` 128 (256 threads, the default) or 64 (128 threads), ``"mma"``
-        128 only (128 threads); a tile a variant does not take is a ValueError.
-    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled", "mma"}
+        128 only (128 threads), ``"wgmma"`` 128 only (C tiles of 256 rows x 128 columns,
+        256 threads); a tile a variant does not take is a ValueError.
+    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled", "mma", "wgmma"}
         ``gpumem.variants("matmul")`` lists what each shows.  ``"mma"`` (TF32 tensor
-        cores) needs compute capability 8.0 or newer: an older GPU raises CudaError
-        (cudaErrorNotSupported) naming its capability.
+        cores) needs compute capability 8.0 or newer, ``"wgmma"`` (Hopper's warpgroup
+        MMA fed by TMA) compute capability 9.0 exactly (sm_90a: H100, H200): another GPU
+        raises CudaError (cudaErrorNotSupported) naming its capability.  Both take TF32
+        inputs (10 fraction bits) and sum in float32: ``"mma"`` rounds both operands to
+        nearest, ``"wgmma"`` rounds B's and truncates A's (the tensor cores read A from
+        shared memory and use its top 19 bits).
     splits : int, optional
         ``"warptiled"`` only: how many slices along K each tile of C in the launch's last,
         partly filled wave is cut into (1 to 64; 1: none).  The GPU runs the blocks in
@@ -259,6 +264,10 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
             cmeas["mma_GFLOP/s"] = runtime.bench(matmul, A, B, variant="mma", out=out,
                                                  repeat=3 if quick else 5, warmup=1).gflops
             ctext += f"; mma (TF32 tensor cores) {cmeas['mma_GFLOP/s']:,.0f} GFLOP/s"
+        if _has_wgmma():        # Hopper's step: warpgroup MMA fed by TMA
+            cmeas["wgmma_GFLOP/s"] = runtime.bench(matmul, A, B, variant="wgmma", out=out,
+                                                   repeat=3 if quick else 5, warmup=1).gflops
+            ctext += f", wgmma {cmeas['wgmma_GFLOP/s']:,.0f} GFLOP/s"
         rows.append(hl._row("matmul", cub_what, measured=cmeas, measured_text=ctext,
                          takeaway="register and warp tiles, float4 loads and cp.async double "
                                   "buffering on top of shared-memory tiles close most of the "
@@ -270,6 +279,12 @@ def _has_mma() -> bool:
     where the device does not say)."""
     cc = getattr(runtime.device(), "compute_capability", None)
     return cc is not None and tuple(cc) >= (8, 0)
+
+
+def _has_wgmma() -> bool:
+    """Whether this GPU runs ``variant="wgmma"`` (compute capability 9.0 exactly)."""
+    cc = getattr(runtime.device(), "compute_capability", None)
+    return cc is not None and tuple(cc) == (9, 0)
 
 
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
@@ -299,16 +314,18 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
 def _sanitize_matmul():
     tiles = {"naive": (8, 16, 32), "tiled": (8, 16, 32), "prefetch": (16, 32), "coarsened": (32,),
-             "register_tiled": (64,), "warptiled": (64, 128), "mma": (128,)}
+             "register_tiled": (64,), "warptiled": (64, 128), "mma": (128,), "wgmma": (128,)}
     for v in runtime.variants("matmul"):
-        if v.name == "mma" and not _has_mma():
-            continue                        # refused below compute capability 8.0
+        if v.name == "mma" and not _has_mma() or v.name == "wgmma" and not _has_wgmma():
+            continue                        # refused on other compute capabilities
         for tile in tiles[v.name]:
             matmul(_f32(37, 41), _f32(41, 29), tile=tile, variant=v.name)
             matmul(_f32(1, 1), _f32(1, 1), tile=tile, variant=v.name)
             matmul(_f32(70, 0), _f32(0, 33), tile=tile, variant=v.name)
             matmul(_f32(65, 100), _f32(100, 64), tile=tile, variant=v.name)
             matmul(_f32(67, 9), _f32(9, 130), tile=tile, variant=v.name)   # scalar paths
+            if v.name == "wgmma":           # padded copies (K, N % 4), several k slices
+                matmul(_f32(300, 130), _f32(130, 257), tile=tile, variant=v.name)
             if v.name == "warptiled":       # the split tail: slices, then their sums
                 matmul(_f32(70, 300), _f32(300, 65), tile=tile, variant=v.name, splits=5)
                 matmul(_f32(33, 4096), _f32(4096, 7), tile=tile, variant=v.name)  # auto

@@ -13,7 +13,8 @@ from functools import lru_cache
 import numpy as np
 
 from ._launch import BYTES_MAX, DIM_MAX, GRID_Y_MAX, REQUIRED, resolve
-from ._tally import (DECIMALS, LINE, WARP, Axis, Tally, cdiv, dot, period, shared_warps,
+from ._tally import (DECIMALS, LINE, WARP, Axis, Tally, cdiv, dot, global_warps, period,
+                     shared_warps,
                      wmul)
 from .coalescing import coalesce_warps, runs_units
 
@@ -66,6 +67,9 @@ def _gen_matmul(tally, axis, variant, p):
         return
     if variant == "mma":
         _gen_matmul_mma(tally, axis, p)
+        return
+    if variant == "wgmma":
+        _gen_matmul_wgmma(tally, axis, p)
         return
     m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
     if m == 0 or n == 0:
@@ -164,6 +168,17 @@ def _matmul_shared_step(variant: str, t: int):
                 acc += [("ld", 4 * _mma_b_at(kk + 2 * tq + dk, wn + 8 * j + g), 4, 1)
                         for dk in (0, 1)]
         return acc, _MMA_K
+    if variant == "wgmma":
+        # a k slice of 32: per 8-wide k step each warp loads its 4 B^T fragments (32-bit
+        # loads of B[8 kk + t + 4 q][column _wg_col(w, g, h)] from the swizzled boxes); the
+        # engine fills the stage (no shared stores), the tensor cores read A through the
+        # descriptor (no instructions)
+        warp = np.arange(_WG_THREADS // WARP, dtype=np.int64)[:, None]
+        g, tq = lane // 4, lane % 4
+        for kk in range(_WG_K // 8):
+            acc += [("ld", _wg_frag_at(_wg_col(warp, g, h), 8 * kk + tq + 4 * q), 4, 1)
+                    for q in (0, 1) for h in (0, 1)]
+        return acc, _WG_K
     raise AssertionError(variant)
 
 
@@ -176,10 +191,12 @@ def _matmul_shared(tally, variant: str, p: dict) -> None:
         return
     t = {"coarsened": 32, "register_tiled": _RT}.get(variant, p["tile"])
     per_step, bk = _matmul_shared_per_step(variant, t)
-    blocks = cdiv(m, t) * cdiv(n, t)
+    blocks = cdiv(m, 2 * t if variant == "wgmma" else t) * cdiv(n, t)
     steps = cdiv(k, bk) * blocks                        # block steps
     for op, (inst, waves) in per_step.items():
         tally.shared_access(op, inst * steps, waves * steps)
+    if variant == "wgmma":
+        _wgmma_shared_edges(tally, m, n)
     if variant == "prefetch":
         # its stores: the first tiles before the loop, then the next ones in every step,
         # the last step's too (zeros into a buffer no one reads): one step's more
@@ -421,6 +438,88 @@ def _gen_matmul_mma(tally, axis, p):
                  (kr < k) & (c < n), width, wb)
 
 
+# ---- matmul wgmma: warpgroup MMA (TF32) fed by the tensor copy (TMA) -------------------------
+_WG_BM, _WG_BN, _WG_K, _WG_THREADS, _WG_STAGES, _WG_C_PITCH = 256, 128, 32, 256, 4, 130
+
+
+def _wg_col(warp, g, h):
+    """The tile column wgmma's row 16 (warp % 4) + g + 8 h of warpgroup warp / 4 stands
+    for (two chunk groups per fragment load: 32 banks with the swizzle)."""
+    w = warp % 4
+    return 64 * (warp // 4) + 32 * (w // 2) + 8 * (w % 2) + g % 4 + 4 * h + 16 * (g // 4)
+
+
+def _wgmma_shared_edges(tally, m: int, n: int) -> None:
+    """wgmma's shared accesses outside the k loop: the last block column zeroes, in every
+    stage, the boxes of B wholly past N (never copied: 32 consecutive floats a warp
+    instruction, one wavefront); every block stages its tile of C (each lane's 128
+    accumulators, 4-byte stores to rows of 130 floats: 32 banks a warp) and reads it back
+    as float2s, half a tile row a warp, the lanes whose element is inside C."""
+    gx, gy = cdiv(n, _WG_BN), cdiv(m, _WG_BM)
+    if n % _WG_BN and cdiv(n % _WG_BN, 32) < _WG_BN // 32:
+        inst = _WG_STAGES * (_WG_BN // 32 - cdiv(n % _WG_BN, 32)) * 1024 // WARP
+        tally.shared_access("st", inst * gy, inst * gy)
+    lane = np.arange(WARP, dtype=np.int64)
+    warp = np.arange(_WG_THREADS // WARP, dtype=np.int64)[:, None]
+    g, tq = lane // 4, lane % 4
+    for h in (0, 1):
+        for e in (0, 1):
+            for j in range(32):
+                addr = 4 * ((8 * j + 2 * tq + e) * _WG_C_PITCH + _wg_col(warp, g, h))
+                shared_warps(tally, "st", addr, None, 4, gx * gy)
+    # the read back: iteration it of warp w covers tile row 4 it + w / 2, columns
+    # 2 (32 (w % 2) + lane), + 1
+    for by, wy in ((0, gy - 1), (gy - 1, 1)) if gy > 1 else ((0, 1),):
+        for bx, wx in ((0, gx - 1), (gx - 1, 1)) if gx > 1 else ((0, 1),):
+            if wx * wy == 0:
+                continue
+            r = 4 * np.arange(_WG_BM // 4)[:, None, None] + warp[None] // 2
+            c = 2 * (32 * (warp[None] % 2) + lane)
+            ok = (by * _WG_BM + r < m) & (bx * _WG_BN + c < n)
+            shared_warps(tally, "ld", (4 * (r * _WG_C_PITCH + c) + 0 * ok).reshape(-1, WARP),
+                         ok.reshape(-1, WARP), 8, wx * wy)
+
+
+def _wg_frag_at(nl, kl):
+    """Byte offset in a stage of cuda/matmul_wgmma.cuh of B[k0 + kl][bn + nl]: after the A
+    tile (32 KiB), box nl / 32 (4 KiB: 32 rows of 128 bytes, the 128-byte swizzle puts
+    chunk j of row kl at j ^ (kl % 8))."""
+    c = nl % 32
+    return (_WG_BM * _WG_K * 4 + (nl // 32) * 4096 + kl * 128 + (((c // 4) ^ (kl % 8)) << 4)
+            + (c % 4) * 4)
+
+
+def _gen_matmul_wgmma(tally, axis, p):
+    """cuda/matmul_wgmma.cuh: A and B reach shared memory by the tensor copy (TMA), which
+    makes no load instructions -- ``gld_*`` are 0, and the engine's reads are L2/DRAM
+    bytes (``matmul_traffic`` counts them: every block column reads A once, every block
+    row B once).  C, staged in shared memory, leaves as float2 stores, half a row of the
+    256 x 128 tile per warp instruction (iteration it of warp w: row 4 it + w / 2, columns
+    2 (32 (w % 2) + lane), + 1), where N is even and C 8-byte aligned; else two
+    predicated 4-byte stores."""
+    m, n = p["m"], p["n"]
+    tally.shared = True
+    if m == 0 or n == 0:
+        return                                           # gpumem launches nothing
+    gx, gy = cdiv(n, _WG_BN), cdiv(m, _WG_BM)
+    bx, wbx = axis(gx, period(4 * _WG_BN), (gx - 1,))
+    by, wby = axis(gy, period(4 * _WG_BM * n), (gy - 1,))
+    lane = np.arange(WARP, dtype=np.int64)
+    warp = np.arange(_WG_THREADS // WARP, dtype=np.int64)[:, None]
+    r = (4 * np.arange(_WG_BM // 4)[:, None, None] + warp[None] // 2).reshape(-1, 1)
+    c = (2 * (32 * (warp % 2) + lane))[None].repeat(_WG_BM // 4, 0).reshape(-1, WARP)
+    for x, wx in zip(bx.tolist(), wbx.tolist()):
+        col = x * _WG_BN + c
+        for y, wy in zip(by.tolist(), wby.tolist()):
+            row = y * _WG_BM + r + 0 * col
+            ok = (row < m) & (col < n)
+            vec = ok & (col + 1 < n) if n % 2 == 0 else np.zeros(ok.shape, bool)
+            global_warps(tally, "st", 4 * (row * n + col), vec, 8, wx * wy)
+            global_warps(tally, "st", 4 * (row * n + col), ok & ~vec, 4, wx * wy)
+            global_warps(tally, "st", 4 * (row * n + col + 1), ok & ~vec & (col + 1 < n), 4,
+                         wx * wy)
+
+
 def _naive_loads(tally, axis, p, bl):
     """acc += a[row*K + kk] * b[kk*N + col] for kk < K, threads with row < M, col < N."""
     m, n, k, t, rpw, wpb, gx, gy = _matmul_shape(p)
@@ -486,11 +585,12 @@ def _tiled_loads(tally, axis, p, bl):
 #: coarsened's 32 x 8 threads load and store a 32 x 32 tile four rows per thread, the
 #: same requests and sectors as tiled with tile 32 (each of its warps' four
 #: instructions covers one row, as one warp of tiled's 32 x 32 block does);
-#: register_tiled takes 64 only, warptiled 128 (256 threads) or 64 (128 threads), mma 128.
+#: register_tiled takes 64 only, warptiled 128 (256 threads) or 64 (128 threads), mma 128,
+#: wgmma 128 (C tiles of 256 rows x 128 columns).
 _MATMUL_TILES = {"naive": (16, (8, 16, 32)), "tiled": (16, (8, 16, 32)),
                  "prefetch": (16, (16, 32)), "coarsened": (32, (32,)),
                  "register_tiled": (64, (64,)), "warptiled": (128, (64, 128)),
-                 "mma": (128, (128,))}
+                 "mma": (128, (128,)), "wgmma": (128, (128,))}
 
 
 def _check(where: str, variant: str, p: dict) -> None:
@@ -518,14 +618,16 @@ def _launch(variant: str, p: dict) -> dict[str, tuple[int, int, int]]:
     block = ((t, 8, 1) if variant == "coarsened" else (16, 16, 1)
              if variant == "register_tiled" else (_WT[t][0], 1, 1)
              if variant == "warptiled" else (_MMA_THREADS, 1, 1)
-             if variant == "mma" else (t, t, 1))
-    return {"grid": (cdiv(p["n"], t), cdiv(p["m"], t), 1), "block": block}
+             if variant == "mma" else (_WG_THREADS, 1, 1)
+             if variant == "wgmma" else (t, t, 1))
+    rows = _WG_BM if variant == "wgmma" else t
+    return {"grid": (cdiv(p["n"], t), cdiv(p["m"], rows), 1), "block": block}
 
 
 #: The family this module models (see gpumem.model._launch for the keys).
 FAMILIES = {
     "matmul": {"variants": ("naive", "tiled", "prefetch", "coarsened", "register_tiled",
-                            "warptiled", "mma"),
+                            "warptiled", "mma", "wgmma"),
                "params": {"m": REQUIRED, "n": REQUIRED, "k": REQUIRED, "tile": 16},
                "gen": _gen_matmul, "launch": _launch, "check": _check, "tiles": _MATMUL_TILES},
 }
@@ -543,14 +645,17 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
     ----------
     m, n, k : int
         Matrix sizes.
-    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled", "mma"}
+    variant : {"tiled", "naive", "prefetch", "coarsened", "register_tiled", "warptiled", "mma", "wgmma"}
         prefetch and coarsened load what tiled does with the same tile; so do
         register_tiled, warptiled and mma with theirs (every block column reads A
         once, every block row B once).  warptiled's B comes by cp.async, mma's A and
         B too: :func:`predict` counts the copies in ``gld_bytes_requested`` (as the
         H100's load counters do) and again, alone, in ``gldgsts_bytes_requested``.
+        wgmma's block rows are 256 (its tiles of C are 256 x 128), and its tiles come by
+        the tensor copy, which no load counter sees: here they are the bytes the engine
+        reads (its boxes' zero fill past the edges not included).
     tile : {8, 16, 32, 64, 128}, default 16 (prefetch: 16 or 32; coarsened: 32 only;
-        register_tiled: 64 only; warptiled: 128, the default, or 64; mma: 128 only)
+        register_tiled: 64 only; warptiled: 128, the default, or 64; mma, wgmma: 128 only)
 
     Returns
     -------
@@ -570,7 +675,7 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
     p = resolve("model.matmul_traffic", "matmul", FAMILIES["matmul"], variant,
                 {"m": m, "n": n, "k": k} | ({} if tile is None else {"tile": tile}))
     m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
-    gx, gy = cdiv(n, t), cdiv(m, t)
+    gx, gy = cdiv(n, t), cdiv(m, 2 * t if variant == "wgmma" else t)
     if m == 0 or n == 0:
         loads = 0
     elif variant == "naive":

@@ -172,6 +172,24 @@ def simulate(family, variant, granularity=32, **p):
                 for j in range(4):
                     streams.append(("st", C + 4 * (r * N + c + j),
                                     ~full & (r < M) & (c + j < N), 4))
+    elif family == "matmul" and variant == "wgmma":
+        # cuda/matmul_wgmma.cuh, line by line: the tiles come by the tensor copy (no load
+        # instructions); C leaves through shared memory, 256 x 128 per block of 8 warps:
+        # for i = tid, tid + 256, ...: row i / 64, columns 2 (i % 64), + 1
+        M, N = p["m"], p["n"]
+        BM, BN, THREADS = 256, 128, 256
+        gx, gy = -(-N // BN), -(-M // BM)
+        vec_ok = N % 2 == 0                                 # cudaMalloc'd: aligned
+        for bx in range(gx):
+            for by in range(gy):
+                for it in range(BM * BN // 2 // THREADS):
+                    i = it * THREADS + np.arange(THREADS).reshape(-1, WARP)
+                    row, col = by * BM + i // (BN // 2), bx * BN + 2 * (i % (BN // 2))
+                    ok = (row < M) & (col < N)
+                    vec = ok & (col + 1 < N) & vec_ok
+                    streams += [("st", C + 4 * (row * N + col), vec, 8),
+                                ("st", C + 4 * (row * N + col), ok & ~vec, 4),
+                                ("st", C + 4 * (row * N + col + 1), ok & ~vec & (col + 1 < N), 4)]
     elif family == "matmul" and variant == "mma":
         # cuda/matmul_mma.cuh, line by line: BM = BN = 128, BK = 32, 4 warps of 64 x 64
         M, N, K = p["m"], p["n"], p["k"]

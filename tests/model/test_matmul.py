@@ -15,7 +15,7 @@ from ._reference import assert_fast_equals_reference, assert_same
 @pytest.mark.parametrize("variant, tile", [(v, t) for v in ("naive", "tiled") for t in (8, 16, 32)]
                          + [("prefetch", 16), ("prefetch", 32), ("coarsened", 32),
                             ("register_tiled", 64), ("warptiled", 64), ("warptiled", 128),
-                            ("mma", 128)])
+                            ("mma", 128), ("wgmma", 128)])
 def test_matmul_equals_the_thread_by_thread_reference(variant, tile):
     # (130, 129, 33): just over a 128 tile and two 64 tiles, N and K not multiples of 4
     # (scalar loads, 4-byte copies, scalar stores); (129, 132, 36): the same with the
@@ -129,7 +129,8 @@ def test_naive_matmul_uses_no_shared_memory():
 
 @pytest.mark.parametrize("variant, tile", [(v, t) for v in ("naive", "tiled") for t in (8, 16, 32)]
                          + [("prefetch", 32), ("coarsened", 32), ("register_tiled", 64),
-                            ("warptiled", 64), ("warptiled", 128), ("mma", 128)])
+                            ("warptiled", 64), ("warptiled", 128), ("mma", 128),
+                            ("wgmma", 128)])
 def test_fast_path_equals_the_per_warp_reference_matmul(variant, tile, rng):
     """Block columns, block rows and tile steps past their periods, M, N, K not
     multiples of the tile, K below 8 (row by row A sectors) and up to 300 (the
@@ -175,6 +176,30 @@ def test_matmul_traffic_and_cgma():
             assert tr["store_bytes"] == pr["gst_bytes_requested"]
     assert model.matmul_traffic(256, 256, 256, "warptiled") == \
         model.matmul_traffic(256, 256, 256, "warptiled", 128)
+
+
+def test_wgmma_loads_nothing_through_the_lsu_and_its_fragments_meet_no_conflict():
+    """wgmma: the tensor copy fills the stages (no gld, no shared stores in the loop), the
+    B^T fragments are 16 conflict-free 4-byte loads per warp and k slice of 32, C goes
+    through shared memory (128 stores a lane, 32 banks each; float2 reads back, 2
+    wavefronts a warp) and out as float2 stores, whole sectors.  From the source
+    (cuda/matmul_wgmma.cuh): to be held to Nsight Compute on an sm_90 GPU."""
+    r = predict("matmul", "wgmma", m=256, n=128, k=64, tile=128)
+    assert r["gld_requests"] == r["gld_bytes_requested"] == 0
+    assert not set(LDGSTS_METRICS) & set(r)
+    frags = 8 * 16 * 2                                  # warps x loads x k slices
+    back = 256 * 128 // 2 // 32                         # float2 reads, warp instructions
+    assert r["shared_load_requests"] == frags + back
+    assert r["shared_load_transactions"] == frags + 2 * back
+    assert r["shared_store_requests"] == r["shared_store_transactions"] == 8 * 128
+    assert (r["gst_requests"], r["gst_efficiency"], r["gst_transactions_per_request"]) == \
+        (back, 100.0, 8.0)
+    # the last block column zeroes the B boxes wholly past N, in every stage
+    edge = predict("matmul", "wgmma", m=256, n=40, k=64, tile=128)
+    assert edge["shared_store_requests"] == 8 * 128 + 4 * 2 * 1024 // 32
+    # traffic: block rows of 256, block columns of 128
+    tr = model.matmul_traffic(512, 384, 64, "wgmma")
+    assert tr["load_bytes"] == 4 * 64 * (3 * 512 + 2 * 384)
 
 
 def test_matmul_naive_broadcasts_count_once():

@@ -35,7 +35,8 @@ LARGEST = [
 ] + [("matmul", v, dict(m=65535 * t, n=2 ** 30 - 1, k=GMAX, tile=t))
      for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)), ("prefetch", (16, 32)),
                       ("coarsened", (32,)), ("register_tiled", (64,)),
-                      ("warptiled", (64, 128)), ("mma", (128,))) for t in tiles
+                      ("warptiled", (64, 128)), ("mma", (128,)), ("wgmma", (128,)))
+     for t in tiles
 ] + [("transpose", v, dict(m=65535 * 32, n=2 ** 31 - 65)) for v in model.families()["transpose"]
 ] + [("dram_stream", v, dict(n=2 ** 61 - 1, unroll=u, grid=1 << 20, block=1024))
      for v in ("float", "float2", "float4") for u in (1, 16)
@@ -75,7 +76,7 @@ def test_predict_at_the_largest_launch_takes_under_a_second_and_100_mb():
             assert dt < 1.0, (family, variant, p, dt)
             assert peak < 100 * 2 ** 20, (family, variant, p, peak)
             # the copy engine's reads (bulk, tensor*) are no LSU load requests
-            engine = variant in ("bulk", "tensor", "tensor_swizzle128")
+            engine = variant in ("bulk", "tensor", "tensor_swizzle128", "wgmma")
             assert (r["gld_requests"] > 0 or engine) and r["gst_requests"] > 0
 
 
@@ -362,9 +363,17 @@ def _cases(family):
                 for v, tiles in (("naive", (8, 16, 32)), ("tiled", (8, 16, 32)),
                                  ("prefetch", (16, 32)), ("coarsened", (32,)),
                                  ("register_tiled", (64,)), ("warptiled", (64, 128)),
-                                 ("mma", (128,)))
-                for t in tiles for m, n, k in shapes]
+                                 ("mma", (128,)), ("wgmma", (128,)))
+                for t in tiles for m, n, k in shapes
+                if v != "wgmma" or _runs_wgmma()]
     raise AssertionError(family)
+
+
+def _runs_wgmma():
+    """wgmma runs on compute capability 9.0 only (elsewhere it is refused, tested in
+    tests/test_matmul.py)."""
+    import gpumem
+    return tuple(gpumem.device().compute_capability) == (9, 0)
 
 
 FAMILIES = ("read_offset", "write_offset", "strided_read", "struct_update", "distance", "copy",
@@ -403,6 +412,13 @@ def test_model_equals_nsight_compute(family, tmp_path):
                 # its loop issues (+9% to +38% on this grid's launches, every one smaller than
                 # or ragged against a 128 x 128 tile) while the wavefronts stay the model's
                 ok = exp <= got <= exp * 1.5
+            elif key == "shared_load_transactions" and c["variant"] == "wgmma":
+                # a floor: on the H200 (2026-11-27) the wavefronts of wgmma's loads came 10-21%
+                # over the model on this grid's launches while its load instructions were
+                # exact -- an excess no load address makes; the threads' mbarrier waits
+                # (try_wait polls on shared memory, as many as the copies take) are the
+                # likely source, not separated by a counter yet
+                ok = exp <= got <= exp * 1.3
             elif key in SHARED_OVER:
                 ok = exp <= got <= exp * (1 + SHARED_OVER[key])
             else:
