@@ -65,6 +65,12 @@
 #   for nothing much, they are simply issuing other instructions than FMAs.
 # `tools/sweep_warptiled.cu` records how the 128 × 128 × 16 tiles were chosen (eleven shapes
 # timed on an H100).
+#
+# Past `warptiled` the road leaves the FP32 pipes for the tensor cores, in a section of its
+# own near the end: **mma** (`mma.sync`, fed by `cp.async` like `warptiled`; compute
+# capability 8.0 and newer) and **wgmma** (Hopper's warpgroup MMA, fed by the tensor copy
+# engine; compute capability 9.0 only), both with TF32 inputs, set beside cuBLAS in FP32 and
+# in TF32 and under the FP32 and the TF32 peak.
 
 # %%
 import os
@@ -78,6 +84,7 @@ import numpy as np
 
 import gpumem as gm
 from gpumem import model
+from gpumem.runtime.published import published
 
 try:
     display                    # Jupyter's
@@ -321,7 +328,10 @@ if HAVE_GPU and gm.profiler_available():
     B = gm.to_device(rng.standard_normal((PROFILE_SIZE, PROFILE_SIZE), dtype=np.float32))
     with gm.profile(METRICS) as p:
         for variant, tile, _ in STEPS:
-            gm.matmul(A, B, variant=variant, tile=tile)
+            # splits=1: the model counts a launch without warptiled's split tail (at 1024^3
+            # the default would slice the one, quarter-full wave along K; see below)
+            kw = {"splits": 1} if variant == "warptiled" else {}
+            gm.matmul(A, B, variant=variant, tile=tile, **kw)
     rows = []
     for (variant, tile, _), rec in zip(STEPS, p.records):
         m = rec.metrics
@@ -414,7 +424,6 @@ if HAVE_GPU:
     ax.set_xlabel(f"TFLOP/s, float32, {big}^3 [measured]")
     ax.set_title(f"the matmul staircase, {gm.device().name}", fontsize="medium")
     fig.tight_layout()
-    save_for_docs(fig, "matmul_staircase.png")
     plt.show()
 else:
     print("(the bar chart of measured TFLOP/s needs a GPU)")
@@ -644,7 +653,7 @@ else:
     print("(the timings need a GPU: the model's waves above are what they would test)")
 
 # %% [markdown]
-# ## The tensor cores: `mma`
+# ## The tensor cores: `mma`, then `wgmma`
 #
 # Every step so far does its multiply-adds one float at a time on the FP32 pipes (`FFMA`, 32
 # per warp instruction), and "The last gap" above found `warptiled` short of cuBLAS in issue
@@ -672,15 +681,48 @@ else:
 # SGEMM in FP32 but cuBLAS with TF32 allowed. CuPy decides that when it is imported
 # (`CUPY_TF32=1`), so the TF32 cuBLAS runs in a child process of its own, on the same
 # operands (the same seeded generator).
+
+# %% [markdown]
+# ### `wgmma`: Hopper's warpgroups, fed by the copy engine
 #
-# The table: TFLOP/s (`gm.bench`, and CUDA events around `a @ b` for cuBLAS), each row
-# against both cuBLAS anchors, and the relative error `‖C − C_ref‖ / ‖C_ref‖` of every
-# row's C (the TF32 child's too, handed back through a file) — against float64 from NumPy
-# at 2048³; at 4096³, where float64 on the CPU would take too long, against cuBLAS FP32's
-# result. Without a GPU (or below compute capability 8.0) the model's side: the same global
-# sectors as `warptiled` (the same 128 × 128 block tiles) and far fewer shared-memory
-# wavefronts per multiply-add. (No roofline point for `mma`: `gm.roofline`'s flat roof is
-# the FP32 peak, and the tensor cores are not held to it.)
+# `mma` still feeds the tensor cores the way `warptiled` fed the FP32 pipes: every thread
+# issues its share of the `cp.async` copies and waits for them at a barrier, and every warp
+# loads its fragments of A and B from shared memory into registers before each `mma.sync`.
+# `wgmma` (compute capability 9.0 only: the H100 and H200, built as `sm_90a`) takes a
+# 256 × 128 tile of C per block of 2 warpgroups and changes the memory path on both sides of
+# shared memory:
+#
+# * **The tensor copy (TMA) instead of `cp.async` by every thread.** One thread hands the
+#   copy engine a *tensor map* (the matrix's address, shape and row pitch) and the corner of
+#   a box (`cp.async.bulk.tensor`); the engine moves a whole slice — 256 rows × 32 of A in
+#   one box, 32 × 128 of B in four — from global to shared memory in lesson 14's 128-byte
+#   swizzle, and fills zeros past the matrix's edges. No warp computes an address or issues
+#   a load for it.
+# * **mbarriers instead of `__syncthreads`.** Each stage has a barrier word in shared memory:
+#   the copy counts its bytes onto it as they land, the warps wait for its phase to flip, and
+#   a second barrier per stage tells the copying thread when every warp is done with it. Four
+#   stages of 48 KiB make a ring (193 KiB of dynamic shared memory: one block per SM); while
+#   the warpgroups multiply one slice, the next three are in flight.
+# * **A by descriptor.** `wgmma.mma_async.m64n256k8` is one instruction of a whole warpgroup
+#   (4 warps), and the tensor cores read its shared-memory operand themselves through a
+#   64-bit descriptor (address, stride, swizzle): a value of A never passes through a
+#   register or the load pipe.
+# * **Bᵀ from registers, and why the transpose.** With TF32 inputs, `wgmma` reads a
+#   shared-memory operand only *K-major*, each of its rows contiguous along K. A (M × K, row
+#   by row) is; B (K × N) is not, and would need a transposed copy. So the kernel computes
+#   Cᵀ = Bᵀ Aᵀ: A is the descriptor operand (256 rows of C per instruction) and Bᵀ the
+#   register operand (64 columns of C per warpgroup), which each thread loads from B's tile
+#   in shared memory with plain 4-byte loads, rounding it to TF32 on the way (`cvt.rna`;
+#   A's values the tensor cores truncate). The accumulators hold a piece of Cᵀ, so the tile
+#   goes back through shared memory once, and C leaves row by row in 8-byte stores.
+#
+# The table: TFLOP/s (`gm.bench`, and CUDA events around `a @ b` for cuBLAS) of `warptiled`,
+# `mma` and, on compute capability 9.0, `wgmma`, each against both cuBLAS anchors, the
+# TF32 rows against the published dense TF32 peak too, and the relative error
+# `‖C − C_ref‖ / ‖C_ref‖` of every row's C (the TF32 child's too, handed back through a
+# file) — against float64 from NumPy at 2048³; at 4096³, where float64 on the CPU would take
+# too long, against cuBLAS FP32's result. On another GPU `wgmma` is skipped, and without one
+# the next section shows the model's side.
 
 # %%
 MMA_SIZES = (2048, 4096)
@@ -734,9 +776,26 @@ def rel_err(c, ref):
     return float(np.linalg.norm(np.asarray(c, np.float64) - ref) / np.linalg.norm(ref))
 
 
-TENSOR_CORES = HAVE_GPU and tuple(gm.device().compute_capability) >= (8, 0)
+CC = tuple(gm.device().compute_capability) if HAVE_GPU else None
+TENSOR_CORES = HAVE_GPU and CC >= (8, 0)
+WGMMA = HAVE_GPU and CC == (9, 0)               # wgmma and the tensor copy: sm_90a only
+TENSOR_STEPS = ("warptiled", "mma", "wgmma")    # the FP32 step, then the tensor cores'
+WGMMA_SKIPPED = (f"wgmma skipped: it runs on compute capability 9.0 only (the H100 and "
+                 f"H200), and this GPU has {CC[0]}.{CC[1]}" if HAVE_GPU and not WGMMA
+                 else None)
+# The peaks: FP32 as the roofline computes it (SMs x FP32 lanes x 2 x clock), TF32 the
+# published dense figure (gpumem/data/published.json; None for a GPU it has no figures for).
+pub = published(gm.device().name) if HAVE_GPU else published("H100 SXM")
+TF32_PEAK = pub and pub.get("tf32_dense_tflops")                 # TFLOP/s
+FP32_PEAK = ((gm.device().peak_fp32_gflops or 0) / 1e3 or None) if HAVE_GPU else \
+    pub.get("fp32_tflops")
+TF32_ROWS = ("mma-128", "wgmma-128", "cuBLAS TF32 (CuPy, CUPY_TF32=1)")
 mma_rows = []
 if TENSOR_CORES:
+    if WGMMA_SKIPPED:
+        print(WGMMA_SKIPPED + ": its rows are left out here (the model's side of it is in the "
+              "next section).")
+    timed = [v for v in TENSOR_STEPS if v != "wgmma" or WGMMA]
     tf32 = cublas_tf32(MMA_SIZES, max(REPEAT.values())) if cupy is not None else {}
     for size in MMA_SIZES:
         g = np.random.default_rng(size)                  # the child's operands too
@@ -759,7 +818,7 @@ if TENSOR_CORES:
             ms, c = tf32[size]
             here.append(({"variant": "cuBLAS TF32 (CuPy, CUPY_TF32=1)",
                           "TFLOP/s": tflops(size, ms)}, c))
-        for variant in ("warptiled", "mma"):
+        for variant in timed:
             c = gm.matmul(A, B, variant=variant, tile=128, out=C).get()
             r = gm.bench(gm.matmul, A, B, variant=variant, tile=128, out=C,
                          repeat=REPEAT[size], warmup=2)
@@ -775,20 +834,29 @@ if TENSOR_CORES:
         for name in ("cuBLAS FP32", "cuBLAS TF32"):
             base = anchor.get((r["size"], name))
             r[f"x {name}"] = r["TFLOP/s"] / base if base else None
+        r["x TF32 peak"] = (r["TFLOP/s"] / TF32_PEAK if TF32_PEAK and r["variant"] in TF32_ROWS
+                            else None)
     display(gm.Table(mma_rows, columns=["size", "variant", "TFLOP/s", "x cuBLAS FP32",
-                                        "x cuBLAS TF32", "rel err", "against"],
+                                        "x cuBLAS TF32", "x TF32 peak", "rel err", "against"],
                      sources={"TFLOP/s": "measured", "x cuBLAS FP32": "measured",
-                              "x cuBLAS TF32": "measured", "rel err": "measured"},
-                     title=f"warptiled (FP32) and mma (TF32 tensor cores) beside cuBLAS, "
-                           f"{gm.device().name}"))
+                              "x cuBLAS TF32": "measured", "x TF32 peak": "measured",
+                              "rel err": "measured"},
+                     title=f"warptiled (FP32), {' and '.join(timed[1:])} (TF32 tensor cores) "
+                           f"beside cuBLAS, {gm.device().name}"))
+    if TF32_PEAK:
+        print(f"x TF32 peak: against the published dense TF32 peak of the {pub.key}, "
+              f"{TF32_PEAK:g} TFLOP/s ({pub.source('tf32_dense_tflops')})")
     at = {(r["size"], r["variant"]): r for r in mma_rows}
     for size in MMA_SIZES:
-        m, w = at[size, "mma-128"], at[size, "warptiled-128"]
-        tf = f", x{m['x cuBLAS TF32']:.2f} cuBLAS TF32" if m["x cuBLAS TF32"] else ""
-        print(f"{size}^3 on {gm.device().name}: mma {m['TFLOP/s']:.1f} TFLOP/s, "
-              f"x{m['TFLOP/s'] / w['TFLOP/s']:.2f} warptiled{tf}; its error "
-              + (f"{m['rel err']:.1e} against {m['against']}" if m.get("rel err") is not None
-                 else "not checked (no reference at this size without CuPy)"))
+        w = at[size, "warptiled-128"]
+        for variant in timed[1:]:
+            m = at[size, step_name(variant, 128)]
+            tf = f", x{m['x cuBLAS TF32']:.2f} cuBLAS TF32" if m["x cuBLAS TF32"] else ""
+            print(f"{size}^3 on {gm.device().name}: {variant} {m['TFLOP/s']:.1f} TFLOP/s, "
+                  f"x{m['TFLOP/s'] / w['TFLOP/s']:.2f} warptiled{tf}; its error "
+                  + (f"{m['rel err']:.1e} against {m['against']}"
+                     if m.get("rel err") is not None
+                     else "not checked (no reference at this size without CuPy)"))
     t32 = [r for r in mma_rows if r["variant"].startswith("cuBLAS TF32")]
     if cupy is None:
         print("(no cuBLAS rows: CuPy is not usable here, see the first cell)")
@@ -798,23 +866,108 @@ if TENSOR_CORES:
         print("cuBLAS TF32's error is float32's: this CuPy and cuBLAS did not use TF32 here.")
 else:
     print("No tensor cores to time here (" + ("no GPU" if not HAVE_GPU else
-          f"compute capability {gm.device().compute_capability}, mma needs 8.0") + "): "
-          "the model's shared-memory traffic of warptiled and mma at 4096^3 instead.")
-    rows = []
-    for variant in ("warptiled", "mma"):
-        pred = model.predict("matmul", variant, m=4096, n=4096, k=4096, tile=128)
-        rows.append({"step": step_name(variant, 128),
-                     "gld_transactions": pred["gld_transactions"],
-                     "shared_load_requests": pred["shared_load_requests"],
-                     "shared_load_transactions": pred["shared_load_transactions"],
-                     "FMA/shared wavefront": 4096 ** 3 / pred["shared_load_transactions"]})
-    display(gm.Table(rows, sources={c: "model" for c in rows[0] if c != "step"},
-                     title="warptiled and mma at 4096^3 on paper (model)"))
+          f"compute capability {CC[0]}.{CC[1]}, mma needs 8.0 and wgmma 9.0") + "): the "
+          "model's side of warptiled, mma and wgmma is in the next section.")
 
 # %% [markdown]
-# The whole staircase at 4096³ on one logarithmic axis: every step above, `mma`, and the two
-# cuBLAS anchors, with the FP32 peak as a line — `mma` is the only gpumem step that can pass
-# it, since its multiply-adds are not FP32 instructions.
+# ### What the model and the counters say about the tensor-core steps
+#
+# `wgmma` should show no global load instructions at all: `gld_requests`, `gld_transactions`
+# and `gldgsts_requests` are 0, because the copy engine executes no load instruction — its
+# bytes appear only in L2 and DRAM. `gm.model.matmul_traffic` counts them as what the engine
+# reads: every block column reads A once, every block row B once, and with block rows of
+# 256 B is read half as often as by `mma`, so the FLOPs per requested byte rise. The shared
+# loads are the Bᵀ fragments — 4-byte loads whose addresses the swizzle spreads over all 32
+# banks, so the model counts no conflict for them — and the read-back of the C tile (8-byte
+# loads: two wavefronts each, which `shared_load_bank_conflict` counts though no two lanes
+# meet in a bank). The fragment loads of A are gone, so the multiply-adds per shared
+# wavefront climb far past `mma`'s. As for the other steps, the model's instruction counts
+# are exact and its wavefronts a floor: the model counts what the addresses need, and where
+# the hardware counts more, the difference is in the table, not in the addresses.
+#
+# The model's table (no GPU needed) at 2048³: the global requests; the bytes the loads (or
+# the copy engine) and the stores request, and the FLOPs per byte; the roof that intensity
+# gives (`gm.roofline`: bandwidth × FLOP/byte, capped by the FP32 peak for `warptiled` and by
+# the published TF32 peak for `mma` and `wgmma`, which the FP32 one does not hold); and the
+# shared-memory traffic. On a GPU, one profiled launch of each step (`wgmma` on compute
+# capability 9.0 only) beside the model's counts, with the DRAM bytes. By the requested bytes
+# alone the tensor-core steps sit under the slanted roof; the DRAM bytes show how much of
+# that traffic L2 keeps off device memory.
+
+# %%
+TC_SIZE = 2048
+tc_steps = [(v, 128) for v in TENSOR_STEPS]
+tc_pred = {v: model.predict("matmul", v, m=TC_SIZE, n=TC_SIZE, k=TC_SIZE, tile=128)
+           for v in TENSOR_STEPS}
+points = gm.matmul_model_points(TC_SIZE, TC_SIZE, TC_SIZE, variants=tc_steps)
+roof = {}
+for v, row in zip(TENSOR_STEPS, gm.roofline(points).rows):          # FP32 peak
+    roof[v] = (row, "FP32")
+if TF32_PEAK:
+    for v, row in zip(TENSOR_STEPS, gm.roofline(points, peak_gflops=TF32_PEAK * 1e3).rows):
+        if v != "warptiled":
+            roof[v] = (row, "TF32")
+rows = []
+for v in TENSOR_STEPS:            # the bytes: model.matmul_traffic's loads (or copies) + stores
+    pred, (r, peak) = tc_pred[v], roof[v]
+    rows.append({"step": step_name(v, 128),
+                 "gld_requests": pred["gld_requests"],
+                 "gldgsts_requests": pred.get("gldgsts_requests", 0),
+                 "global MB": r["bytes"] / 1e6, "FLOP/byte": r["FLOP/byte"],
+                 "roof": peak, "roof TFLOP/s": r["roof GFLOP/s"] / 1e3, "bound": r["bound"],
+                 "shared_load_transactions": pred["shared_load_transactions"],
+                 "shared_load_bank_conflict": pred["shared_load_bank_conflict"],
+                 "FMA/shared wavefront": TC_SIZE ** 3 / pred["shared_load_transactions"]})
+display(gm.Table(rows, sources={c: "model" for c in rows[0] if c not in ("step", "roof")},
+                 title=f"warptiled, mma and wgmma at {TC_SIZE}^3 on paper (model; roofs of "
+                       f"{gm.roofline(points).roof['device']})"))
+if not TF32_PEAK:
+    print("(no published TF32 peak for this GPU: mma and wgmma are set under the FP32 roof)")
+
+tc_profiled = [v for v in TENSOR_STEPS if v == "warptiled" or v == "mma" and TENSOR_CORES
+               or v == "wgmma" and WGMMA]
+if TENSOR_CORES and gm.profiler_available():
+    if WGMMA_SKIPPED:
+        print(WGMMA_SKIPPED + ": its counters are the model's above only.")
+    A = gm.to_device(rng.standard_normal((TC_SIZE, TC_SIZE), dtype=np.float32))
+    B = gm.to_device(rng.standard_normal((TC_SIZE, TC_SIZE), dtype=np.float32))
+    with gm.profile(["gld_requests", "gld_transactions", "gldgsts_requests",
+                     "shared_load_transactions", "shared_load_bank_conflict",
+                     "dram_read_bytes", "dram_write_bytes"]) as q:
+        for v in tc_profiled:          # warptiled whole (no split tail: what the model counts)
+            gm.matmul(A, B, variant=v, tile=128, **({"splits": 1} if v == "warptiled" else {}))
+    rows = []
+    for v, rec in zip(tc_profiled, q.records):
+        m, pred = rec.metrics, tc_pred[v]
+        dram = m["dram_read_bytes"] + m["dram_write_bytes"]
+        rows.append({"step": step_name(v, 128),
+                     "gld_requests": m["gld_requests"], "gld_requests_model": pred["gld_requests"],
+                     "gld_transactions": m["gld_transactions"],
+                     "gld_transactions_model": pred["gld_transactions"],
+                     "gldgsts_requests": m["gldgsts_requests"],
+                     "gldgsts_requests_model": pred.get("gldgsts_requests", 0),
+                     "shared_load_transactions": m["shared_load_transactions"],
+                     "shared_load_transactions_model": pred["shared_load_transactions"],
+                     "shared_load_bank_conflict": m["shared_load_bank_conflict"],
+                     "shared_load_bank_conflict_model": pred["shared_load_bank_conflict"],
+                     "DRAM MB": dram / 1e6, "FLOP/DRAM byte": 2 * TC_SIZE ** 3 / dram})
+    display(gm.Table(rows, sources={c: "model" if c.endswith("_model") else "measured"
+                                    for c in rows[0] if c != "step"},
+                     title=f"one launch of each at {TC_SIZE}^3: counters and model, "
+                           f"{gm.device().name}"))
+    del A, B
+elif TENSOR_CORES:
+    print("(the hardware counters cannot be read here: gm.profile raises ProfilerError and "
+          "says why)")
+else:
+    print("(the counters need a GPU with tensor cores: " + (WGMMA_SKIPPED or "no GPU here")
+          + ")")
+
+# %% [markdown]
+# The whole staircase at 4096³ on one logarithmic axis: every step above, `mma`, `wgmma`
+# (compute capability 9.0 only) and the two cuBLAS anchors, with two peaks as lines: the
+# FP32 peak, which only the tensor-core steps can pass, since their multiply-adds are not
+# FP32 instructions, and the published dense TF32 peak of the tensor cores.
 
 # %%
 big = max(SIZES)
@@ -822,30 +975,39 @@ if TENSOR_CORES and big in MMA_SIZES:
     at_big = {r["variant"]: r["TFLOP/s"] for r in mma_rows if r["size"] == big}
     bars = [(step_name(v, t), speed[v, big], c) for (v, t, _), c in zip(
         STEPS, ["#c44", "#c84", "#cc4", "#8b4", "#4a4", "#286"])]
-    bars.append(("mma-128", at_big["mma-128"], "#26a"))
+    for name, color in (("mma-128", "#26a"), ("wgmma-128", "#62a")):
+        if name in at_big:
+            bars.append((name, at_big[name], color))
     for variant, name in (("cuBLAS FP32 (CuPy)", "cuBLAS FP32"),
                           ("cuBLAS TF32 (CuPy, CUPY_TF32=1)", "cuBLAS TF32")):
         if variant in at_big:
             bars.append((name, at_big[variant], "#555"))
     names, values, colors = zip(*bars)
-    fig, ax = plt.subplots(figsize=(9, 3.8))
+    fig, ax = plt.subplots(figsize=(9.5, 3.8))
     ax.bar(names, values, color=colors)
     for x, v in enumerate(values):
         ax.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize="small")
-    peak = gm.device().peak_fp32_gflops
-    if peak:
-        ax.axhline(peak / 1e3, color="grey", lw=1, ls=":",
-                   label=f"FP32 peak {peak / 1e3:.0f} TFLOP/s")
+    if FP32_PEAK:
+        ax.axhline(FP32_PEAK, color="grey", lw=1, ls=":",
+                   label=f"FP32 peak {FP32_PEAK:.0f} TFLOP/s")
+    if TF32_PEAK:
+        ax.axhline(TF32_PEAK, color="#62a", lw=1, ls="--",
+                   label=f"TF32 tensor peak {TF32_PEAK:.0f} TFLOP/s (published, dense)")
+    if FP32_PEAK or TF32_PEAK:
         ax.legend(loc="upper left", fontsize="small")
     ax.set_yscale("log")
     ax.set_ylabel(f"TFLOP/s at {big}^3 [measured]")
-    ax.set_xlabel("step (mma and cuBLAS TF32: TF32 inputs, float32 sums)")
+    ax.set_xlabel("step (mma, wgmma and cuBLAS TF32: TF32 inputs, float32 sums)")
     ax.set_title(f"the staircase and the tensor cores, {gm.device().name}", fontsize="medium")
     ax.tick_params(axis="x", labelrotation=30)
     fig.tight_layout()
+    save_for_docs(fig, "matmul_staircase.png")   # the README's figure: the whole road
     plt.show()
+    if WGMMA_SKIPPED:
+        print(WGMMA_SKIPPED + ": no bar for it.")
 else:
-    print("(the chart of measured TFLOP/s needs a GPU of compute capability 8.0 or newer)")
+    print("(the chart of measured TFLOP/s needs a GPU of compute capability 8.0 or newer; "
+          "wgmma's bar 9.0)")
 
 # %% [markdown]
 # ## What to take away
@@ -859,6 +1021,11 @@ else:
 # * A step that is compute-bound by its DRAM bytes and still far under the flat roof is
 #   limited on chip, by instructions and waiting, not by bandwidth. Warp tiling with
 #   `cp.async` double buffering takes gpumem most of the way to cuBLAS; what is left is
-#   instruction issue: the FMA pipe is busy for about two thirds of the cycles, and what
-#   fills the other issue slots (shared loads, address arithmetic, the copies, the barrier)
-#   is what a hand-scheduled SGEMM squeezes out further.
+#   instruction issue (the FMA pipe and the schedulers in "The last gap" above): the slots
+#   that shared loads, address arithmetic, the copies and the barrier take are what a
+#   hand-scheduled SGEMM squeezes out further.
+# * The tensor cores change the arithmetic, and then the memory path has to keep up with
+#   them: `mma` still moves every operand by thread instructions, `wgmma` hands the copies to
+#   the copy engine (mbarriers instead of block barriers) and lets the tensor cores read A
+#   from shared memory themselves, so the only loads left are the Bᵀ fragments and C's way
+#   out. Set them beside cuBLAS in TF32, not in FP32: they compute a different product.
