@@ -122,6 +122,49 @@ __device__ __forceinline__ void mma_load_tiles(float *sa, float *sb, const float
     cp_async_commit();
 }
 
+// The same copies for a block whose tiles lie wholly inside A and B (and the slice inside
+// K), with rows on the 16-byte grid: no bounds, and the addresses walk, not recomputed.  A
+// thread's A copies are row tid / 8 + 16 i, floats 4 (tid % 8) .. + 3 (i < 8): one swizzled
+// chunk for all i (the row's r % 4 does not change with i), 2 KiB apart in the stage, 16 K
+// floats apart in A; its B copies are row tid / 32 + 4 i, floats 4 (tid % 32) .. + 3: the
+// swizzle ((k / 2) % 4) alternates with i's parity, 2 KiB apart per i, 4 N floats apart in
+// B.  Each copy is then an add or two and the LDGSTS (the general path spends ~20 issue
+// slots a copy on the same addresses: the bounds, the swizzle and 64-bit products).
+struct MmaFast {
+    const float *a, *b;   // this thread's first A and B floats at k0 = 0
+    unsigned sa, sb0, sb1; // byte offsets in a stage's A tile / B tile (B: even, odd i)
+};
+
+__device__ __forceinline__ MmaFast mma_fast_init(const float *__restrict__ A,
+                                                 const float *__restrict__ B, int N, int K,
+                                                 int bm, int bn)
+{
+    const int tid = threadIdx.x, ra = tid / 8, ca = (tid % 8) * 4, kb = tid / 32,
+              cb = (tid % 32) * 4;
+    return MmaFast{A + (size_t)(bm + ra) * K + ca, B + (size_t)kb * N + bn + cb,
+                   (unsigned)(4 * mma_a_at(ra, ca)), (unsigned)(4 * mma_b_at(kb, cb)),
+                   (unsigned)(4 * (mma_b_at(kb + 4, cb) - 4 * MMA_BN))};
+}
+
+__device__ __forceinline__ void cp_async16_to(unsigned dst, const float *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+
+__device__ __forceinline__ void mma_load_fast(unsigned sa, unsigned sb, const MmaFast &f,
+                                              int N, int K, int k0)
+{
+    const float *pa = f.a + k0, *pb = f.b + (size_t)k0 * N;
+    const size_t da = (size_t)16 * K, db = (size_t)4 * N;
+#pragma unroll
+    for (int i = 0; i < MMA_A_FLOATS / 4 / MMA_THREADS; ++i)
+        cp_async16_to(sa + f.sa + i * 16 * MMA_BK * 4, pa + i * da);
+#pragma unroll
+    for (int i = 0; i < MMA_B_FLOATS / 4 / MMA_THREADS; ++i)
+        cp_async16_to(sb + (i & 1 ? f.sb1 : f.sb0) + i * 4 * MMA_BN * 4, pb + i * db);
+    cp_async_commit();
+}
+
 __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__ A,
                                           const float *__restrict__ B, float *__restrict__ C,
                                           int M, int N, int K)
@@ -133,12 +176,21 @@ __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__
     float *const sa = smem, *const sb = smem + MMA_STAGES * MMA_A_FLOATS;
     float acc[MMA_TM][MMA_TN][4] = {};
     const int tiles = (K + MMA_BK - 1) / MMA_BK;
+    // the fast copies: the block's tiles inside A and B, rows on the 16-byte grid (the
+    // last, partial k slice still takes the general path)
+    const bool fast = vec_a && vec_b && bm + MMA_BM <= M && bn + MMA_BN <= N;
+    const MmaFast f = mma_fast_init(A, B, N, K, bm, bn);
+    const unsigned sa_u = (unsigned)__cvta_generic_to_shared(sa),
+                   sb_u = (unsigned)__cvta_generic_to_shared(sb);
 
     // prologue: slices 0 .. STAGES - 2 in flight (an empty group where there is none,
     // so that group s is always slice s and wait_group counts right)
 #pragma unroll
     for (int s = 0; s < MMA_STAGES - 1; ++s) {
-        if (s < tiles)
+        if (fast && (s + 1) * MMA_BK <= K)
+            mma_load_fast(sa_u + s * MMA_A_FLOATS * 4, sb_u + s * MMA_B_FLOATS * 4, f, N, K,
+                          s * MMA_BK);
+        else if (s < tiles)
             mma_load_tiles(sa + s * MMA_A_FLOATS, sb + s * MMA_B_FLOATS, A, B, M, N, K, bm, bn,
                            s * MMA_BK, vec_a, vec_b);
         else
@@ -151,7 +203,10 @@ __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__
         cp_async_wait_stages();
         __syncthreads();
         const int next = kt + MMA_STAGES - 1, ns = next % MMA_STAGES;
-        if (next < tiles)
+        if (fast && (next + 1) * MMA_BK <= K)
+            mma_load_fast(sa_u + ns * MMA_A_FLOATS * 4, sb_u + ns * MMA_B_FLOATS * 4, f, N, K,
+                          next * MMA_BK);
+        else if (next < tiles)
             mma_load_tiles(sa + ns * MMA_A_FLOATS, sb + ns * MMA_B_FLOATS, A, B, M, N, K, bm, bn,
                            next * MMA_BK, vec_a, vec_b);
         else

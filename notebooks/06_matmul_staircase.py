@@ -244,7 +244,7 @@ if HAVE_GPU:
 else:
     try:
         report = gm.compiler_report("matmul", sass=False)
-        report = [r for r in report if r["arch"] == "sm_90"] or list(report)
+        report = [r for r in report if r["arch"] in ("sm_90", "sm_90a")] or list(report)
     except (FileNotFoundError, OSError) as e:
         report = []
         print(f"gm.compiler_report: {e}")
