@@ -38,6 +38,11 @@ import numpy as np
 import gpumem as gm
 from gpumem import model
 
+try:
+    display                    # Jupyter's
+except NameError:              # run as a plain script: the tables as text
+    display = print
+
 HAVE_GPU = gm.is_available()
 if HAVE_GPU:
     print(gm.device().summary())

@@ -41,6 +41,11 @@ import matplotlib.pyplot as plt
 import gpumem as gm
 from gpumem.lessons import stencil
 
+try:
+    display                    # Jupyter's
+except NameError:              # run as a plain script: the tables as text
+    display = print
+
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else
       "No GPU here: this notebook shows the compiler's and the model's numbers; "

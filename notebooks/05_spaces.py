@@ -35,6 +35,11 @@ import gpumem as gm
 from gpumem import model
 from gpumem.lessons import spaces
 
+try:
+    display                    # Jupyter's
+except NameError:              # run as a plain script: the tables as text
+    display = print
+
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else
       "No GPU here: this notebook shows the compiler's and the model's numbers; "

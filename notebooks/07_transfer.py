@@ -58,6 +58,11 @@ import gpumem as gm
 from gpumem import experiments as ex
 from gpumem.lessons import transfer
 
+try:
+    display                    # Jupyter's
+except NameError:              # run as a plain script: the tables as text
+    display = print
+
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else
       "No GPU here: this notebook shows the copy kinds and the API; every transfer needs a GPU.")

@@ -45,6 +45,11 @@ import gpumem as gm
 from gpumem.lessons import ladder
 from gpumem.runtime.published import published
 
+try:
+    display                    # Jupyter's
+except NameError:              # run as a plain script: the tables as text
+    display = print
+
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else
       "No GPU here: this notebook shows the ring, the published figures and what an H100 "

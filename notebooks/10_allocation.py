@@ -35,6 +35,11 @@ import matplotlib.pyplot as plt
 import gpumem as gm
 from gpumem.lessons import allocation
 
+try:
+    display                    # Jupyter's
+except NameError:              # run as a plain script: the tables as text
+    display = print
+
 HAVE_GPU = gm.is_available()
 print(gm.device().summary() if HAVE_GPU else
       "No GPU here: this notebook shows what it would measure and a sketch of the timeline; "

@@ -40,6 +40,11 @@ import matplotlib.pyplot as plt
 import gpumem as gm
 from gpumem.lessons import clusters
 
+try:
+    display                    # Jupyter's
+except NameError:              # run as a plain script: the tables as text
+    display = print
+
 HAVE_GPU = gm.is_available()
 CC = tuple(gm.device().compute_capability) if HAVE_GPU else None
 RUN = HAVE_GPU and clusters.cluster_capable(CC)
