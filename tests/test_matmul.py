@@ -398,21 +398,50 @@ def _needs_mma():
         pytest.skip("mma needs compute capability 8.0 (tested by test_mma_refused_below_sm80)")
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("mkn", MMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_mma_matches_float64_within_the_tf32_bound(rng, mkn, no_leak):
-    _needs_mma()
+def _tensor_product_within(rng, mkn, variant, bound):
+    """A tensor-core variant on fresh operands into a poisoned output: every element
+    written, each within ``bound(a, b)`` of float64; the launch's record."""
     M, K, N = mkn
     a, b, ref = _operands(rng, M, K, N)
     out = poisoned((M, N))
-    got = gm.matmul(gm.to_device(a), gm.to_device(b), variant="mma", out=out)
+    got = gm.matmul(gm.to_device(a), gm.to_device(b), variant=variant, out=out)
     assert got is out
     host = got.get()
     assert not np.isnan(host).any(), "an output element was never written"
     err = np.abs(host - ref)
-    bound = tf32_bound(a, b)
-    assert (err <= bound).all(), (err - bound).max()
-    rec = gm.last_record()
+    limit = bound(a, b)
+    assert (err <= limit).all(), (err - limit).max()
+    return gm.last_record()
+
+
+def _tensor_product_on_unaligned_rows_and_views(rng, variant, bound):
+    """K or N not a multiple of 4 and a base 4 bytes past an aligned start (a view of
+    another library's array): every element written, within ``bound``."""
+    for m_, k_, n_ in ((130, 68, 132), (65, 67, 63), (129, 36, 131), (64, 33, 64)):
+        a = rng.standard_normal((m_, k_)).astype(np.float32)
+        b = rng.standard_normal((k_, n_)).astype(np.float32)
+        out = poisoned((m_, n_))
+        gm.matmul(a, b, variant=variant, out=out)
+        got = out.get()
+        assert not np.isnan(got).any()
+        assert (np.abs(got - a.astype(np.float64) @ b) <= bound(a, b)).all()
+    try:
+        import cupy
+    except ImportError:
+        return
+    a = cupy.asarray(rng.standard_normal(65 * 64 + 1).astype(np.float32))[1:].reshape(65, 64)
+    b = cupy.asarray(rng.standard_normal(64 * 36 + 1).astype(np.float32))[1:].reshape(64, 36)
+    got = gm.matmul(gm.from_dlpack(a), gm.from_dlpack(b), variant=variant).get()
+    ha, hb = cupy.asnumpy(a), cupy.asnumpy(b)
+    assert (np.abs(got - ha.astype(np.float64) @ hb) <= bound(ha, hb)).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mkn", MMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_mma_matches_float64_within_the_tf32_bound(rng, mkn, no_leak):
+    _needs_mma()
+    rec = _tensor_product_within(rng, mkn, "mma", tf32_bound)
+    M, K, N = mkn
     assert (rec.variant, rec.params["tile"], rec.block) == ("mma", 128, (128, 1, 1))
     assert rec.grid == (-(-N // 128), -(-M // 128), 1)
 
@@ -443,23 +472,7 @@ def test_mma_on_unaligned_rows_and_views(rng, no_leak):
     """16-byte copies where K and N are multiples of 4, 4-byte ones elsewhere, and a
     base 4 bytes past an aligned start (a view of another library's array)."""
     _needs_mma()
-    for m_, k_, n_ in ((130, 68, 132), (65, 67, 63), (129, 36, 131), (64, 33, 64)):
-        a = rng.standard_normal((m_, k_)).astype(np.float32)
-        b = rng.standard_normal((k_, n_)).astype(np.float32)
-        out = poisoned((m_, n_))
-        gm.matmul(a, b, variant="mma", out=out)
-        got = out.get()
-        assert not np.isnan(got).any()
-        assert (np.abs(got - a.astype(np.float64) @ b) <= tf32_bound(a, b)).all()
-    try:
-        import cupy
-    except ImportError:
-        return
-    a = cupy.asarray(rng.standard_normal(65 * 64 + 1).astype(np.float32))[1:].reshape(65, 64)
-    b = cupy.asarray(rng.standard_normal(64 * 36 + 1).astype(np.float32))[1:].reshape(64, 36)
-    got = gm.matmul(gm.from_dlpack(a), gm.from_dlpack(b), variant="mma").get()
-    ha, hb = cupy.asnumpy(a), cupy.asnumpy(b)
-    assert (np.abs(got - ha.astype(np.float64) @ hb) <= tf32_bound(ha, hb)).all()
+    _tensor_product_on_unaligned_rows_and_views(rng, "mma", tf32_bound)
 
 
 @pytest.mark.gpu
@@ -560,17 +573,8 @@ def _needs_wgmma():
 @pytest.mark.parametrize("mkn", WGMMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_wgmma_matches_float64_within_the_tf32_bound(rng, mkn, no_leak):
     _needs_wgmma()
+    rec = _tensor_product_within(rng, mkn, "wgmma", wgmma_bound)
     M, K, N = mkn
-    a, b, ref = _operands(rng, M, K, N)
-    out = poisoned((M, N))
-    got = gm.matmul(gm.to_device(a), gm.to_device(b), variant="wgmma", out=out)
-    assert got is out
-    host = got.get()
-    assert not np.isnan(host).any(), "an output element was never written"
-    err = np.abs(host - ref)
-    bound = wgmma_bound(a, b)
-    assert (err <= bound).all(), (err - bound).max()
-    rec = gm.last_record()
     assert (rec.variant, rec.params["tile"], rec.block) == ("wgmma", 128, (256, 1, 1))
     assert rec.grid == (-(-N // 128), -(-M // 256), 1)
 
@@ -607,23 +611,7 @@ def test_wgmma_on_unaligned_rows_and_views(rng, no_leak):
     4 bytes past an aligned start (a view of another library's array), go through padded
     copies in the call's workspace -- same results."""
     _needs_wgmma()
-    for m_, k_, n_ in ((130, 68, 132), (65, 67, 63), (129, 36, 131), (64, 33, 64)):
-        a = rng.standard_normal((m_, k_)).astype(np.float32)
-        b = rng.standard_normal((k_, n_)).astype(np.float32)
-        out = poisoned((m_, n_))
-        gm.matmul(a, b, variant="wgmma", out=out)
-        got = out.get()
-        assert not np.isnan(got).any()
-        assert (np.abs(got - a.astype(np.float64) @ b) <= wgmma_bound(a, b)).all()
-    try:
-        import cupy
-    except ImportError:
-        return
-    a = cupy.asarray(rng.standard_normal(65 * 64 + 1).astype(np.float32))[1:].reshape(65, 64)
-    b = cupy.asarray(rng.standard_normal(64 * 36 + 1).astype(np.float32))[1:].reshape(64, 36)
-    got = gm.matmul(gm.from_dlpack(a), gm.from_dlpack(b), variant="wgmma").get()
-    ha, hb = cupy.asnumpy(a), cupy.asnumpy(b)
-    assert (np.abs(got - ha.astype(np.float64) @ hb) <= wgmma_bound(ha, hb)).all()
+    _tensor_product_on_unaligned_rows_and_views(rng, "wgmma", wgmma_bound)
 
 
 @pytest.mark.gpu
