@@ -588,37 +588,35 @@ static matmul_fn select_kernel(const gm_matmul_params *p)
 // mma runs on compute capability 8.0 and newer only (csrc/matmul.c refuses older GPUs
 // first, naming the capability), and takes 96 KiB of dynamic shared memory, past the
 // 48 KiB a kernel gets without opting in: both settled once, before its first launch.
-static cudaError_t mma_ready()
+// Kernel k opted in to `smem` bytes of dynamic shared memory once, on a GPU of compute
+// capability `major` or newer (an older one: cudaErrorNotSupported).
+static cudaError_t opt_in(const void *k, size_t smem, int major, bool &ready)
 {
-    static bool ready = false;
     if (ready)
         return cudaSuccess;
-    int dev = 0, major = 0;
+    int dev = 0, have = 0;
     cudaError_t err = cudaGetDevice(&dev);
     if (err == cudaSuccess)
-        err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    if (err == cudaSuccess && major < 8)
+        err = cudaDeviceGetAttribute(&have, cudaDevAttrComputeCapabilityMajor, dev);
+    if (err == cudaSuccess && have < major)
         return cudaErrorNotSupported;
     if (err == cudaSuccess)
-        err = cudaFuncSetAttribute((const void *)matmul_mma,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MMA_SMEM);
+        err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     ready = err == cudaSuccess;
     return err;
 }
 
-// wgmma takes 193 KiB of dynamic shared memory: opted in once, before its first launch
-// (csrc/matmul.c refuses GPUs other than compute capability 9.0 first).
+static cudaError_t mma_ready()
+{
+    static bool ready = false;
+    return opt_in((const void *)matmul_mma, MMA_SMEM, 8, ready);
+}
+
+// wgmma's 193 KiB (csrc/matmul.c refuses GPUs other than compute capability 9.0 first)
 static cudaError_t wgmma_ready()
 {
     static bool ready = false;
-    if (!ready) {
-        const cudaError_t err = cudaFuncSetAttribute(
-            (const void *)matmul_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)WG_SMEM);
-        if (err != cudaSuccess)
-            return err;
-        ready = true;
-    }
-    return cudaSuccess;
+    return opt_in((const void *)matmul_wgmma, WG_SMEM, 9, ready);
 }
 
 // wgmma: the operands (copied with padded rows into ws first where p->pad says so),

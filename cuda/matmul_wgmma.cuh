@@ -16,14 +16,14 @@
 // through the descriptor.  No transposed copy of B is made.
 //
 // Block: a 256 x 128 tile of C; 2 warpgroups (C columns 0-63 and 64-127 of the tile, one
-// m64n256k8 per 8 k, 128 accumulators a thread: 232 registers).  Thread 0 also issues
+// m64n256k8 per 8 k, 128 accumulators a thread: 170 registers).  Thread 0 also issues
 // the TMA copies: the first 4 slices up front, and in step kt, once its warpgroup's
 // products are issued, slice kt + 3 into the stage of slice kt - 1 as soon as every warp
 // is done with that one -- the wait overlaps the tensor cores' work.  (A producer
 // warpgroup of its own would leave 168 registers a thread of 384: too few for the 128
-// accumulators, ptxas serializes the wgmma then.)  A 4-stage ring of k slices of 32: per stage the A tile
-// (256 rows x 128 bytes: one box, 32 KiB) and the B tile (32 k x 128 columns: 4 boxes
-// of 32 x 32, 16 KiB), both with the 128-byte swizzle (16-byte chunk j of row r at
+// accumulators and the fragments, ptxas serializes the wgmma then.)  A 4-stage ring of k
+// slices of 32: per stage the A tile (256 rows x 128 bytes: one box, 32 KiB) and the B
+// tile (32 k x 128 columns: 4 boxes of 32 x 32, 16 KiB), both with the 128-byte swizzle (16-byte chunk j of row r at
 // j ^ (r % 8)) that the descriptor names and that spreads the fragment loads over the
 // banks.  full[s]: the copies of stage s have landed (expect_tx); empty[s]: all 8 warps
 // are done with it.  One block per SM (193 KiB of shared memory).
@@ -107,12 +107,6 @@ __device__ __forceinline__ void wg_mma(float (&d)[128], const unsigned (&a)[4],
 #undef GM_WG_F16
 #undef GM_WG_F4
 
-__device__ __forceinline__ unsigned wg_tf32(float x)
-{
-    unsigned u;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
-    return u;
-}
 #endif // GM_HAS_WGMMA
 
 // The kernel: 256 threads, one block per SM.  Built for every architecture of the
@@ -201,7 +195,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             for (int q = 0; q < 2; ++q)
 #pragma unroll
                 for (int h = 0; h < 2; ++h)
-                    a[kk][2 * q + h] = wg_tf32(
+                    a[kk][2 * q + h] = to_tf32( // matmul_mma.cuh's rounding
                         *reinterpret_cast<const float *>(st + frag_off[q][h] + kk * 8 * 128));
         wg_fence();
 #pragma unroll

@@ -150,14 +150,11 @@ static void fill(const gm_call *c, void *params)
 {
     gm_matmul_params *p = params;
     const int split = c->v[SPLITS] > 1 && c->tmp != NULL;
+    /* c->tmp: the split tail's slices (warptiled) or the padded copies (wgmma), if any */
     *p = (gm_matmul_params){c->variant->select, gm_in(c, A), gm_in(c, B), gm_res(c),
                             (int)c->out_shape[0], (int)c->out_shape[1], (int)gm_dim(c, A, 1),
                             (int)c->v[TILE], split ? (int)c->v[SPLITS] : 1,
-                            split ? (int)c->v[FULL] : 0, split ? gm_tmp(c) : NULL, 0};
-    if (c->variant->select == GM_MATMUL_WGMMA) {
-        p->ws = gm_tmp(c);
-        p->pad = (int)c->v[PAD];
-    }
+                            split ? (int)c->v[FULL] : 0, gm_tmp(c), (int)c->v[PAD]};
 }
 
 /* warptiled's split tail.  A launch runs in waves of slots = SMs x resident blocks per SM;
