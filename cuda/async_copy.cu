@@ -27,6 +27,15 @@
 // columns) of all 32 rows as float4 (lane l: row l) and stores 4 rows of out,
 // 128 contiguous bytes each.  Without a swizzle that read is 8-way conflicted
 // (a tile row is 128 bytes: 8 lanes of a quarter warp hit the same 4 banks).
+//
+// Block order.  A block's run goes along a tile row; tile_copy's blocks are
+// numbered along the row first (the blocks beside each other in a row of out
+// run together), tile_transpose's down the column of runs first: block b + 1
+// writes the 128 bytes of out just after block b's in each out row.  Numbered
+// along the row, the transpose's neighbours in out were (n / 32) / tiles blocks
+// apart in launch order; where rows are off the 32-byte grid (n = 8190) the
+// sectors they share were completed long after the first half was written, and
+// L2 read them back from DRAM first (H100: 0.53x the device copy at 8190^2).
 #include "gm_launch.cuh"
 #include "gm_tma.cuh"
 
@@ -182,16 +191,32 @@ static __device__ __forceinline__ void load_tensor(const Run &u, float *st, int 
         tensor_load(smem_addr(st + ((j * T) >> u.kl) * T), map, ((j * u.n) & ~3) + c0,
                     u.r0 >> u.kl, bar);
 }
+
+// A shifted run's tail (thread 0): the k boxes of 4 x 32/k (16 bytes a view row,
+// through the tail map: no swizzle) just right of the run's last tile, into `tail`
+// (32 smem rows of 4 words, box j at smem row j * 32/k as in a stage): the words
+// past a shifted box's 32 in the run's last tile.  512 bytes, where a whole box more
+// per run (4 KiB) was loaded before.
+static __device__ __forceinline__ void load_tail(const Run &u, float *tail, unsigned bar,
+                                                 const CUtensorMap *tail_map)
+{
+    const int c0 = u.c00 + u.count * T;
+    bar_expect(bar, (unsigned)GM_ASYNC_TAIL_BYTES);
+    for (int j = 0; j < u.k; ++j)
+        tensor_load(smem_addr(tail + ((j * T) >> u.kl) * 4), tail_map, ((j * u.n) & ~3) + c0,
+                    u.r0 >> u.kl, bar);
+}
 #endif
 
 // ---- storing a tile from shared memory ----------------------------------------------------
 // copy, scalar: warp w stores smem rows w, w + 8, w + 16, w + 24, lane l word l
-// (any n; a shifted box's word l + shift, past 31 in the next box `nx`; a rest
+// (any n; a shifted box's word l + shift, past 31 in the next box `nx` -- or, for
+// the run's last tile, in the run's tail `nx` (TAIL: 4 words per smem row); a rest
 // row straight from a).  copy, VEC (n % 4 == 0, k = 1): lane l of warp w stores
 // chunk l % 8 of tile row 4 w + l / 8 as one float4.
 template <bool SW, bool VEC>
 static __device__ __forceinline__ void store_copy(const Run &u, const float *st, const float *nx,
-                                                  int c0, float *out)
+                                                  bool tail, int c0, float *out)
 {
     const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
     if constexpr (VEC) {
@@ -213,8 +238,9 @@ static __device__ __forceinline__ void store_copy(const Run &u, const float *st,
                     v = u.a[(size_t)r * u.n + c];
                 } else {
                     const int p = l + shift(u, s >> (5 - u.kl));
-                    const float *b = p < T ? st : nx;
-                    v = b[s * T + 4 * chunk_at<SW>(s, (p & 31) >> 2) + (p & 3)];
+                    v = p < T    ? st[s * T + 4 * chunk_at<SW>(s, p >> 2) + (p & 3)]
+                        : tail ? nx[s * 4 + (p & 3)]
+                               : nx[s * T + 4 * chunk_at<SW>(s, 0) + (p & 3)];
                 }
                 out[(size_t)r * u.n + c] = v;
             }
@@ -242,7 +268,8 @@ static __device__ __forceinline__ float pick(const float4 &x, const float4 &y, i
 }
 template <bool SW>
 static __device__ __forceinline__ void store_transpose(const Run &u, const float *st,
-                                                       const float *nx, int c0, float *out)
+                                                       const float *nx, bool tail, int c0,
+                                                       float *out)
 {
     const int w = threadIdx.x >> 5, l = threadIdx.x & 31;
     const int R = u.r0 + tile_row(l, u.kl);
@@ -258,9 +285,11 @@ static __device__ __forceinline__ void store_transpose(const Run &u, const float
         if (u.k == 1) {
             f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
         } else {
-            const float *b = w < 7 ? st : nx;
-            const float4 y =
-                *reinterpret_cast<const float4 *>(b + l * T + 4 * chunk_at<SW>(l, (w + 1) & 7));
+            // the next chunk: this box's, or the first of the box to the right (the tail)
+            const float *y_at = w < 7 ? st + l * T + 4 * chunk_at<SW>(l, w + 1)
+                                : tail ? nx + l * 4
+                                       : nx + l * T + 4 * chunk_at<SW>(l, 0);
+            const float4 y = *reinterpret_cast<const float4 *>(y_at);
             const int sh = shift(u, l >> (5 - u.kl));
 #pragma unroll
             for (int i = 0; i < 4; ++i)
@@ -277,17 +306,17 @@ static __device__ __forceinline__ void store_transpose(const Run &u, const float
 
 template <bool TR, bool SW, bool VEC>
 static __device__ __forceinline__ void store_tile(const Run &u, const float *st, const float *nx,
-                                                  int c0, float *out)
+                                                  bool tail, int c0, float *out)
 {
     if constexpr (TR)
-        store_transpose<SW>(u, st, nx, c0, out);
+        store_transpose<SW>(u, st, nx, tail, c0, out);
     else
-        store_copy<SW, VEC>(u, st, nx, c0, out);
+        store_copy<SW, VEC>(u, st, nx, tail, c0, out);
 }
 
 // ---- the kernel ---------------------------------------------------------------------------
-// Block (bx, by) moves tiles (by, bx * tiles + i), i < count, through a ring of S
-// stage buffers.  TR: transpose (else copy); VEC: copy's float4 stores.
+// Block (bx, by) moves tiles (by, bx * tiles + i), i < count, through a ring of
+// min(S, tiles) stage buffers.  TR: transpose (else copy); VEC: copy's float4 stores.
 //   ldg_sts     per tile: load, __syncthreads, store, __syncthreads
 //   cp_async*   S - 1 tiles committed ahead; wait_group<S - 1> after committing the
 //               next: the oldest tile's copies (this thread's) have landed;
@@ -295,12 +324,13 @@ static __device__ __forceinline__ void store_tile(const Run &u, const float *st,
 //   bulk/tensor every stage has an mbarrier (count 1); S tiles issued ahead; the
 //               block waits on the stage's phase, stores it, __syncthreads (the
 //               stage is free), and the issuer refills it with tile i + S.
-//               Shifted tensor boxes (k > 1): the run loads count + 1 boxes, and
-//               tile i waits for boxes i and i + 1 (its last columns).
+//               Shifted tensor boxes (k > 1): tile i waits for boxes i and i + 1
+//               (its last columns), the last tile for the run's tail.
 template <int V, bool TR, bool VEC>
 static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
                                                  float *__restrict__ out, int m, int n, int k,
-                                                 int view_rows, int tiles, const CUtensorMap *map)
+                                                 int view_rows, int tiles, const CUtensorMap *map,
+                                                 const CUtensorMap *tail_map)
 {
     [[maybe_unused]] constexpr bool SW = V == GM_ASYNC_TENSOR_SW128;
     constexpr bool NEEDS_TMA = V >= GM_ASYNC_BULK;
@@ -321,7 +351,11 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
     // the ring, aligned to 1 KiB (the 128-byte swizzle repeats every 8 rows)
     float *ring = reinterpret_cast<float *>(
         (reinterpret_cast<size_t>(gm_async_smem) + 1023) & ~(size_t)1023);
-    const int tiles_x = (n + T - 1) / T;
+    const int tiles_x = (n + T - 1) / T, tiles_y = (m + T - 1) / T;
+    // the run: tile row by, tiles bx * tiles ...; the transpose's grid is one row of
+    // blocks, the tile row fastest (see "Block order" above)
+    const int by = TR ? (int)(blockIdx.x % (unsigned)tiles_y) : (int)blockIdx.y;
+    const int bx = TR ? (int)(blockIdx.x / (unsigned)tiles_y) : (int)blockIdx.x;
     Run u;
     u.a = a;
     u.m = m;
@@ -330,16 +364,16 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
     u.kl = k == 4 ? 2 : k == 2 ? 1 : 0;
     u.view_rows = view_rows;
     u.first = V == GM_ASYNC_TENSOR || V == GM_ASYNC_TENSOR_SW128 ? k * view_rows : m;
-    u.r0 = blockIdx.y * T;
-    u.c00 = blockIdx.x * tiles * T;
-    u.count = tiles_x - (int)blockIdx.x * tiles < tiles ? tiles_x - (int)blockIdx.x * tiles : tiles;
+    u.r0 = by * T;
+    u.c00 = bx * tiles * T;
+    u.count = tiles_x - bx * tiles < tiles ? tiles_x - bx * tiles : tiles;
 
     if constexpr (V == GM_ASYNC_LDG_STS) {
         for (int i = 0; i < u.count; ++i) {
             const int c0 = u.c00 + i * T;
             load_ldg_sts(u, ring, c0);
             __syncthreads();
-            store_tile<TR, false, VEC>(u, ring, ring, c0, out);
+            store_tile<TR, false, VEC>(u, ring, ring, false, c0, out);
             __syncthreads();
         }
     }
@@ -359,17 +393,22 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
             cp_async_commit();
             cp_async_wait<S - 1>(); // every group but the S - 1 newest: tile i's
             __syncthreads();
-            store_tile<TR, false, VEC>(u, ring + (i % S) * (TB / 4), ring, u.c00 + i * T, out);
+            store_tile<TR, false, VEC>(u, ring + (i % S) * (TB / 4), ring, false, u.c00 + i * T,
+                                       out);
             __syncthreads(); // stage i % S is refilled at i + 1
         }
     }
 #endif
 #if GM_HAS_TMA
     if constexpr (NEEDS_TMA) {
-        __shared__ __align__(8) unsigned long long bars[S];
+        __shared__ __align__(8) unsigned long long bars[S + 1]; // the ring's, the tail's
+        const unsigned tail_bar = smem_addr(bars + S);
+        // the tail after the ring's stages in use (at most `tiles`: the launch sizes the
+        // ring by them)
+        float *tail = ring + (tiles < S ? tiles : S) * (TB / 4);
         const bool issuer = V == GM_ASYNC_BULK ? threadIdx.x < 32 : threadIdx.x == 0;
         if (threadIdx.x == 0) {
-            for (int s = 0; s < S; ++s)
+            for (int s = 0; s < S + 1; ++s)
                 bar_init(smem_addr(bars + s), 1);
             fence_proxy_async(); // the initialized barriers visible to the copy engine
         }
@@ -382,23 +421,31 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
             else
                 load_tensor(u, st, u.c00 + i * T, bar, map);
         };
-        const int boxes = u.count + (V != GM_ASYNC_BULK && k > 1); // a shifted run: one more
-        if (issuer)
-            for (int i = 0; i < S && i < boxes; ++i)
-                issue(i);
         const bool engine = V == GM_ASYNC_BULK || view_rows > 0; // else nothing to wait for
+        // a shifted run (k > 1): tile i's last columns lie in box i + 1, the last tile's in
+        // the run's tail, loaded first
+        const bool shifted = V != GM_ASYNC_BULK && k > 1 && engine;
+        if constexpr (V != GM_ASYNC_BULK) {
+            if (shifted && threadIdx.x == 0)
+                load_tail(u, tail, tail_bar, tail_map);
+        }
+        if (issuer)
+            for (int i = 0; i < S && i < u.count; ++i)
+                issue(i);
         for (int i = 0; i < u.count; ++i) {
+            const bool last = i + 1 == u.count;
             const float *st = ring + (i % S) * (TB / 4);
-            const float *nx = ring + ((i + 1) % S) * (TB / 4);
+            const float *nx = last ? tail : ring + ((i + 1) % S) * (TB / 4);
             const int c0 = u.c00 + i * T;
             if (engine) {
                 bar_wait(smem_addr(bars + i % S), (unsigned)((i / S) & 1));
-                if (i + 1 < boxes && boxes > u.count)
-                    bar_wait(smem_addr(bars + (i + 1) % S), (unsigned)(((i + 1) / S) & 1));
+                if (shifted)
+                    bar_wait(last ? tail_bar : smem_addr(bars + (i + 1) % S),
+                             last ? 0u : (unsigned)(((i + 1) / S) & 1));
             }
-            store_tile<TR, SW, VEC>(u, st, nx, c0, out);
+            store_tile<TR, SW, VEC>(u, st, nx, last, c0, out);
             __syncthreads(); // every thread done with the stage (box i)
-            if (issuer && i + S < boxes)
+            if (issuer && i + S < u.count)
                 issue(i + S);
         }
     }
@@ -406,35 +453,40 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
 }
 
 // The families' kernels (named <family>_kernel<variant, ...>, as
-// gpumem.compiler_report reads them): the tensor map is a __grid_constant__
-// parameter, read by the copy engine where it lies.
+// gpumem.compiler_report reads them): the tensor maps (the tiles', the tails') are
+// __grid_constant__ parameters, read by the copy engine where they lie.
 template <int V, bool VEC>
 __global__ void __launch_bounds__(NT)
     tile_copy_kernel(const float *__restrict__ a, float *__restrict__ out, int m, int n, int k,
-                     int view_rows, int tiles, const __grid_constant__ CUtensorMap map)
+                     int view_rows, int tiles, const __grid_constant__ CUtensorMap map,
+                     const __grid_constant__ CUtensorMap tail_map)
 {
-    tile_body<V, false, VEC>(a, out, m, n, k, view_rows, tiles, &map);
+    tile_body<V, false, VEC>(a, out, m, n, k, view_rows, tiles, &map, &tail_map);
 }
 
 template <int V>
 __global__ void __launch_bounds__(NT)
     tile_transpose_kernel(const float *__restrict__ a, float *__restrict__ out, int m, int n,
-                          int k, int view_rows, int tiles, const __grid_constant__ CUtensorMap map)
+                          int k, int view_rows, int tiles, const __grid_constant__ CUtensorMap map,
+                          const __grid_constant__ CUtensorMap tail_map)
 {
-    tile_body<V, true, false>(a, out, m, n, k, view_rows, tiles, &map);
+    tile_body<V, true, false>(a, out, m, n, k, view_rows, tiles, &map, &tail_map);
 }
 
 // ---- the tensor map (gm_encode_2d: cuda/gm_tma.cuh) ------------------------------------------
-// The view of a (m x n floats) as floor(m/k) rows of k n floats, boxes of 32 x 32/k.
-static cudaError_t encode_view(CUtensorMap *map, const float *a, int m, int n, int k, bool swizzle)
+// The view of a (m x n floats) as floor(m/k) rows of k n floats, boxes of `width` x 32/k
+// (the tiles': 32; the tails': 4).
+static cudaError_t encode_view(CUtensorMap *map, const float *a, int m, int n, int k, int width,
+                               bool swizzle)
 {
     const unsigned long long row = (unsigned long long)k * (unsigned long long)n;
     return gm_encode_2d(map, a, row, (unsigned long long)(m / k), row * sizeof(float),
-                        (unsigned)T, (unsigned)(T / k), swizzle);
+                        (unsigned)width, (unsigned)(T / k), swizzle);
 }
 
 // ---- selectors and launchers ----------------------------------------------------------------
-using tile_fn = void (*)(const float *, float *, int, int, int, int, int, const CUtensorMap);
+using tile_fn = void (*)(const float *, float *, int, int, int, int, int, const CUtensorMap,
+                         const CUtensorMap);
 
 // The copy's float4 stores: rows of whole 16-byte chunks, both pointers aligned.
 static bool vec_ok(const float *a, const float *out, int n)
@@ -454,25 +506,35 @@ template <bool TR, bool VEC> static tile_fn select_tile(int variant)
     });
 }
 
-static cudaError_t launch_tiles(tile_fn k, int variant, const float *a, float *out, int m, int n,
-                                int tiles, gm_dims *dims, cudaStream_t stream)
+static cudaError_t launch_tiles(tile_fn k, bool transpose, int variant, const float *a,
+                                float *out, int m, int n, int tiles, gm_dims *dims,
+                                cudaStream_t stream)
 {
-    const int tiles_x = (n + T - 1) / T, tiles_y = (m + T - 1) / T;
-    if (tiles < 1)
-        tiles = GM_ASYNC_TILES_PER_BLOCK; // a zeroed params struct: the default
-    *dims = gm_dims{{(unsigned)((tiles_x + tiles - 1) / tiles), (unsigned)tiles_y, 1},
-                    {(unsigned)NT, 1, 1},
-                    (size_t)GM_ASYNC_SMEM};
-    CUtensorMap map;
+    const long long tiles_x = (n + T - 1) / T, tiles_y = (m + T - 1) / T;
+    if (tiles < 1) // a zeroed params struct: the default
+        tiles = transpose ? GM_ASYNC_TRANSPOSE_TILES : GM_ASYNC_TILES_PER_BLOCK;
+    const long long runs = (tiles_x + tiles - 1) / tiles;
+    const size_t smem = GM_ASYNC_SMEM(tiles);
+    if (transpose) { // one row of blocks, the tile row fastest (tile_body)
+        if (runs * tiles_y > 0x7fffffffLL)
+            return cudaErrorInvalidConfiguration; // 2^31 blocks: no array that fits
+        *dims = gm_dims{{(unsigned)(runs * tiles_y), 1, 1}, {(unsigned)NT, 1, 1}, smem};
+    } else {
+        *dims = gm_dims{{(unsigned)runs, (unsigned)tiles_y, 1}, {(unsigned)NT, 1, 1}, smem};
+    }
+    CUtensorMap map, tail_map;
     memset(&map, 0, sizeof map);
+    memset(&tail_map, 0, sizeof tail_map);
     const int group = GM_ASYNC_IS_TENSOR(variant) ? GM_ASYNC_GROUP(n) : 1;
     if (GM_ASYNC_IS_TENSOR(variant) && m / group > 0) {
-        const cudaError_t err =
-            encode_view(&map, a, m, n, group, variant == GM_ASYNC_TENSOR_SW128);
+        cudaError_t err = encode_view(&map, a, m, n, group, T, variant == GM_ASYNC_TENSOR_SW128);
+        if (err == cudaSuccess && group > 1) // the shifted runs' tails
+            err = encode_view(&tail_map, a, m, n, group, 4, false);
         if (err != cudaSuccess)
             return err;
     }
-    return gm_run(k, dims, dims->smem, stream, a, out, m, n, group, m / group, tiles, map);
+    return gm_run(k, dims, dims->smem, stream, a, out, m, n, group, m / group, tiles, map,
+                  tail_map);
 }
 
 extern "C" const void *gm_tile_copy_kernel(const gm_tile_copy_params *p)
@@ -486,7 +548,7 @@ extern "C" cudaError_t gm_tile_copy(const gm_tile_copy_params *p, gm_dims *dims,
 {
     const tile_fn k = vec_ok(p->a, p->out, p->n) ? select_tile<false, true>(p->variant)
                                                  : select_tile<false, false>(p->variant);
-    return launch_tiles(k, p->variant, p->a, p->out, p->m, p->n, p->tiles, dims, stream);
+    return launch_tiles(k, false, p->variant, p->a, p->out, p->m, p->n, p->tiles, dims, stream);
 }
 
 extern "C" const void *gm_tile_transpose_kernel(const gm_tile_transpose_params *p)
@@ -497,6 +559,6 @@ extern "C" const void *gm_tile_transpose_kernel(const gm_tile_transpose_params *
 extern "C" cudaError_t gm_tile_transpose(const gm_tile_transpose_params *p, gm_dims *dims,
                                          cudaStream_t stream)
 {
-    return launch_tiles(select_tile<true, false>(p->variant), p->variant, p->a, p->out, p->m,
-                        p->n, p->tiles, dims, stream);
+    return launch_tiles(select_tile<true, false>(p->variant), true, p->variant, p->a, p->out,
+                        p->m, p->n, p->tiles, dims, stream);
 }

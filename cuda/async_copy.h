@@ -9,8 +9,12 @@
  *   tile_transpose  out = a.T      (global -> shared -> transposed -> global)
  * and differ only in how a tile gets from global into shared memory (the
  * variant).  Blocks of GM_ASYNC_THREADS threads each take a run of up to
- * `tiles` tiles along a tile row (default GM_ASYNC_TILES_PER_BLOCK), GM_ASYNC_STAGES tile
- * buffers deep (a ring: later tiles load while the block stores earlier ones).
+ * `tiles` tiles along a tile row (default GM_ASYNC_TILES_PER_BLOCK for the copy,
+ * GM_ASYNC_TRANSPOSE_TILES for the transpose), through a ring of up to
+ * GM_ASYNC_STAGES tile buffers (later tiles load while the block stores earlier
+ * ones).  tile_copy's grid is (runs along a tile row, tile rows); tile_transpose's
+ * is one row of blocks numbered down the column of runs first, so that block b + 1
+ * writes the 128 bytes of each out row just after block b's.
  *
  * cp_async4/cp_async16 need compute capability 8.0, bulk and the tensor
  * variants 9.0: for older architectures those kernels are built as a trap
@@ -21,11 +25,18 @@
 #define GM_ASYNC_TILE 32            /* floats per tile side: a tile row is 128 bytes */
 #define GM_ASYNC_THREADS 256        /* 8 warps */
 #define GM_ASYNC_STAGES 4           /* tile buffers per block */
-#define GM_ASYNC_TILES_PER_BLOCK 8  /* tiles per block along a tile row: the default */
+#define GM_ASYNC_TILES_PER_BLOCK 8  /* tiles per block along a tile row: tile_copy's default */
+#define GM_ASYNC_TRANSPOSE_TILES 2  /* tile_transpose's default (H100: fastest at 8192^2) */
 #define GM_ASYNC_TILE_BYTES (GM_ASYNC_TILE * GM_ASYNC_TILE * 4)
-/* dynamic shared memory per block: the ring, plus 1024 bytes to align it to
- * 1 KiB (the 128-byte swizzle's period); the mbarriers are static */
-#define GM_ASYNC_SMEM (GM_ASYNC_STAGES * GM_ASYNC_TILE_BYTES + 1024)
+/* a tail: 32 rows of 16 bytes, the words just right of a run's last tile (the
+ * tensor variants where rows are viewed in pairs or fours: see GM_ASYNC_GROUP) */
+#define GM_ASYNC_TAIL_BYTES (GM_ASYNC_TILE * 16)
+/* dynamic shared memory per block of a run of `tiles` tiles: the ring (a stage per
+ * tile up to GM_ASYNC_STAGES), the tail, and 1024 bytes to align the ring to 1 KiB
+ * (the 128-byte swizzle's period); the mbarriers are static */
+#define GM_ASYNC_SMEM(tiles)                                                                 \
+    (((tiles) < GM_ASYNC_STAGES ? (tiles) : GM_ASYNC_STAGES) * GM_ASYNC_TILE_BYTES +           \
+     GM_ASYNC_TAIL_BYTES + 1024)
 #define GM_ASYNC_CC_ASYNC 8         /* cp.async: compute capability 8.0 */
 #define GM_ASYNC_CC_BULK 9          /* the bulk copy engine (TMA): 9.0 */
 

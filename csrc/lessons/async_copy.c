@@ -77,13 +77,17 @@ static const gm_variant transpose_variants[] = {
 static const long long tiles_allowed[] = {1, 2, 4, 8, 16, 32, 64, 0};
 
 enum { AC_A, AC_VARIANT, AC_TILES };
-static const gm_arg async_args[] = {
-    [AC_A] = {"a", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 2},
-    [AC_VARIANT] = {"variant", GM_VARIANT, GM_RECORD, .sdef = "tensor_swizzle128"},
-    [AC_TILES] = {"tiles", GM_INT, GM_RECORD, GM_ASYNC_TILES_PER_BLOCK, 1, 64,
-                  .allowed = tiles_allowed, .what = " (tiles per block, along a tile row)"},
-    {NULL},
-};
+/* The families differ in their default run: the copy's 8 tiles, the transpose's 2. */
+#define ASYNC_ARGS(tiles_default)                                                            \
+    {                                                                                        \
+        [AC_A] = {"a", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 2},                    \
+        [AC_VARIANT] = {"variant", GM_VARIANT, GM_RECORD, .sdef = "tensor_swizzle128"},      \
+        [AC_TILES] = {"tiles", GM_INT, GM_RECORD, tiles_default, 1, 64,                      \
+                      .allowed = tiles_allowed, .what = " (tiles per block, along a tile row)"}, \
+        {NULL},                                                                              \
+    }
+static const gm_arg copy_args[] = ASYNC_ARGS(GM_ASYNC_TILES_PER_BLOCK);
+static const gm_arg transpose_args[] = ASYNC_ARGS(GM_ASYNC_TRANSPOSE_TILES);
 
 #define ASYNC_MAX_ROWS (65535LL * GM_ASYNC_TILE) /* the grid's y extent */
 #define ASYNC_MAX_COLS (1LL << 29)              /* the tensor map's column coordinates: int */
@@ -157,17 +161,19 @@ static void transpose_fill(const gm_call *c, void *params)
 
 static const gm_family gm_tile_copy_family = {
     "tile_copy",
-    "out = a for a float32 matrix a (M x N), through 32 x 32 tiles in shared memory, 4 tile "
-    "buffers per block, `tiles` tiles per block along a tile row: the variant says how a tile gets into shared memory ('ldg_sts', "
-    "'cp_async4', 'cp_async16', 'bulk', 'tensor', 'tensor_swizzle128').",
-    async_args, 1, 0, copy_variants, copy_check, async_prepare, copy_fill,
+    "out = a for a float32 matrix a (M x N), through 32 x 32 tiles in shared memory, up to 4 "
+    "tile buffers per block, `tiles` tiles per block along a tile row: the variant says how a "
+    "tile gets into shared memory ('ldg_sts', 'cp_async4', 'cp_async16', 'bulk', 'tensor', "
+    "'tensor_swizzle128').",
+    copy_args, 1, 0, copy_variants, copy_check, async_prepare, copy_fill,
 };
 
 static const gm_family gm_tile_transpose_family = {
     "tile_transpose",
-    "out = a.T for a float32 matrix a (M x N): out is N x M.  Tiles as tile_copy's; each warp "
-    "reads a column of 16-byte chunks of the tile and stores four rows of out.",
-    async_args, 1, 0, transpose_variants, transpose_check, async_prepare, transpose_fill,
+    "out = a.T for a float32 matrix a (M x N): out is N x M.  Tiles as tile_copy's (2 per "
+    "block by default), the blocks numbered down a column of runs first; each warp reads a "
+    "column of 16-byte chunks of the tile and stores four rows of out.",
+    transpose_args, 1, 0, transpose_variants, transpose_check, async_prepare, transpose_fill,
 };
 
 /* ---- the lesson ----------------------------------------------------------------------- */

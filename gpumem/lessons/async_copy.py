@@ -3,8 +3,8 @@
 A tiled kernel spends its load side getting a tile from global into shared
 memory.  The lesson moves the same 32 x 32 float tiles four ways, in a
 streaming tiled copy (:func:`tile_copy`, ``out = a``) and a tiled transpose
-(:func:`tile_transpose`, ``out = a.T``), every block keeping a ring of 4 tile
-buffers so that later tiles load while it stores earlier ones:
+(:func:`tile_transpose`, ``out = a.T``), every block keeping a ring of up to 4
+tile buffers so that later tiles load while it stores earlier ones:
 
 * ``ldg_sts`` -- every thread loads into registers (LDG) and stores into
   shared memory (STS): the data passes through the register file and each
@@ -25,7 +25,18 @@ A tensor map's row stride must be a multiple of 16 bytes.  Rows of N floats
 where N is not a multiple of 4 (8190: 32760 bytes) are viewed 2 or 4 at a time
 (:func:`tensor_view`: 8190 floats -> rows of 16380, 65520 bytes), and a tile
 is fetched as 2 or 4 boxes (even and odd rows); the rows past the last whole
-group (at most 3) are loaded by the block's threads.
+group (at most 3) are loaded by the block's threads.  A box must start on the
+16-byte grid of its view row, so the odd rows' box starts up to 3 words early and
+their last words lie in the next tile's box -- for a block's last tile, in a
+16-byte "tail" box loaded beside it.
+
+Block order.  :func:`tile_transpose` numbers its blocks down the column of runs
+first: the block after block ``b`` writes the 128 bytes of each out row just
+after ``b``'s.  Where rows are off the 32-byte grid (8190 floats) neighbouring
+blocks share a sector in every out row; numbered along the tile row, the second
+half came so much later that L2 had to read the sector back from DRAM (H100:
+0.53x the device copy at 8190 x 8190 before, 0.72x now with 2 tiles per block,
+0.88x with 1).
 
 :func:`async_compare` puts the variants side by side with the device copy of
 the same bytes, the compiler's registers per thread, the instructions issued
@@ -49,8 +60,8 @@ from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools.sweep import (_choices, _counters_available, _int, _model_predict, _progress,
                            _repeat, _str)
 
-__all__ = ["VARIANTS", "FAMILIES", "CC_NEEDED", "TILE", "ASYNC_METRICS", "variant_capable",
-           "tensor_view", "tile_copy", "tile_copy_reference", "tile_transpose",
+__all__ = ["VARIANTS", "FAMILIES", "CC_NEEDED", "TILE", "TRANSPOSE_TILES", "ASYNC_METRICS",
+           "variant_capable", "tensor_view", "tile_copy", "tile_copy_reference", "tile_transpose",
            "tile_transpose_reference", "registers", "async_compare"]
 
 Array = Union[np.ndarray, DeviceArray]
@@ -63,8 +74,11 @@ FAMILIES = ("tile_copy", "tile_transpose")
 #: The compute capability each variant needs ((0, 0): any GPU gpumem runs on).
 CC_NEEDED = {"ldg_sts": (0, 0), "cp_async4": (8, 0), "cp_async16": (8, 0), "bulk": (9, 0),
              "tensor": (9, 0), "tensor_swizzle128": (9, 0)}
-#: Floats per tile side; tiles per block, tile buffers per block, threads per block.
+#: Floats per tile side; tiles per block (tile_copy's default), tile buffers per block
+#: (at most), threads per block.
 TILE, TILES_PER_BLOCK, STAGES, THREADS = 32, 8, 4, 256
+#: tile_transpose's default tiles per block (the H100's fastest at 8192 x 8192).
+TRANSPOSE_TILES = 2
 #: The counters :func:`async_compare` reads (measured, and the model's beside them).
 ASYNC_METRICS = ("smsp__inst_executed.sum", "gld_transactions", "gst_transactions",
                  "shared_load_transactions", "shared_load_bank_conflict")
@@ -142,7 +156,7 @@ def tile_copy_reference(a: np.ndarray) -> np.ndarray:
     return np.array(_host("tile_copy_reference", "a", a, np.float32, ndim=2), order="C")
 
 
-def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128", tiles: int = 8,
+def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128", tiles: int = 2,
                    out: DeviceArray | None = None):
     """``out = a.T`` through 32 x 32 tiles in shared memory, filled by ``variant``.
 
@@ -159,7 +173,11 @@ def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128", tiles: i
     variant : str
         As for :func:`tile_copy` (the same rules on N, alignment and GPUs).
     tiles : {1, 2, 4, 8, 16, 32, 64}
-        Tiles per block, as for :func:`tile_copy`.
+        Tiles per block along a tile row, as for :func:`tile_copy` (default 2, the
+        fastest on the H100 at 8192 x 8192).  The blocks are numbered down the
+        column of runs first: the block after block ``b`` writes the 128 bytes of
+        each out row just after ``b``'s, so a 32-byte sector the two share (rows off
+        the 32-byte grid, N = 8190) is completed while still in L2.
     out : DeviceArray, optional
         float32, shape ``(N, M)``.
 
@@ -208,7 +226,8 @@ def _counters(calls: list, metrics: Sequence[str]) -> list[dict] | None:
 
 
 def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose",
-                  variants: Sequence[str] | None = None, tiles: int = 8, repeat: int = 20,
+                  variants: Sequence[str] | None = None, tiles: int | None = None,
+                  repeat: int = 20,
                   progress: bool = True) -> Table:
     """Every variant of ``family`` on one M x N matrix, beside the device copy.
 
@@ -221,13 +240,15 @@ def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose
     beside them (``<metric>_model``); without a GPU the model's alone.  A variant this
     GPU cannot run (compute capability) or this N does not allow (``cp_async16`` and
     ``bulk``: N a multiple of 4) is a row with a note.  ``tiles``: tiles per block
-    (:func:`tile_transpose`).
+    (default: the family's, 8 for :func:`tile_copy`, 2 for :func:`tile_transpose`).
     """
     fn = "async_compare"
     m, n = _int(fn, "m", m, 1, 65535 * TILE), _int(fn, "n", n, 1, 1 << 29)
     (family,) = _choices(fn, "family", _str(fn, "family", family), FAMILIES)
     vs = list(VARIANTS) if variants is None else \
         _choices(fn, "variants", variants, VARIANTS, each="variant")
+    if tiles is None:
+        tiles = TRANSPOSE_TILES if family == "tile_transpose" else TILES_PER_BLOCK
     tiles = _int(fn, "tiles", tiles, 1, 64)
     if tiles & (tiles - 1):
         raise ValueError(f"{fn}: tiles={tiles} is not allowed; tiles must be one of 1, 2, 4, "
@@ -368,6 +389,11 @@ def _sanitize() -> None:
             a = _f32(m, n)
             tile_copy(a, variant=v)
             tile_transpose(a, variant=v)
+        if not _bad_n(v, 290):                # runs of 1 and 16 tiles (the tails: n % 4 == 2)
+            a = _f32(70, 290)
+            for tiles in (1, 16):
+                tile_copy(a, variant=v, tiles=tiles)
+                tile_transpose(a, variant=v, tiles=tiles)
 
 
 LESSON = Lesson(

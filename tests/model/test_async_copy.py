@@ -114,8 +114,13 @@ def test_the_views_match_the_lesson():
 
 
 def test_launch_and_refusals():
-    assert model.launch_config("tile_transpose", "tensor", m=8190, n=8190) == \
+    assert model.launch_config("tile_copy", "tensor", m=8190, n=8190) == \
         {"grid": (32, 256, 1), "block": (256, 1, 1)}
+    # the transpose: runs of 2 tiles by default, the blocks on one row, the tile row fastest
+    assert model.launch_config("tile_transpose", "tensor", m=8190, n=8190) == \
+        {"grid": (128 * 256, 1, 1), "block": (256, 1, 1)}
+    assert model.launch_config("tile_transpose", "tensor", m=100, n=300, tiles=2)["grid"] == \
+        (5 * 4, 1, 1)
     assert model.launch_config("tile_copy", "ldg_sts", m=1, n=300)["grid"] == (2, 1, 1)
     assert model.launch_config("tile_copy", "ldg_sts", m=1, n=300, tiles=2)["grid"] == (5, 1, 1)
     assert predict("tile_copy", "tensor", m=100, n=300, tiles=1) == \
