@@ -176,8 +176,10 @@ def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128", tiles: i
         Tiles per block along a tile row, as for :func:`tile_copy` (default 2, the
         fastest on the H100 at 8192 x 8192).  The blocks are numbered down the
         column of runs first: the block after block ``b`` writes the 128 bytes of
-        each out row just after ``b``'s, so a 32-byte sector the two share (rows off
-        the 32-byte grid, N = 8190) is completed while still in L2.
+        each out row just after ``b``'s, so a 32-byte sector the two share (out rows
+        off the 32-byte grid: M not a multiple of 8) is completed while still in L2.
+        There a run of 1 is faster still (H100, 8190 x 8190: 0.85x the device copy
+        against 0.69x with 2; at 8192 x 8192 0.93x against 0.95x).
     out : DeviceArray, optional
         float32, shape ``(N, M)``.
 
