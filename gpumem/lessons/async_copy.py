@@ -178,8 +178,9 @@ def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128", tiles: i
         column of runs first: the block after block ``b`` writes the 128 bytes of
         each out row just after ``b``'s, so a 32-byte sector the two share (out rows
         off the 32-byte grid: M not a multiple of 8) is completed while still in L2.
-        There a run of 1 is faster still (H100, 8190 x 8190: 0.85x the device copy
-        against 0.69x with 2; at 8192 x 8192 0.93x against 0.95x).
+        The best run depends on the GPU there: on the H100 a run of 1 (8190 x 8190:
+        0.85x the device copy against 0.69x with 2), on the H200 a run of 2 (0.80x
+        against 0.70x with 1).
     out : DeviceArray, optional
         float32, shape ``(N, M)``.
 
