@@ -35,8 +35,8 @@ first: the block after block ``b`` writes the 128 bytes of each out row just
 after ``b``'s.  Where rows are off the 32-byte grid (8190 floats) neighbouring
 blocks share a sector in every out row; numbered along the tile row, the second
 half came so much later that L2 had to read the sector back from DRAM (H100:
-0.53x the device copy at 8190 x 8190 before, 0.72x now with 2 tiles per block,
-0.88x with 1).
+0.53x the device copy at 8190 x 8190 before, 0.69-0.72x now with 2 tiles per
+block, 0.85-0.88x with 1; on the H200 2 is the fastest, 0.80x).
 
 :func:`async_compare` puts the variants side by side with the device copy of
 the same bytes, the compiler's registers per thread, the instructions issued
