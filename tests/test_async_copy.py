@@ -294,14 +294,19 @@ def test_every_variant_equals_numpy_on_awkward_sizes(family, variant, rng, no_le
     assert rec.block == (256, 1, 1) and rec.bytes == 8 * a.size
     m, n = launched                      # the last size run (cp_async16 and bulk skip some)
     assert rec.grid == gm.model.launch_config(family, variant, m=m, n=n)["grid"]
-    a = rng.standard_normal((97, 32 * 9 + 4)).astype(np.float32)      # 10 tile columns
-    for tiles in (1, 2, 4, 16, 64):      # a ring longer and shorter than the block's run
-        out = poisoned(ref(a).shape)
-        np.testing.assert_array_equal(fn(a, variant=variant, tiles=tiles, out=out).get(),
-                                      ref(a), err_msg=f"{variant} tiles={tiles}")
-        runs = -(-10 // tiles)           # the transpose: the same blocks on one row
-        assert gm.last_record().grid == ((runs, 4, 1) if family == "tile_copy" else
-                                         (runs * 4, 1, 1))
+    # 10 tile columns; rows of whole 16-byte chunks, and (the tensor variants' shifted
+    # runs, whose last tile reads the run's tail) rows viewed in pairs and in fours
+    for m, n in ((97, 32 * 9 + 4), (70, 32 * 9 + 2), (37, 32 * 9 + 3)):
+        if variant in ("cp_async16", "bulk") and n % 4:
+            continue
+        a = rng.standard_normal((m, n)).astype(np.float32)
+        for tiles in (1, 2, 4, 16, 64):  # a ring longer and shorter than the block's run
+            out = poisoned(ref(a).shape)
+            np.testing.assert_array_equal(fn(a, variant=variant, tiles=tiles, out=out).get(),
+                                          ref(a), err_msg=f"{variant} {m} x {n} tiles={tiles}")
+            runs, rows = -(-10 // tiles), -(-m // 32)   # the transpose: one row of blocks
+            assert gm.last_record().grid == ((runs, rows, 1) if family == "tile_copy" else
+                                             (runs * rows, 1, 1))
 
 
 @gpu
