@@ -22,11 +22,13 @@ What the model leaves out, and why:
   view's box j starts at j n rounded down to a multiple of 4: its data lies
   ``shift`` words in, the last columns of a tile row come from the next box (for
   a run's last tile: from the run's tail, 16 bytes per row loaded apart), and the
-  transpose reads the next 16-byte chunk too.  The model reads every tile's next
-  chunk from a next box: for ``tensor`` (no swizzle) the tail's chunks meet no
-  bank conflict where a next box's meet 8-way ones, so its shared-load
-  wavefronts at n % 4 != 0 are over by up to 28 per run (the GPU test compares
-  them at multiples of 32 only).
+  transpose reads the next 16-byte chunk too.  The model reads every tile's last
+  words from a next box; in a run's last tile they come from the tail, whose
+  banks differ: the transpose's ``tensor`` (no swizzle) meets no conflict there
+  where a next box's chunks meet 8-way ones (its shared-load wavefronts at
+  n % 4 != 0 are over by up to 28 per run), and the copy's few lanes past word 31
+  may meet other banks than modelled.  The GPU test compares shared counts at
+  multiples of 32 only.
 * cp.async's writes into shared memory are not counted as shared stores
   (Nsight Compute counts LDGSTS apart, ``gldgsts_*``).
 * A shared load whose every lane is predicated off costs nothing; the copy's
