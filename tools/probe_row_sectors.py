@@ -53,7 +53,8 @@ threads, 32 x 32 tiles, every index in long long, everything bounds-checked):
                            CHECK FIRST: at n = 8192 it must match
                            transpose_tiles_ymajor (same loads, grid, order);
                            if not, its 8190 number says nothing.
-  t<TH>x<TW>_<y|x>[_al]    out = a.T through TH x TW tiles (TH input rows, TW input
+  t<TH>x<TW>_<y|x>[_al]    (transpose_wide; the two kernels above are its 32 x 32 y cases)
+                           out = a.T through TH x TW tiles (TH input rows, TW input
                            columns), a 1-D grid with the input-row tile fastest (y) or
                            the input-column tile fastest (x); _al: sector-aligned writes
                            as transpose_tiles_aligned_fast.  Taller tiles write longer
@@ -105,7 +106,7 @@ at 8192) supports it; transpose_tiles_aligned_fast ~ transpose_tiles_ymajor at
 8192 then shows whether whole-sector writes add anything at 8190.
 
 Measured (H100, 2026-11-27, x memcpy at 8192 / 8190): transpose_tiles 0.93-0.95 / 0.63;
-t32x32_y 0.93-0.94 / 0.74-0.78; t64x32_y 0.94 / 0.90; t128x32_y 0.93 / 0.90-0.91;
+transpose_tiles_ymajor (32 x 32) 0.93-0.94 / 0.73-0.81; t64x32_y 0.94 / 0.90; t128x32_y 0.93 / 0.90-0.91;
 t128x32_y_al 0.92-0.93 / 0.92; t64x64_y 0.92 / 0.87; t64x64_x 0.91 / 0.74; copy_tiles 0.94 /
 0.93.  Neighbours in launch order, and longer segments per out row from one block, recover
 most of the 8190 loss; aligning the writes to sectors adds at most 0.02 on top.
@@ -215,71 +216,20 @@ extern "C" __global__ void transpose_tiles_aligned(const float *__restrict__ a, 
     }
 }
 
-// transpose_tiles' body, but the tile comes from a 1-D block index with the INPUT ROW
-// tile varying fastest: block b handles input rows 32(b % tiles).., columns
-// 32(b / tiles).., so consecutive blocks write adjacent 32-column segments of the
-// same 32 out rows (and read a column strip of a).  Grid: tiles * tiles, 1-D.
-extern "C" __global__ void transpose_tiles_ymajor(const float *__restrict__ a, float *__restrict__ out, int n)
-{
-    __shared__ float tile[TILE][TILE + 1];
-    const long long nn = n;
-    const int tiles = (n + TILE - 1) / TILE;
-    const long long by = blockIdx.x % tiles;                  // input row tile (fastest)
-    const long long bx = blockIdx.x / tiles;                  // input column tile
-    long long x = bx * TILE + threadIdx.x; // input column
-    long long y = by * TILE + threadIdx.y; // input row
-    for (int k = 0; k < TILE; k += ROWS)
-        if (x < nn && y + k < nn)
-            tile[threadIdx.y + k][threadIdx.x] = a[(y + k) * nn + x];
-    __syncthreads();
-    x = by * TILE + threadIdx.x; // out column = input row
-    y = bx * TILE + threadIdx.y; // out row = input column
-    for (int k = 0; k < TILE; k += ROWS)
-        if (x < nn && y + k < nn)
-            out[(y + k) * nn + x] = tile[threadIdx.x][threadIdx.y + k];
-}
-
-// out = a.T with sector-aligned writes (as transpose_tiles_aligned), ymajor block order.
-// Every e_c is a multiple of g = gcd(n, 8), so e_c <= h = 8 - g: the block (input-column
-// tile j, out-column tile i = block % tiles_i, varying fastest) stages only input rows
-// [32i - h, 32i + 32) (32 + h rows, clipped) x its 32 columns, tile row k = input row
-// 32i - h + k, loaded like transpose_tiles (warp = one row, rows in a loop); out column
-// 32i - e_c + tx is tile row h - e_c + tx.  At n % 8 == 0, h = 0 and tiles_i = tiles_j:
-// the same loads, grid and block order as transpose_tiles_ymajor.
-// Grid: tiles_j * tiles_i, 1-D, tiles_i = ceil((n + h) / 32) (257 at n = 8190).
-extern "C" __global__ void transpose_tiles_aligned_fast(const float *__restrict__ a, float *__restrict__ out, int n)
-{
-    __shared__ float tile[TILE + HALO][TILE + 1];
-    const long long nn = n;
-    const int g = (n | SECTOR_FLOATS) & -(n | SECTOR_FLOATS);  // lowest set bit of n, at most 8
-    const int h = SECTOR_FLOATS - g;                             // largest e_c, halo rows
-    const int tiles_i = (n + h + TILE - 1) / TILE;
-    const long long i = blockIdx.x % tiles_i;                    // out column tile (fastest)
-    const long long j = blockIdx.x / tiles_i;                    // input column tile = out row tile
-    const long long col = j * TILE + threadIdx.x;                // input column
-    const long long rbase = i * TILE - h;                        // input row of tile row 0
-    for (int k = threadIdx.y; k < TILE + h; k += ROWS) {
-        const long long r = rbase + k;
-        if (r >= 0 && r < nn && col < nn)
-            tile[k][threadIdx.x] = a[r * nn + col];
-    }
-    __syncthreads();
-    for (int k = 0; k < TILE; k += ROWS) {
-        const int tc = threadIdx.y + k;                          // tile column
-        const long long c = j * TILE + tc;                       // out row
-        if (c >= nn)
-            continue;
-        const long long row = c * nn;
-        const int e = (int)(row & (SECTOR_FLOATS - 1));          // e_c, once per out row
-        const long long oc = i * TILE - e + threadIdx.x;         // out column
-        if (oc >= 0 && oc < nn)
-            out[row + oc] = tile[h - e + threadIdx.x][tc];
-    }
-}
+// transpose_tiles_ymajor: transpose_tiles' body on a 1-D grid with the INPUT ROW tile
+// varying fastest (block b: input rows 32(b % tiles).., columns 32(b / tiles)..), so
+// consecutive blocks write adjacent 32-column segments of the same 32 out rows.
+// transpose_tiles_aligned_fast: out = a.T with sector-aligned writes (as
+// transpose_tiles_aligned) in that block order.  Every e_c is a multiple of
+// g = gcd(n, 8), so e_c <= h = 8 - g: the block stages only input rows [32i - h, 32i + 32)
+// (clipped) and writes out column 32i - e_c + tx from tile row h - e_c + tx.  At
+// n % 8 == 0, h = 0: the same loads, grid and order as transpose_tiles_ymajor.  Both are
+// transpose_wide below with 32 x 32 tiles (grid: tiles_j * tiles_i, tiles_i =
+// ceil((n + h) / 32), 257 at n = 8190).
 
 // out = a.T through TH x TW tiles (TH input rows, TW input columns; blocks of 32 x 8
 // threads), a 1-D grid with the input-row tile fastest (YMAJOR) or the input-column tile
-// fastest.  ALIGN: sector-aligned writes as transpose_tiles_aligned_fast (out row c,
+// fastest.  ALIGN: sector-aligned writes (out row c, e_c = (c n) mod 8,
 // out columns [TH i - e_c, TH i - e_c + TH), input rows [TH i - h, TH i + TH) staged).
 // Grid: tiles_i * tiles_j, tiles_i = ceil((n + h) / TH), tiles_j = ceil(n / TW).
 template <int TH, int TW, bool YMAJOR, bool ALIGN>
@@ -318,7 +268,8 @@ __device__ void transpose_wide(const float *__restrict__ a, float *__restrict__ 
     }
 }
 #define WIDE(NAME, TH, TW, Y, AL) extern "C" __global__ void NAME(const float *__restrict__ a, float *__restrict__ out, int n) { transpose_wide<TH, TW, Y, AL>(a, out, n); }
-WIDE(t32x32_y, 32, 32, true, false)
+WIDE(transpose_tiles_ymajor, 32, 32, true, false)
+WIDE(transpose_tiles_aligned_fast, 32, 32, true, true)
 WIDE(t64x32_y, 64, 32, true, false)
 WIDE(t32x64_y, 32, 64, true, false)
 WIDE(t64x64_y, 64, 64, true, false)
@@ -330,13 +281,13 @@ WIDE(t128x32_y_al, 128, 32, true, true)
 WIDE(t128x32_y, 128, 32, true, false)
 """
 
-KERNELS = ("copy_tiles", "copy_tiles_aligned", "transpose_tiles", "transpose_tiles_aligned",
-           "transpose_tiles_ymajor", "transpose_tiles_aligned_fast")
-WIDE = {"t32x32_y": (32, 32, 0), "t64x32_y": (64, 32, 0), "t32x64_y": (32, 64, 0),
+KERNELS = ("copy_tiles", "copy_tiles_aligned", "transpose_tiles", "transpose_tiles_aligned")
+WIDE = {"transpose_tiles_ymajor": (32, 32, 0), "transpose_tiles_aligned_fast": (32, 32, 1),
+        "t64x32_y": (64, 32, 0), "t32x64_y": (32, 64, 0),
         "t64x64_y": (64, 64, 0), "t64x64_x": (64, 64, 0), "t32x64_x": (32, 64, 0),
         "t64x32_y_al": (64, 32, 1), "t64x64_y_al": (64, 64, 1), "t128x32_y_al": (128, 32, 1),
         "t128x32_y": (128, 32, 0)}
-KERNELS = KERNELS + tuple(WIDE)
+KERNELS = KERNELS + tuple(WIDE)   # transpose_tiles_ymajor and _aligned_fast first, as before
 ALL = ("memcpy",) + KERNELS
 # sizes checked for correctness (exact, bitwise) before anything is timed
 # (62 has 8190's residues mod 32 and mod 8: transpose_tiles_aligned_fast's extra out-column tile)
@@ -345,12 +296,6 @@ SMALL_SIZES = (1, 7, 31, 33, 62, 64, 66, 70, 97, 130)
 
 def _blocks(n):
     return (n + TILE - 1) // TILE
-
-
-def _aligned_fast_tiles_i(n):
-    # out-column tiles of transpose_tiles_aligned_fast; must match the kernel's tiles_i
-    h = SECTOR_FLOATS - math.gcd(n, SECTOR_FLOATS)  # largest e_c = (c*n) mod 8
-    return (n + h + TILE - 1) // TILE
 
 
 def grid(name, n):
@@ -364,8 +309,6 @@ def grid(name, n):
         "copy_tiles_aligned": (b + 1, b),  # one extra column of blocks (right edge)
         "transpose_tiles": (b, b),
         "transpose_tiles_aligned": (b, b + 1),  # one extra row of blocks (last out columns)
-        "transpose_tiles_ymajor": (b * b,),  # 1-D, input row tile fastest
-        "transpose_tiles_aligned_fast": (b * _aligned_fast_tiles_i(n),),  # 1-D, out column tile fastest
     }[name]
 
 

@@ -53,6 +53,7 @@ from .. import _core, runtime
 from .._core import DeviceArray
 from ..runtime.args import _flag, _given, _host, _index
 from ..runtime.measure import device_copy
+from ..model import async_copy as _model_async
 from ..runtime.table import Table
 from ..tools import headline as hl
 from ..tools.introspect import kernel_attributes
@@ -77,8 +78,9 @@ CC_NEEDED = {"ldg_sts": (0, 0), "cp_async4": (8, 0), "cp_async16": (8, 0), "bulk
 #: Floats per tile side; tiles per block (tile_copy's default), tile buffers per block
 #: (at most), threads per block.
 TILE, TILES_PER_BLOCK, STAGES, THREADS = 32, 8, 4, 256
-#: tile_transpose's default tiles per block (the H100's fastest at 8192 x 8192).
-TRANSPOSE_TILES = 2
+#: tile_transpose's default tiles per block (the H100's fastest at 8192 x 8192; the
+#: model holds the defaults, checked against the launch records on the GPU).
+TRANSPOSE_TILES = _model_async.TRANSPOSE_TILES
 #: The counters :func:`async_compare` reads (measured, and the model's beside them).
 ASYNC_METRICS = ("smsp__inst_executed.sum", "gld_transactions", "gst_transactions",
                  "shared_load_transactions", "shared_load_bank_conflict")
@@ -156,7 +158,8 @@ def tile_copy_reference(a: np.ndarray) -> np.ndarray:
     return np.array(_host("tile_copy_reference", "a", a, np.float32, ndim=2), order="C")
 
 
-def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128", tiles: int = 2,
+def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128",
+                   tiles: int = TRANSPOSE_TILES,
                    out: DeviceArray | None = None):
     """``out = a.T`` through 32 x 32 tiles in shared memory, filled by ``variant``.
 
