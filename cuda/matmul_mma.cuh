@@ -3,8 +3,7 @@
 //
 // mma: the tensor cores through `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`
 // (sm_80 and newer), the Ampere path.  A 128 x 128 tile of C per block of 4 warps,
-// 64 x 64 per warp: 4 x 8 tiles of 16 x 8, each one mma per k step of 8.  The
-// float32 operands are rounded to TF32 (cvt.rna.tf32.f32: 10 mantissa bits, to
+// 64 x 64 per warp.  The float32 operands are rounded to TF32 (10 fraction bits, to
 // nearest) as they leave shared memory; the products are summed in float32.
 //
 // Memory: a 3-stage cp.async pipeline (global -> shared without registers) keeps the
@@ -14,30 +13,39 @@
 // src-size 0), so any M, N, K works; rows that are not 16-byte aligned (K or N not a
 // multiple of 4, or a misaligned base) take 4-byte copies.
 //
-// Fragments come from shared memory by plain loads (LDS), not ldmatrix: ldmatrix moves
-// 8 x 8 matrices of 16-bit elements, so on 32-bit TF32 data it would deliver pairs of
-// half-words a lane must reassemble (or a transposing layout) -- plain loads through a
-// swizzled layout move the same bytes per wavefront with no conflicts.  The sum over k
-// does not care which k each of the 8 fragment columns j stands for, as long as A's
-// column j and B's row j are the same k (lanes with the same t hold both): lane t's
-// j = t and j = t + 4 are taken as k = kk + 2t and kk + 2t + 1, so a lane's a0, a2 (and
-// a1, a3) are adjacent floats of a row of A -- one 8-byte load (LDS.64) each, 8 instead
-// of 16 loads per warp and k step for A; B's b0, b1 stay two 32-bit loads (rows of B).
+// The warps compute C's transpose, as wgmma does: each mma multiplies a 16 x 8 piece of
+// B^T (mma's A operand: 16 columns of C) by an 8 x 8 piece of A^T (its B operand: 8 rows
+// of C).  That way every operand register pair the instruction wants is one 8-byte load
+// from shared memory, already in place:
+//   * mma's B operand (b0: row t, col g; b1: row t + 4, col g) is A[row g][k j = t],
+//     A[row g][k j = t + 4].  The sum over k does not care which k each fragment column
+//     j stands for, as long as both operands agree (lanes with the same t hold both):
+//     j = t and t + 4 are taken as k = kk + 2t and kk + 2t + 1, adjacent floats of a row
+//     of A -- one LDS.64, b0 and b1 in order.
+//   * mma's A operand (a0: row g, col t; a1: row g + 8, col t; a2, a3: col t + 4) is
+//     B[k][column of row g], B[k][column of row g + 8], then the same at k + 1.  Rows g
+//     and g + 8 are taken as C's columns n0 + 2g and n0 + 2g + 1: (a0, a1) is one LDS.64
+//     of row k of B, (a2, a3) one of row k + 1.
+// Per warp and k step of 8: 8 loads for the 4 pieces of B^T (16 columns of C each), 8 for
+// the 8 pieces of A^T (8 rows each), 32 mmas; a piece of B^T serves 8 mmas, one of A^T 4.
+// No register moves (fed the other way round, A's fragment quads need them: a0 and a1 sit
+// in different rows of A), and the stores of C pair up the same way (below).
+// Fragments come by plain loads (LDS), not ldmatrix: ldmatrix moves 8 x 8 matrices of
+// 16-bit elements, so on 32-bit TF32 data it would deliver halves a lane must reassemble.
 // The swizzles (offsets in floats within a stage; 16-byte chunks permuted inside each
 // 128-byte row segment, so every cp.async chunk stays whole):
 //   A [128][32]:  chunk c/4 of row r stored at chunk (c/4) ^ 2 (r % 4).  A half warp's
 //     8-byte loads (lanes g = 0..3 or 4..7, t = 0..3) read rows r0 + g, floats kk + 2t,
 //     + 1: 4 rows in 4 different chunk pairs, t's 4 float pairs inside one pair -- all
 //     32 banks, the 2 wavefronts 256 bytes need.
-//   B [32][128]:  chunk n/4 of row k stored at chunk (n/4) ^ 2 ((k / 2) % 4).  b0 reads
-//     row kk + 2t (b1: + 1), column n0 + g: the 4 rows t in 4 different chunk pairs,
-//     g's 8 columns in one pair -- 32 banks, one wavefront.
-// Without them every row of A (and every k row of B) starts at bank 0: 4-way (A) and
-// 4-way (B) conflicts.
+//   B [32][128]:  chunk n/4 of row k stored at chunk (n/4) ^ 2 ((k / 2) % 4).  A half
+//     warp's 8-byte loads read rows kk + 2t (+ 1), floats n0 + 2g, + 1: the 4 rows t in 4
+//     different chunk pairs, g's 8 floats in one pair -- 32 banks, 2 wavefronts a warp.
+// Without them every row of A (and every k row of B) starts at bank 0: 4-way conflicts.
 constexpr int MMA_BM = 128, MMA_BN = 128, MMA_BK = 32, MMA_WM = 64, MMA_WN = 64,
               MMA_STAGES = 3;
 constexpr int MMA_WARPS_N = MMA_BN / MMA_WN, MMA_THREADS = (MMA_BM / MMA_WM) * MMA_WARPS_N * 32;
-constexpr int MMA_TM = MMA_WM / 16, MMA_TN = MMA_WN / 8;     // 16 x 8 tiles per warp
+constexpr int MMA_TI = MMA_WM / 8, MMA_TJ = MMA_WN / 16; // C's 8-row x 16-column tiles per warp
 constexpr int MMA_A_FLOATS = MMA_BM * MMA_BK, MMA_B_FLOATS = MMA_BK * MMA_BN;
 constexpr size_t MMA_SMEM = (size_t)MMA_STAGES * (MMA_A_FLOATS + MMA_B_FLOATS) * sizeof(float);
 static_assert(MMA_THREADS == 128 && MMA_BK == 32 && MMA_BN == 128, "the swizzles assume these");
@@ -60,10 +68,19 @@ __device__ __forceinline__ void cp_async_wait_stages()  // all but the newest ST
     asm volatile("cp.async.wait_group %0;\n" ::"n"(MMA_STAGES - 2) : "memory");
 }
 
+// float32 -> TF32, rounded to nearest: on sm_90 and newer cvt.rn (ties to even; one
+// F2FP instruction), below it cvt.rna (ties away from zero; a compare and an add: twice
+// the issue slots, 150 instead of 193 TFLOP/s at 4096^3 on an H100).  Handing the
+// float32 bits over unconverted would let the tensor cores truncate them: 7% faster
+// there, twice the error.
 __device__ __forceinline__ unsigned to_tf32(float x)
 {
     unsigned u;
+#if __CUDA_ARCH__ >= 900
+    asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
+#else
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
+#endif
     return u;
 }
 
@@ -174,7 +191,7 @@ __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__
     const int bm = blockIdx.y * MMA_BM, bn = blockIdx.x * MMA_BN;
     const bool vec_a = (K % 4) == 0 && aligned16(A), vec_b = (N % 4) == 0 && aligned16(B);
     float *const sa = smem, *const sb = smem + MMA_STAGES * MMA_A_FLOATS;
-    float acc[MMA_TM][MMA_TN][4] = {};
+    float acc[MMA_TJ][MMA_TI][4] = {};
     const int tiles = (K + MMA_BK - 1) / MMA_BK;
     // the fast copies: the block's tiles inside A and B, rows on the 16-byte grid (the
     // last, partial k slice still takes the general path)
@@ -215,48 +232,49 @@ __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__
         const float *b = sb + (kt % MMA_STAGES) * MMA_B_FLOATS;
 #pragma unroll
         for (int kk = 0; kk < MMA_BK; kk += 8) {
-            unsigned af[MMA_TM][4], bf[MMA_TN][2];
+            const int k = kk + 2 * t; // fragment columns j = t, t + 4: k, k + 1
+            unsigned bt[MMA_TJ][4], at[MMA_TI][2]; // pieces of B^T and of A^T
 #pragma unroll
-            for (int i = 0; i < MMA_TM; ++i) { // j = t, t + 4: k = kk + 2t, kk + 2t + 1
-                const int r = wm + i * 16 + g;
-                const float2 lo = *reinterpret_cast<const float2 *>(&a[mma_a_at(r, kk + 2 * t)]);
-                const float2 hi =
-                    *reinterpret_cast<const float2 *>(&a[mma_a_at(r + 8, kk + 2 * t)]);
-                af[i][0] = to_tf32(lo.x);
-                af[i][1] = to_tf32(hi.x);
-                af[i][2] = to_tf32(lo.y);
-                af[i][3] = to_tf32(hi.y);
+            for (int j = 0; j < MMA_TJ; ++j) { // C's columns wn + 16 j + 2g, + 1
+                const int n = wn + 16 * j + 2 * g;
+                const float2 lo = *reinterpret_cast<const float2 *>(&b[mma_b_at(k, n)]);
+                const float2 hi = *reinterpret_cast<const float2 *>(&b[mma_b_at(k + 1, n)]);
+                bt[j][0] = to_tf32(lo.x);
+                bt[j][1] = to_tf32(lo.y);
+                bt[j][2] = to_tf32(hi.x);
+                bt[j][3] = to_tf32(hi.y);
             }
 #pragma unroll
-            for (int j = 0; j < MMA_TN; ++j) {
-                const int n = wn + j * 8 + g;
-                bf[j][0] = to_tf32(b[mma_b_at(kk + 2 * t, n)]);
-                bf[j][1] = to_tf32(b[mma_b_at(kk + 2 * t + 1, n)]);
+            for (int i = 0; i < MMA_TI; ++i) { // C's row wm + 8 i + g: A[row][k], [k + 1]
+                const float2 v = *reinterpret_cast<const float2 *>(&a[mma_a_at(wm + 8 * i + g, k)]);
+                at[i][0] = to_tf32(v.x);
+                at[i][1] = to_tf32(v.y);
             }
 #pragma unroll
-            for (int i = 0; i < MMA_TM; ++i)
+            for (int i = 0; i < MMA_TI; ++i)
 #pragma unroll
-                for (int j = 0; j < MMA_TN; ++j)
-                    mma_tf32(acc[i][j], af[i], bf[j]);
+                for (int j = 0; j < MMA_TJ; ++j)
+                    mma_tf32(acc[j][i], bt[j], at[i]);
         }
     }
     cp_async_wait_all(); // only empty groups are left; none outlives the block
 
-    // C: lane (g, t) holds rows g and g + 8 of each 16 x 8 tile, columns 2t, 2t + 1:
-    // one float2 store each where N is even and C 8-byte aligned, else two scalars
+    // C: tile (j, i) is C's rows wm + 8i + 2t, + 1 and columns wn + 16j + 2g, + 1: the
+    // lane holds (d0, d2) of the first row and (d1, d3) of the second, one 8-byte store
+    // each where N is even and C 8-byte aligned, else two scalars
     const bool vec_c = (N % 2) == 0 && (reinterpret_cast<uintptr_t>(C) & 7) == 0;
 #pragma unroll
-    for (int i = 0; i < MMA_TM; ++i) {
+    for (int i = 0; i < MMA_TI; ++i) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int r = bm + wm + i * 16 + g + 8 * h;
+            const int r = bm + wm + 8 * i + 2 * t + h;
             if (r >= M)
                 continue;
 #pragma unroll
-            for (int j = 0; j < MMA_TN; ++j) {
-                const int c = bn + wn + j * 8 + 2 * t;
+            for (int j = 0; j < MMA_TJ; ++j) {
+                const int c = bn + wn + 16 * j + 2 * g;
                 float *out = C + (size_t)r * N + c;
-                const float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+                const float v0 = acc[j][i][h], v1 = acc[j][i][h + 2];
                 if (vec_c && c + 1 < N) {
                     *reinterpret_cast<float2 *>(out) = make_float2(v0, v1);
                 } else {

@@ -28,8 +28,9 @@
 // banks.  full[s]: the copies of stage s have landed (expect_tx); empty[s]: all 8 warps
 // are done with it.  One block per SM (193 KiB of shared memory).
 //
-// Rounding: B's values are rounded to TF32 (cvt.rna) as they become fragments; A's are
-// read by the tensor cores from shared memory, which use the top 19 bits (truncation).
+// Rounding: B's values are rounded to TF32 (matmul_mma.cuh's to_tf32: cvt.rn, ties to
+// even) as they become fragments; A's are read by the tensor cores from shared memory,
+// which use the top 19 bits (truncation).
 // The sums are float32.
 //
 // Edges: the tensor copy fills zeros outside the matrices, so any M, N, K works; a box

@@ -662,20 +662,28 @@ else:
 # piece of C, 1,024 multiply-adds per warp instruction. `mma` (compute capability 8.0 and
 # newer) keeps `warptiled`'s 128 × 128 block tile and changes what is inside it:
 #
-# * **4 warps of 64 × 64**, each warp's part of C as 4 × 8 tiles of 16 × 8 in accumulator
-#   registers: a fragment of A loaded from shared memory serves 8 mmas, one of B 4.
+# * **4 warps of 64 × 64**, each warp's part of C in accumulator registers as 32 pieces.
+#   Each warp computes its piece of Cᵀ = Bᵀ Aᵀ (as `wgmma` below does): then every register
+#   pair `mma.sync` wants from either operand is two neighbouring floats of one row of A or
+#   of B in shared memory, one 8-byte load with nothing to rearrange. A piece of Bᵀ loaded
+#   from shared memory serves 8 mmas, one of Aᵀ 4. (Fed the other way round, A's four
+#   registers come from two rows of A and the compiler spends ~160 moves per k slice
+#   putting them together.)
 # * **a 3-stage `cp.async` pipeline**: A and B both go from global to shared memory without
 #   registers, in slices of 32 along K; while the warps multiply one slice, the next two are
 #   in flight.
 # * **swizzled shared memory**: the fragments come from shared memory by plain loads (8 bytes
-#   a lane for A, 4 for B), each warp's from several rows at once, and rows 128 bytes apart
+#   a lane), each warp's from several rows at once, and rows 128 bytes apart
 #   all start at bank 0: 4-way conflicts. Each row's 16-byte chunks are stored XOR-permuted
 #   by the row (the idea of lesson 14's 128-byte swizzle), so every fragment load spreads
 #   over all 32 banks and takes only the wavefronts its bytes need.
 #
 # **TF32.** These tensor cores do not multiply float32: each operand is rounded to TF32 —
 # float32's 8 exponent bits with 10 mantissa bits instead of 23 — and the products are summed
-# in float32. Each rounding is off by up to 2⁻¹¹ of the value, so an element of C differs
+# in float32. `mma` rounds each value to the nearest TF32 as it leaves shared memory (on
+# compute capability 9.0 one `cvt.rn` instruction, ties to even; below, `cvt.rna`, a compare
+# and an add); handed float32 bits, the tensor cores would truncate them instead: a little
+# faster, twice the error. Each rounding is off by up to 2⁻¹¹ of the value, so an element of C differs
 # from the float32 product by about 2⁻¹⁰ · Σₖ |aᵢₖ| |bₖⱼ|: a relative error some thousand
 # times float32's. That makes it a different product, so its fair anchor is not cuBLAS
 # SGEMM in FP32 but cuBLAS with TF32 allowed. CuPy decides that when it is imported
@@ -712,7 +720,7 @@ else:
 #   by row) is; B (K × N) is not, and would need a transposed copy. So the kernel computes
 #   Cᵀ = Bᵀ Aᵀ: A is the descriptor operand (256 rows of C per instruction) and Bᵀ the
 #   register operand (64 columns of C per warpgroup), which each thread loads from B's tile
-#   in shared memory with plain 4-byte loads, rounding it to TF32 on the way (`cvt.rna`;
+#   in shared memory with plain 4-byte loads, rounding it to TF32 on the way (`cvt.rn`;
 #   A's values the tensor cores truncate). The accumulators hold a piece of Cᵀ, so the tile
 #   goes back through shared memory once, and C leaves row by row in 8-byte stores.
 #

@@ -284,19 +284,21 @@ def tf32_bound(a, b):
 
 
 def round_tf32(x):
-    """float32 -> the nearest TF32 (10 fraction bits; ties away from zero, as cvt.rna),
+    """float32 -> the nearest TF32 (10 fraction bits; ties to even, as cvt.rn, which mma
+    uses from compute capability 9.0 on -- below it cvt.rna takes ties away from zero),
     as float32: what mma multiplies."""
     u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x1000) & 0xFFFFE000
+    u = (u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000
     return u.astype(np.uint32).view(np.float32)
 
 
 def test_round_tf32_keeps_10_fraction_bits():
-    x = np.array([1.0, 1 + 2.0 ** -10, 1 + 2.0 ** -11, 1 + 2.0 ** -12, -(1 + 3 * 2.0 ** -12),
-                  3.0e-30], np.float32)
+    x = np.array([1.0, 1 + 2.0 ** -10, 1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11, 1 + 2.0 ** -12,
+                  -(1 + 3 * 2.0 ** -12), 3.0e-30], np.float32)
     got = round_tf32(x)
-    assert got.tolist()[:5] == [1.0, 1 + 2.0 ** -10, 1 + 2.0 ** -10, 1.0, -(1 + 2.0 ** -10)]
-    assert abs(got[5] - x[5]) <= 2.0 ** -11 * x[5]
+    # the ties 1 + 2^-11 and 1 + 3 x 2^-11 go to the even neighbours 1 and 1 + 2^-9
+    assert got.tolist()[:6] == [1.0, 1 + 2.0 ** -10, 1.0, 1 + 2.0 ** -9, 1.0, -(1 + 2.0 ** -10)]
+    assert abs(got[6] - x[6]) <= 2.0 ** -11 * x[6]
 
 
 def test_the_tf32_bound_holds_for_tf32_rounding_and_not_for_a_wrong_element(rng):
@@ -318,12 +320,15 @@ def test_mma_fragment_mapping_emulated_on_the_cpu(rng):
     """The kernel's index mapping, lane by lane, on one block's 128 x 128 x 32 slice:
     A and B stored through the model's swizzles (cuda/matmul_mma.cuh's mma_a_at and
     mma_b_at, restated in gpumem.model.matmul), every warp's fragments loaded as the
-    kernel loads them (fragment column j = t as k = kk + 2t, j = t + 4 as kk + 2t + 1:
-    a0, a2 one 8-byte load), each mma.m16n8k8 taken as the PTX ISA defines its .tf32
-    fragments (a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); b0
-    (row t, col g), b1 (t + 4, g); c_q (g + 8 (q >= 2), 2t + q % 2)), and C stored as the
-    kernel stores it: the product equals A @ B, and every fragment load takes the
-    fewest wavefronts its width allows (no bank conflict)."""
+    kernel loads them -- the warps compute C's transpose: mma's A operand is a 16 x 8
+    piece of B^T whose rows g and g + 8 are C's columns n0 + 2g and n0 + 2g + 1, its B
+    operand an 8 x 8 piece of A^T whose column g is C's row m0 + g, and fragment column
+    j = t is k = kk + 2t, j = t + 4 is kk + 2t + 1 -- each mma.m16n8k8 taken as the PTX
+    ISA defines its .tf32 fragments (a0 (row g, col t), a1 (g + 8, t), a2 (g, t + 4), a3
+    (g + 8, t + 4); b0 (row t, col g), b1 (t + 4, g); c_q (g + 8 (q >= 2), 2t + q % 2)),
+    and C stored as the kernel stores it: the product equals A @ B, every operand
+    register pair is one 8-byte load in order, and every load takes the fewest
+    wavefronts its width allows (no bank conflict)."""
     from gpumem.model import bank_conflicts
     from gpumem.model.matmul import _mma_a_at, _mma_b_at
 
@@ -343,47 +348,43 @@ def test_mma_fragment_mapping_emulated_on_the_cpu(rng):
     lane = np.arange(32)
     g, t = lane // 4, lane % 4
 
-    def no_conflict(offsets, width):
-        res = bank_conflicts((4 * offsets).tolist(), width)
-        assert res.wavefronts == res.ideal_wavefronts == width // 4, res
+    def load64(stage, offsets):
+        """An 8-byte load: aligned, no bank conflict; the two floats of each lane."""
+        assert (offsets % 2 == 0).all()
+        res = bank_conflicts((4 * offsets).tolist(), 8)
+        assert res.wavefronts == res.ideal_wavefronts == 2, res
+        return stage[offsets], stage[offsets + 1]
 
     for warp in range(4):
         wm, wn = (warp // 2) * 64, (warp % 2) * 64
-        acc = np.zeros((4, 8, 32, 4))                          # [i][j][lane][c_q]
+        acc = np.zeros((4, 8, 32, 4))                          # [j][i][lane][c_q]
         for kk in range(0, 32, 8):
-            af = np.zeros((4, 32, 4))
-            bf = np.zeros((8, 32, 2))
-            for i in range(4):
-                row = wm + i * 16 + g
-                for h in range(2):                             # (a0, a2), (a1, a3)
-                    off = _mma_a_at(row + 8 * h, kk + 2 * t)
-                    assert (off % 2 == 0).all()                # 8-byte aligned
-                    no_conflict(off, 8)
-                    af[i, :, h], af[i, :, h + 2] = sa[off], sa[off + 1]
-            for j in range(8):
-                col = wn + j * 8 + g
-                for q in range(2):
-                    off = _mma_b_at(kk + 2 * t + q, col)
-                    no_conflict(off, 4)
-                    bf[j, :, q] = sb[off]
-            for i in range(4):
-                for j in range(8):
+            bt = np.zeros((4, 32, 4))                          # mma's A operand: a0..a3
+            at = np.zeros((8, 32, 2))                          # mma's B operand: b0, b1
+            for j in range(4):
+                col = wn + 16 * j + 2 * g
+                bt[j, :, 0], bt[j, :, 1] = load64(sb, _mma_b_at(kk + 2 * t, col))
+                bt[j, :, 2], bt[j, :, 3] = load64(sb, _mma_b_at(kk + 2 * t + 1, col))
+            for i in range(8):
+                at[i, :, 0], at[i, :, 1] = load64(sa, _mma_a_at(wm + 8 * i + g, kk + 2 * t))
+            for j in range(4):
+                for i in range(8):
                     # the PTX ISA's layout, on its own: rebuild the 16 x 8 and 8 x 8 tiles
                     # from the lanes' registers, multiply, hand D back lane by lane
                     ta, tb = np.full((16, 8), np.nan), np.full((8, 8), np.nan)
                     for q in range(4):
-                        ta[g + 8 * (q % 2), t + 4 * (q // 2)] = af[i, :, q]
+                        ta[g + 8 * (q % 2), t + 4 * (q // 2)] = bt[j, :, q]
                     for q in range(2):
-                        tb[t + 4 * q, g] = bf[j, :, q]
+                        tb[t + 4 * q, g] = at[i, :, q]
                     assert not np.isnan(ta).any() and not np.isnan(tb).any()
                     d = ta @ tb
                     for q in range(4):
-                        acc[i, j, :, q] += d[g + 8 * (q // 2), 2 * t + (q % 2)]
-        for i in range(4):
-            for j in range(8):
-                for h in range(2):
-                    for e in range(2):                 # float2 store: v0, v1
-                        C[wm + i * 16 + g + 8 * h, wn + j * 8 + 2 * t + e] = acc[i, j, :, 2 * h + e]
+                        acc[j, i, :, q] += d[g + 8 * (q // 2), 2 * t + (q % 2)]
+        for i in range(8):
+            for h in range(2):
+                for j in range(4):
+                    for e in range(2):                 # float2 store: (d_h, d_h+2)
+                        C[wm + 8 * i + 2 * t + h, wn + 16 * j + 2 * g + e] = acc[j, i, :, h + 2 * e]
     np.testing.assert_allclose(C, A @ B, rtol=1e-12, atol=1e-12)
 
 
@@ -465,6 +466,11 @@ def test_mma_rounds_to_tf32(rng):
     ref = x.astype(np.float64) @ y.astype(np.float64)
     assert rel_err(tf32, ref) > 10 * rel_err(fp32, ref)
     assert (np.abs(tf32 - ref) <= tf32_bound(x, y)).all()
+    # a tie, 1 + 2^-11: to even (1) on compute capability 9.0 and newer (cvt.rn), away
+    # from zero (1 + 2^-10) below it (cvt.rna)
+    tie = np.full((64, 512), 1 + 2.0 ** -11, F)
+    want = 512.0 if gm.device().compute_capability >= (9, 0) else 512 * (1 + 2.0 ** -10)
+    assert (gm.matmul(tie, np.ones((512, 8), F), variant="mma") == want).all()
 
 
 @pytest.mark.gpu

@@ -153,20 +153,20 @@ def _matmul_shared_step(variant: str, t: int):
         acc += [("ld", None, 0, 3)]
         return acc, _WT_K
     if variant == "mma":
-        # a k slice of 32: per 8-wide k step each warp loads its A fragments (4 tiles of
-        # 16 rows: (a0, a2) and (a1, a3) as 8-byte loads of k = kk + 2t, + 1) and B
-        # fragments (4 tiles of 8 columns: b0, b1, 32-bit loads of rows kk + 2t, + 1)
-        # from the swizzled tiles; cp.async fills them (no shared store instructions)
+        # a k slice of 32: per 8-wide k step each warp loads its 4 pieces of B^T (16 of
+        # C's columns each: rows kk + 2t and + 1 of B, floats wn + 16j + 2g, + 1, one
+        # 8-byte load each) and its 8 pieces of A^T (8 of C's rows each: row wm + 8i + g
+        # of A, floats kk + 2t, + 1, one 8-byte load) from the swizzled tiles; cp.async
+        # fills them (no shared store instructions)
         warp = np.arange(_MMA_THREADS // WARP, dtype=np.int64)[:, None]
         g, tq = lane // 4, lane % 4
         wm, wn = (warp // (t // _MMA_WN)) * _MMA_WM, (warp % (t // _MMA_WN)) * _MMA_WN
         for kk in range(0, _MMA_K, 8):
-            for i in range(_MMA_WM // 16):
-                r = wm + 16 * i + g
-                acc += [("ld", 4 * _mma_a_at(r + dr, kk + 2 * tq), 8, 1) for dr in (0, 8)]
-            for j in range(_MMA_WN // 8):
-                acc += [("ld", 4 * _mma_b_at(kk + 2 * tq + dk, wn + 8 * j + g), 4, 1)
+            for j in range(_MMA_WN // 16):
+                acc += [("ld", 4 * _mma_b_at(kk + 2 * tq + dk, wn + 16 * j + 2 * g), 8, 1)
                         for dk in (0, 1)]
+            for i in range(_MMA_WM // 8):
+                acc += [("ld", 4 * _mma_a_at(wm + 8 * i + g, kk + 2 * tq), 8, 1)]
         return acc, _MMA_K
     if variant == "wgmma":
         # a k slice of 32: per 8-wide k step each warp loads its 4 B^T fragments (32-bit
@@ -390,9 +390,10 @@ def _gen_matmul_mma(tally, axis, p):
     by cp.async into shared memory -- 16-byte copies where K (for A) or N (for B) is a
     multiple of 4 (all four floats in or none), else 4-byte ones, a warp's 32 on
     consecutive floats of one row; lanes outside the matrices copy nothing (src-size 0)
-    and count nothing -- and at the end C from the accumulator fragments: lane (g, t) of
-    each 16 x 8 tile writes rows g and g + 8, columns 2t and 2t + 1, as one 8-byte store
-    where N is even, else two predicated 4-byte ones.  Each slice is copied once per
+    and count nothing -- and at the end C from the accumulator fragments (the warps
+    compute C's transpose): lane (g, t) of each 8-row x 16-column tile of C writes rows
+    2t and 2t + 1, columns 2g and 2g + 1, as one 8-byte store each where N is even, else
+    two predicated 4-byte ones.  Each slice is copied once per
     block (the pipeline's prologue copies slices 0 and 1, iteration s copies s + 2)."""
     m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
     thr, bk = _MMA_THREADS, _MMA_K
@@ -400,15 +401,15 @@ def _gen_matmul_mma(tally, axis, p):
     if m == 0 or n == 0:
         return                                           # gpumem launches nothing
     gx, gy, steps, tid, w, wbx, wby, BM, BN = _warp_blocks(axis, m, n, k, t, thr, bk)
-    # ---- C: warp w's tile at (wm, wn); tile (i, j), half h: row wm + 16i + 8h + g,
-    # columns wn + 8j + 2t, + 1 -- the 32 (i, h, j) stores of a lane on a leading axis
+    # ---- C: warp w's tile at (wm, wn); tile (i, j), half h: row wm + 8i + 2t + h,
+    # columns wn + 16j + 2g, + 1 -- the 64 (i, h, j) stores of a lane on a leading axis
     wm, wn = (w // (t // _MMA_WN)) * _MMA_WM, (w % (t // _MMA_WN)) * _MMA_WN
     g, tq = tid % WARP // 4, tid % WARP % 4
     i, h, j = (x.reshape(-1, 1, 1, 1, 1) for x in np.meshgrid(
-        np.arange(_MMA_WM // 16), np.arange(2), np.arange(_MMA_WN // 8), indexing="ij"))
+        np.arange(_MMA_WM // 8), np.arange(2), np.arange(_MMA_WN // 16), indexing="ij"))
     wc = wmul(wby[:, None], wbx[None, :])               # (nby, nbx)
-    r0 = BM + wm + 16 * i + 8 * h                        # the warp's first row
-    r, c = r0 + g, BN + wn + 8 * j + 2 * tq
+    r0 = BM + wm + 8 * i + h                             # the warp's first row
+    r, c = r0 + 2 * tq, BN + wn + 16 * j + 2 * g
     ok = r < m
     vec = ok & (c + 1 < n) if n % 2 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
     _rows_stream(tally, "st", r, c, r0, 4 * n, vec, 8, wc)

@@ -238,11 +238,11 @@ def simulate(family, variant, granularity=32, **p):
         wm, wn = (warp // 2) * 64, (warp % 2) * 64
         g, t = lane // 4, lane % 4
         vec_c = N % 2 == 0
-        for i in range(4):
+        for i in range(8):                                  # C's transpose per warp
             for h in range(2):
-                r = warps(bm + wm + i * 16 + g + 8 * h + 0 * bn)    # r >= M: continue
-                for j in range(8):
-                    c = warps(bn + wn + j * 8 + 2 * t + 0 * bm)
+                r = warps(bm + wm + i * 8 + 2 * t + h + 0 * bn)  # r >= M: continue
+                for j in range(4):
+                    c = warps(bn + wn + j * 16 + 2 * g + 0 * bm)
                     full = vec_c & (r < M) & (c + 1 < N)
                     streams.append(("st", C + 4 * (r * N + c), full, 8))
                     for e in range(2):

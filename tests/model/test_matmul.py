@@ -92,9 +92,8 @@ def test_matmul_shared_memory_as_measured(variant, tile):
 
 def test_mma_copies_a_and_b_by_cp_async_and_loads_fragments_without_conflicts():
     """mma: A and B both by cp.async (no LDG: every gld request is a copy), per block and
-    k slice of 32 each of the 4 warps' 4 k steps of 8 A fragment loads (8-byte: 2
-    wavefronts, the fewest) and 16 B ones (32-bit: 1 wavefront) through the swizzles, no
-    shared store
+    k slice of 32 each of the 4 warps' 4 k steps of 8 loads of B^T pieces and 8 of A^T
+    pieces (8-byte each: 2 wavefronts, the fewest) through the swizzles, no shared store
     instruction (cp.async writes shared memory); C by 8-byte stores where N is even.
     From the source (cuda/matmul_mma.cuh): to be held to Nsight Compute on an sm_80+ GPU."""
     r = predict("matmul", "mma", m=128, n=128, k=32, tile=128)
@@ -104,11 +103,11 @@ def test_mma_copies_a_and_b_by_cp_async_and_loads_fragments_without_conflicts():
     assert r["gldgsts_transactions"] == 2 * 4 * 128 * 32 // 32
     assert r["gld_efficiency"] == 0.0                   # the load instructions: none
     assert (r["shared_load_requests"], r["shared_load_transactions"]) == \
-        (4 * 4 * (8 + 16), 4 * 4 * (2 * 8 + 16))
+        (4 * 4 * (8 + 8), 4 * 4 * 2 * (8 + 8))
     # "conflicts" = wavefronts past one per instruction: the 8-byte loads' second ones only
-    assert r["shared_load_bank_conflict"] == 4 * 4 * 8
+    assert r["shared_load_bank_conflict"] == 4 * 4 * (8 + 8)
     assert r["shared_store_requests"] == r["shared_store_transactions"] == 0
-    # C: 4 warps x 64 float2 stores, 8 rows of 32 bytes each: 8 sectors, all used
+    # C: 4 warps x 64 float2 stores, 4 rows of 64 bytes each: 8 sectors, all used
     assert r["gst_requests"] == 4 * 64 and r["gst_transactions"] == 4 * 64 * 8
     assert r["gst_efficiency"] == 100.0
     # K and N not multiples of 4: 4-byte copies (a warp's 32 on one row), 32 a thread of
@@ -119,7 +118,7 @@ def test_mma_copies_a_and_b_by_cp_async_and_loads_fragments_without_conflicts():
     assert s["gldgsts_bytes_requested"] == 4 * (128 * 31 + 31 * 127)
     # the shared loads scale with blocks x slices
     big = predict("matmul", "mma", m=130, n=257, k=65, tile=128)
-    assert big["shared_load_requests"] == 2 * 3 * 3 * 384
+    assert big["shared_load_requests"] == 2 * 3 * 3 * 256
 
 
 def test_naive_matmul_uses_no_shared_memory():
