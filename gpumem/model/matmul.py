@@ -197,6 +197,8 @@ def _matmul_shared(tally, variant: str, p: dict) -> None:
         tally.shared_access(op, inst * steps, waves * steps)
     if variant == "wgmma":
         _wgmma_shared_edges(tally, m, n)
+    if variant == "mma":
+        tally.shared_access("ld", _mma_phantom_loads(m, n, k), 0)
     if variant == "prefetch":
         # its stores: the first tiles before the loop, then the next ones in every step,
         # the last step's too (zeros into a buffer no one reads): one step's more
@@ -383,6 +385,19 @@ def _mma_b_at(k, c):
     """Float offset of B[k][c] in a stage (rows of 128 floats, chunk c / 4 of row k
     stored at chunk (c / 4) ^ 2 ((k / 2) % 4))."""
     return k * 128 + ((((c >> 2) ^ (((k >> 1) & 3) << 1)) << 2) | (c & 3))
+
+
+def _mma_phantom_loads(m: int, n: int, k: int) -> int:
+    """Shared load instructions that are counted and never executed: before each copy
+    block the compiler (CUDA 13, sm_90) puts three ``@!PT LDS RZ, [RZ]``, which
+    smsp__inst_executed_op_shared_ld counts with no wavefront (as in warptiled).  Per warp
+    and k slice copied: 3 on the fast path (a block inside A and B, rows on the 16-byte
+    grid, the slice inside K), else 3 per operand with 16-byte copies and 24 per operand
+    with 4-byte ones (its loop unrolled 4 times: 8 trips of 3)."""
+    blocks, tiles = cdiv(m, 128) * cdiv(n, 128), cdiv(k, _MMA_K)
+    per_a, per_b = (3 if k % 4 == 0 else 24), (3 if n % 4 == 0 else 24)
+    fast = (m // 128) * (n // 128) * (k // _MMA_K) if k % 4 == 0 and n % 4 == 0 else 0
+    return (_MMA_THREADS // WARP) * (3 * fast + (per_a + per_b) * (blocks * tiles - fast))
 
 
 def _gen_matmul_mma(tally, axis, p):
