@@ -18,9 +18,10 @@
   registers while the block multiplies the current one;
 * ``mma``: the tensor cores (compute capability 8.0 and newer) -- ``mma.sync``
   m16n8k8 with TF32 inputs (each float32 operand rounded to 10 fraction bits) and
-  float32 sums; 4 warps compute a 128 x 128 tile, each warp 64 x 64 as 4 x 8 tiles of
-  16 x 8; a 3-stage ``cp.async`` pipeline keeps the next two 32-wide k slices of A and
-  B in flight, and a swizzled shared-memory layout makes the fragments' 32-bit loads
+  float32 sums; 4 warps compute a 128 x 128 tile, each warp 64 x 64 of it as its
+  transpose (B^T A^T, so that every operand register pair is one 8-byte load from
+  shared memory); a 3-stage ``cp.async`` pipeline keeps the next two 32-wide k slices
+  of A and B in flight, and a swizzled shared-memory layout makes the fragment loads
   free of bank conflicts.  Its results differ from the float32 variants by TF32's
   rounding: about ``2**-10 * sum_k |a||b|`` per element.
 
@@ -324,8 +325,10 @@ def _sanitize_matmul():
             matmul(_f32(70, 0), _f32(0, 33), tile=tile, variant=v.name)
             matmul(_f32(65, 100), _f32(100, 64), tile=tile, variant=v.name)
             matmul(_f32(67, 9), _f32(9, 130), tile=tile, variant=v.name)   # scalar paths
-            if v.name == "wgmma":           # padded copies (K, N % 4), several k slices
+            if v.name in ("mma", "wgmma"):  # K, N % 4 (wgmma: padded copies), k slices
                 matmul(_f32(300, 130), _f32(130, 257), tile=tile, variant=v.name)
+            if v.name == "mma":             # the fast copies (whole blocks), then the edge
+                matmul(_f32(256, 96), _f32(96, 132), tile=tile, variant=v.name)
             if v.name == "warptiled":       # the split tail: slices, then their sums
                 matmul(_f32(70, 300), _f32(300, 65), tile=tile, variant=v.name, splits=5)
                 matmul(_f32(33, 4096), _f32(4096, 7), tile=tile, variant=v.name)  # auto
