@@ -170,3 +170,27 @@ def bank_conflicts_warps(addresses, active=None) -> tuple[np.ndarray, np.ndarray
                            minlength=a.shape[0] * BANKS).reshape(-1, BANKS)
     wavefronts = per_bank.max(axis=1)
     return wavefronts, np.maximum(wavefronts - 1, 0)
+
+
+def _wavefronts_8(addresses: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """:func:`bank_conflicts`' wavefronts of 8-byte accesses for many warps at once: per
+    warp, its active lanes in lane order in groups of 16 (a half warp's worth), each
+    group's distinct words spread over the banks, the busiest bank's count.  Rows of
+    ``addresses`` (byte offsets, multiples of 8 where active) are warps; returns the
+    wavefronts per warp (0 where no lane is active)."""
+    a = np.asarray(addresses, np.int64)
+    act = np.asarray(active, bool)
+    warps = a.shape[0]
+    if warps == 0:
+        return np.zeros(0, np.int64)
+    # the active lanes first, in lane order: their rank among the active is the group
+    order = np.argsort(~act, axis=1, kind="stable")
+    a, act = np.take_along_axis(a, order, 1), np.take_along_axis(act, order, 1)
+    group = np.arange(a.shape[1]) // 16                 # (lanes,)
+    gid = np.arange(warps)[:, None] * 2 + group[None, :]
+    words = a[..., None] // BANK_WIDTH + np.arange(2)    # (warps, lanes, 2)
+    span = int(words[act].max()) + 1 if act.any() else 1
+    keys = np.unique((np.broadcast_to(gid[..., None], words.shape) * span + words)[act])
+    per_bank = np.bincount((keys // span) * BANKS + (keys % span) % BANKS,
+                           minlength=2 * warps * BANKS).reshape(2 * warps, BANKS)
+    return per_bank.max(axis=1).reshape(warps, 2).sum(axis=1)

@@ -89,3 +89,28 @@ def test_float4_bank_groups_of_a_half_warp():
     # a shared group still sees its bank conflicts: rows 128 bytes apart, same banks
     assert bank_conflicts([128 * (i // 8) for i in lane], width=16).wavefronts == 4
     assert bank_conflicts([16 * t for t in lane], width=16).wavefronts == 4   # no groups shared
+
+
+def test_wavefronts_of_8_byte_accesses_vectorized_equal_one_warp_at_a_time():
+    """The many-warps 8-byte count (gpumem.model.banks._wavefronts_8, what the tally uses)
+    equals bank_conflicts warp by warp: random, clustered and strided addresses, any
+    subset of lanes active (the active lanes group by 16 in lane order), no lane at all."""
+    from gpumem.model.banks import _wavefronts_8
+
+    rng = np.random.default_rng(8)
+    for trial in range(200):
+        warps = int(rng.integers(1, 12))
+        kind = trial % 3
+        if kind == 0:
+            a = 8 * rng.integers(0, 64, (warps, 32))              # crowded: broadcasts
+        elif kind == 1:
+            a = 8 * rng.integers(0, 1 << 14, (warps, 32))         # anywhere
+        else:
+            a = 8 * (37 * rng.integers(0, 8, (warps, 1)) + np.arange(32) * (trial % 5 + 1))
+        act = rng.random((warps, 32)) < rng.random()
+        if trial % 4 == 0:
+            act[:] = True
+        want = [bank_conflicts([int(x) for x in row[on]], 8).wavefronts
+                for row, on in zip(a, act)]
+        assert _wavefronts_8(a, act).tolist() == want
+    assert _wavefronts_8(np.zeros((3, 32), np.int64), np.zeros((3, 32), bool)).tolist() == [0] * 3
