@@ -9,7 +9,8 @@ tile, coarsened faster than prefetch-32, register_tiled faster than coarsened, w
 faster than register_tiled (each step of the staircase faster than the one before; a
 step that is not is reported as MISSED); the best float32 variant >= 0.95x cuBLAS at
 4096^3 and 2048^3, >= 0.90x at 1024^3 (issue 27); warptiled on shapes that are multiples
-of no tile (4095^3, 4097^3, 4000 x 3999 x 4001) >= 0.90x its GFLOP/s at 4096^3.  Wave
+of no tile (4095^3, 4097^3, 4000 x 3999 x 4001) >= 0.90x its GFLOP/s at 4096^3; mma and
+wgmma on the same shapes beside their 4096^3 (no target: rows off the 16-byte grid).  Wave
 quantization: warptiled with its split tail (``splits`` left out: the last wave's tiles
 sliced along K when that wave is at most half full) beside ``splits=1`` at 1024^3 and
 4097^3, with the model's waves (``gpumem.model.matmul_waves``: the efficiency of the waves
@@ -157,7 +158,7 @@ def run(out_dir: str, quick: bool) -> bool:
                 row["x cuBLAS TF32"] = tf[0] / row["median_ms"] if tf else None
                 rows.append(row)
         del a, b
-    ragged = []
+    ragged, tc_ragged = [], []         # warptiled's; the tensor cores' (no target)
     if not quick:
         for mm, kk, nn in RAGGED:
             ha, hb, a, b = operands(rng, mm, kk, nn)
@@ -167,6 +168,9 @@ def run(out_dir: str, quick: bool) -> bool:
                                 splits=1))               # before: every tile whole
             rows.append(measure(a, b, ref, "warptiled", 128, 10, f"{mm}x{kk}x{nn}", None))
             ragged.append(rows[-1]["GFLOP/s"])
+            for v in ("mma", "wgmma") if hopper else ("mma",) if tensor_cores else ():
+                rows.append(measure(a, b, ref, v, 128, 10, f"{mm}x{kk}x{nn}", None))
+                tc_ragged.append(((mm, kk, nn), v, rows[-1]["GFLOP/s"]))
             del a, b
     errors = [r["rel err"] for r in rows
               if r["rel err"] is not None and r["variant"] not in TENSOR]
@@ -224,6 +228,11 @@ def run(out_dir: str, quick: bool) -> bool:
     met = all(c["met"] for c in checks)
     notes = [f"{'met' if c['met'] else 'MISSED'}: {c['what']} ({c['value']:{'.2g' if c['value'] < 1 else '.0f'}})"
              for c in checks]
+    for (mm, kk, nn), v, g in tc_ragged if big == 4096 else ():
+        # no target: rows off the 16-byte grid take 4-byte cp.async copies in mma, padded
+        # copies first in wgmma
+        notes.append(f"info: {v} at {mm}x{kk}x{nn} {g:,.0f} GFLOP/s, {g / at[(v, 128)]:.2f}x "
+                     "its GFLOP/s at 4096^3 (no target)")
     if cp is None:
         notes.append("CuPy not importable: no cuBLAS anchor in this run")
     write(out_dir, "matmul", {"stamp": stamp(), "rows": rows, "targets": checks, "met": met},
