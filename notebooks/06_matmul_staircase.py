@@ -679,16 +679,16 @@ else:
 #   over all 32 banks and takes only the wavefronts its bytes need.
 #
 # **TF32.** These tensor cores do not multiply float32: each operand is rounded to TF32 —
-# float32's 8 exponent bits with 10 mantissa bits instead of 23 — and the products are summed
-# in float32. `mma` rounds each value to the nearest TF32 as it leaves shared memory (on
-# compute capability 9.0 one `cvt.rn` instruction, ties to even; below, `cvt.rna`, a compare
-# and an add); handed float32 bits, the tensor cores would truncate them instead: a little
-# faster, twice the error. Each rounding is off by up to 2⁻¹¹ of the value, so an element of C differs
-# from the float32 product by about 2⁻¹⁰ · Σₖ |aᵢₖ| |bₖⱼ|: a relative error some thousand
-# times float32's. That makes it a different product, so its fair anchor is not cuBLAS
-# SGEMM in FP32 but cuBLAS with TF32 allowed. CuPy decides that when it is imported
-# (`CUPY_TF32=1`), so the TF32 cuBLAS runs in a child process of its own, on the same
-# operands (the same seeded generator).
+# float32's 8 exponent bits with 10 mantissa bits instead of 23 — and the products are
+# summed in float32. `mma` rounds each value to the nearest TF32 as it leaves shared memory
+# (on compute capability 9.0 one `cvt.rn` instruction, ties to even; below, `cvt.rna`, a
+# compare and an add); handed float32 bits, the tensor cores would truncate them instead: a
+# little faster, two to three times the error. Each rounding is off by up to 2⁻¹¹ of the
+# value, so an element of C differs from the float32 product by about 2⁻¹⁰ · Σₖ |aᵢₖ| |bₖⱼ|:
+# a relative error some thousand times float32's. That makes it a different product, so its
+# fair anchor is not cuBLAS SGEMM in FP32 but cuBLAS with TF32 allowed. CuPy decides that
+# when it is imported (`CUPY_TF32=1`), so the TF32 cuBLAS runs in a child process of its
+# own, on the same operands (the same seeded generator).
 
 # %% [markdown]
 # ### `wgmma`: Hopper's warpgroups, fed by the copy engine
