@@ -328,8 +328,8 @@ if HAVE_GPU and gm.profiler_available():
     B = gm.to_device(rng.standard_normal((PROFILE_SIZE, PROFILE_SIZE), dtype=np.float32))
     with gm.profile(METRICS) as p:
         for variant, tile, _ in STEPS:
-            # splits=1: the model counts a launch without warptiled's split tail (at 1024^3
-            # the default would slice the one, quarter-full wave along K; see below)
+            # splits=1: the staircase's kernel alone, every tile whole (at 1024^3 the
+            # default would slice the one, quarter-full wave along K; see below)
             kw = {"splits": 1} if variant == "warptiled" else {}
             gm.matmul(A, B, variant=variant, tile=tile, **kw)
     rows = []

@@ -704,6 +704,45 @@ def test_split_tail_matches_numpy_and_the_model(rng, tile, mkn, splits, no_leak)
 
 
 @pytest.mark.gpu
+def test_split_tail_counters_equal_the_model(rng, counters, no_leak):
+    """gpumem.profile of split launches -- the slices and the sum kernel, one record --
+    against gpumem.model.predict_record (the tail read off the record's grid): global
+    requests and sectors, cp.async requests and shared instructions exact, shared
+    wavefronts a floor (+1% loads, +15% stores, as test_model_equals_nsight_compute
+    allows)."""
+    exact = {"gld_requests": "gld_requests", "gld_transactions": "gld_transactions",
+             "gst_requests": "gst_requests", "gst_transactions": "gst_transactions",
+             "gldgsts_requests": "gldgsts_requests",
+             "smsp__inst_executed_op_shared_ld.sum": "shared_load_requests",
+             "smsp__inst_executed_op_shared_st.sum": "shared_store_requests"}
+    floor = {"shared_load_transactions": 0.01, "shared_store_transactions": 0.15}
+    cases = [((300, 1000, 257), 3, 128), ((129, 4096, 130), None, 128),
+             ((257, 513, 131), 2, 64), ((70, 40, 33), 64, 64), ((300, 1000, 256), None, 64)]
+    with gm.profile(list(exact) + list(floor)) as p:
+        for (M, K, N), splits, tile in cases:
+            a, b = rng.standard_normal((M, K), F), rng.standard_normal((K, N), F)
+            gm.matmul(gm.to_device(a), gm.to_device(b), variant="warptiled", tile=tile,
+                      splits=splits)
+    recs = [r for r in p.records if r.kernel == "matmul"]
+    assert len(recs) == len(cases)
+    for ((M, K, N), _, tile), rec in zip(cases, recs):
+        assert rec.params["splits"] > 1, rec.params          # every case a split launch
+        want = gm.model.predict_record(rec)
+        tail = _waves_here(M, N, K, tile)["tail"]            # the tiles the launcher split
+        assert want == gm.model.predict("matmul", "warptiled", m=M, n=N, k=K, tile=tile,
+                                        splits=rec.params["splits"], tail=tail)
+        assert rec.grid == gm.model.launch_config("matmul", "warptiled", m=M, n=N, k=K,
+                                                  tile=tile, splits=rec.params["splits"],
+                                                  tail=tail)["grid"]
+        for metric, key in exact.items():
+            assert rec.metrics[metric] == want[key], (rec.params, key, rec.metrics[metric],
+                                                      want[key])
+        for key, over in floor.items():
+            assert want[key] <= rec.metrics[key] <= want[key] * (1 + over), \
+                (rec.params, key, rec.metrics[key], want[key])
+
+
+@pytest.mark.gpu
 def test_split_tail_is_automatic_where_the_last_wave_is_thin(rng, no_leak):
     # one tile of 128 and K = 4096: the tail is the whole launch, far under half a wave
     a = rng.standard_normal((100, 4096)).astype(np.float32)

@@ -87,9 +87,11 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = Non
         about ``1/splits`` of a whole tile's time.  Left out: as many as fill the wave's
         slots, at most 16, each slice at least 256 of K (none when the last wave is over
         half full).  ``gpumem.last_record().params["splits"]`` says what ran; the model's
-        :func:`gpumem.model.matmul_waves` predicts it (``gpumem.model.predict`` counts the
-        launch without a split: a split one adds the slices' stores and the sum kernel's
-        traffic).  Another variant with splits other than 1 is a ValueError.
+        :func:`gpumem.model.matmul_waves` predicts it, and ``gpumem.model.predict`` counts
+        a split launch given ``splits`` and ``tail`` (how many tiles were sliced;
+        :func:`gpumem.model.predict_record` reads it off the record's grid): the same
+        loads, the slices' stores and the sum kernel's traffic on top.  Another variant
+        with splits other than 1 is a ValueError.
     out : DeviceArray, optional
         Where to write the M x N result; must not be an input.
 

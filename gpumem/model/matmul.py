@@ -12,7 +12,8 @@ from __future__ import annotations
 from functools import lru_cache
 import numpy as np
 
-from ._launch import BYTES_MAX, DIM_MAX, GRID_Y_MAX, REQUIRED, resolve
+from ._check import index
+from ._launch import BYTES_MAX, DIM_MAX, GRID_MAX, GRID_Y_MAX, REQUIRED, resolve
 from ._tally import (DECIMALS, LINE, WARP, Axis, Tally, cdiv, dot, global_warps, period,
                      shared_warps,
                      wmul)
@@ -329,19 +330,9 @@ def _gen_matmul_warptiled(tally, axis, p):
     if m == 0 or n == 0:
         return                                           # gpumem launches nothing
     gx, gy, steps, tid, w, wbx, wby, BM, BN = _warp_blocks(axis, m, n, k, t, thr, _WT_K)
-    # ---- C: warp w's tile at (wm, wn); lane (lm, ln) = (4 (lane % 8), 4 (lane / 8));
-    # row wm + 32 (i / 4) + lm + i % 4, columns wn + 16 s + ln .. + 3
-    wm, wn = (w // (t // wn_)) * wm_, (w % (t // wn_)) * wn_
-    lm, ln = (tid % WARP % 8) * 4, (tid % WARP // 8) * 4
-    wc = wmul(wby[:, None], wbx[None, :])               # (nby, nbx)
-    for i in range(4 * (wm_ // WARP)):
-        r0 = BM + wm + (i // 4) * 32 + i % 4             # the warp's first row
-        r = r0 + lm
-        ok = r < m
-        for s in range(wn_ // 16):
-            c = BN + wn + s * 16 + ln
-            vec = ok & (c + 3 < n) if n % 4 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
-            _vec_or_scalar(tally, "st", r, c, r0, 4 * n, vec, lambda j: ok & (c + j < n), wc)
+    _wt_stores(tally, m, n, t, BM, BN, wmul(wby[:, None], wbx[None, :]))
+    if p["splits"] > 1:
+        _wt_split(tally, m, n, t, p["splits"], p["tail"])
     if k == 0:
         return
     st, wst = axis(steps, period(4 * _WT_K, 4 * _WT_K * n), (steps - 1,))
@@ -369,6 +360,61 @@ def _gen_matmul_warptiled(tally, axis, p):
         kr, c = K0b + e // per_row, BN + (e % per_row) * floats
         _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * n,
                      (kr < k) & (c < n), width, wb)
+
+
+def _wt_stores(tally, m: int, n: int, t: int, BM, BN, weight, slice_: bool = False) -> None:
+    """warptiled's stores of its sums, blocks at rows ``BM`` and columns ``BN`` (shaped
+    (.., .., 1, 1)): warp w's tile at (wm, wn); lane (lm, ln) = (4 (lane % 8), 4 (lane /
+    8)); row wm + 32 (i / 4) + lm + i % 4, columns wn + 16 s + ln .. + 3, rows past M
+    skipped -- into C (rows N floats apart; float4s where N % 4 == 0), or (``slice_``) into
+    a slice's own t x t block of the workspace (rows t floats apart, float4s wherever the
+    four columns are inside C)."""
+    thr, wm_, wn_ = _WT[t]
+    tid = np.arange(thr, dtype=np.int64).reshape(thr // WARP, WARP)
+    w = np.arange(thr // WARP, dtype=np.int64)[:, None]
+    wm, wn = (w // (t // wn_)) * wm_, (w % (t // wn_)) * wn_
+    lm, ln = (tid % WARP % 8) * 4, (tid % WARP // 8) * 4
+    for i in range(4 * (wm_ // WARP)):
+        r0 = BM + wm + (i // 4) * 32 + i % 4             # the warp's first row
+        r = r0 + lm
+        ok = r < m
+        for s in range(wn_ // 16):
+            c = BN + wn + s * 16 + ln
+            if slice_:
+                vec = ok & (c + 3 < n)
+                _vec_or_scalar(tally, "st", r - BM, c - BN, r0 - BM, 4 * t, vec,
+                               lambda j: ok & (c + j < n), weight)
+                continue
+            vec = ok & (c + 3 < n) if n % 4 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
+            _vec_or_scalar(tally, "st", r, c, r0, 4 * n, vec, lambda j: ok & (c + j < n), weight)
+
+
+def _wt_split(tally, m: int, n: int, t: int, splits: int, tail: int) -> None:
+    """warptiled's split tail (cuda/matmul.cu), on top of the launch without it: the last
+    ``tail`` tiles of C in launch order are each computed by ``splits`` blocks, one slice
+    of the k steps apiece.  The slices partition every tile's steps, so the loads, copies
+    and shared accesses are the whole launch's; what changes is where the sums go: each
+    slice stores its t x t block into the workspace instead of C, and then
+    matmul_split_sum (256 threads a block, thread e of the split tiles' elements: tile
+    full + e / t^2, row and column from e % t^2) loads a tile element's ``splits`` slices
+    (a warp's 32 threads: 32 consecutive floats of one row of a slice) and stores their
+    sum into C, the threads inside C only."""
+    gx = cdiv(n, t)
+    tiles = gx * cdiv(m, t)
+    for first in range(tiles - tail, tiles, 256):       # 256 tiles at a time
+        tt = np.arange(first, min(first + 256, tiles), dtype=np.int64)
+        BM = (tt // gx * t)[:, None, None, None]        # (tiles, 1, 1, 1)
+        BN = (tt % gx * t)[:, None, None, None]
+        _wt_stores(tally, m, n, t, BM, BN, -1)           # not into C ...
+        _wt_stores(tally, m, n, t, BM, BN, splits, slice_=True)   # ... into the slices
+        # matmul_split_sum: warp q of a tile covers row 32 q / t, columns 32 q % t + lane
+        q = np.arange(t * t // WARP, dtype=np.int64)[None, :, None]
+        lane = np.arange(WARP, dtype=np.int64)[None, None, :]
+        rl, cl = 32 * q // t, 32 * q % t + lane          # (1, warps, 32)
+        r, c = BM[:, :, 0, 0][..., None] + rl, BN[:, :, 0, 0][..., None] + cl
+        ok = (r < m) & (c < n)                           # (tiles, warps, 32)
+        _rows_stream(tally, "ld", rl, cl, 0 * rl, 4 * t, ok, 4, splits)
+        _rows_stream(tally, "st", r, c, r, 4 * n, ok, 4, 1)
 
 
 # ---- matmul mma: tensor cores (mma.sync m16n8k8 TF32), A and B by cp.async ---------------
@@ -611,8 +657,25 @@ _MATMUL_TILES = {"naive": (16, (8, 16, 32)), "tiled": (16, (8, 16, 32)),
 
 def _check(where: str, variant: str, p: dict) -> None:
     """What the C entry point refuses: 65535 block rows or 2^31 - 1 in any
-    dimension, a matrix past 2^63 - 1 bytes."""
+    dimension, a matrix past 2^63 - 1 bytes; a split tail other than warptiled's, or
+    one its launcher would not make."""
     m, t = p["m"], p["tile"]
+    p["splits"] = index(where, "splits", p["splits"], lo=1, hi=64)
+    p["tail"] = index(where, "tail", p["tail"], lo=0)
+    if p["splits"] > 1 or p["tail"]:
+        if variant != "warptiled":
+            raise ValueError(f"{where}: splits={p['splits']}, tail={p['tail']}: only "
+                             "'warptiled' splits its last wave's tiles along K")
+        tiles, ktiles = cdiv(m, t) * cdiv(p["n"], t), cdiv(p["k"], _WT_K)
+        if p["splits"] == 1 or not 1 <= p["tail"] <= tiles or p["splits"] > ktiles:
+            raise ValueError(
+                f"{where}: splits={p['splits']}, tail={p['tail']}: a split tail cuts the "
+                f"last tail tiles (1..{tiles} here) into 2..{max(ktiles, 2)} slices of the "
+                f"{ktiles} k steps; without one, splits=1 and tail=0 "
+                "(gpumem.model.matmul_waves says what the launcher picks)")
+        if tiles + p["tail"] * (p["splits"] - 1) > GRID_MAX:
+            raise ValueError(f"{where}: the split tail's 1-D grid would exceed 2**31 - 1 "
+                             "blocks")
     for name in ("m", "n", "k"):
         if p[name] > DIM_MAX:
             raise ValueError(f"{where}: {name}={p[name]} is too large; matmul's sizes must "
@@ -637,15 +700,30 @@ def _launch(variant: str, p: dict) -> dict[str, tuple[int, int, int]]:
              if variant == "mma" else (_WG_THREADS, 1, 1)
              if variant == "wgmma" else (t, t, 1))
     rows = _WG_BM if variant == "wgmma" else t
+    if p["splits"] > 1:      # the split tail: one row of blocks, the whole tiles first
+        tiles = cdiv(p["n"], t) * cdiv(p["m"], t)
+        return {"grid": (tiles + p["tail"] * (p["splits"] - 1), 1, 1), "block": block}
     return {"grid": (cdiv(p["n"], t), cdiv(p["m"], rows), 1), "block": block}
+
+
+def _from_record(record, params: dict) -> dict:
+    """A warptiled record says its ``splits``; how many tiles were split (``tail``) its
+    1-D grid says: whole tiles + tail x splits blocks."""
+    if params.get("splits", 1) == 1 or "tail" in params or record.variant != "warptiled":
+        return params
+    t = params.get("tile", 128)
+    tiles = cdiv(params["n"], t) * cdiv(params["m"], t)
+    return {**params, "tail": (record.grid[0] - tiles) // (params["splits"] - 1)}
 
 
 #: The family this module models (see gpumem.model._launch for the keys).
 FAMILIES = {
     "matmul": {"variants": ("naive", "tiled", "prefetch", "coarsened", "register_tiled",
                             "warptiled", "mma", "wgmma"),
-               "params": {"m": REQUIRED, "n": REQUIRED, "k": REQUIRED, "tile": 16},
-               "gen": _gen_matmul, "launch": _launch, "check": _check, "tiles": _MATMUL_TILES},
+               "params": {"m": REQUIRED, "n": REQUIRED, "k": REQUIRED, "tile": 16,
+                          "splits": 1, "tail": 0},
+               "gen": _gen_matmul, "launch": _launch, "check": _check, "tiles": _MATMUL_TILES,
+               "from_record": _from_record},
 }
 
 

@@ -24,7 +24,8 @@ from .coalescing import _check_granularity
 __all__ = ["predict", "predict_record", "launch_config", "families", "METRICS", "DECIMALS",
            "SHARED_METRICS", "LDGSTS_METRICS"]
 
-#: The keys every family declares (optional ones: ``check``, ``limits``, ``tiles``).
+#: The keys every family declares (optional ones: ``check``, ``limits``, ``tiles``, and
+#: ``from_record``: what a launch record's params leave for its grid to say).
 _SPEC_KEYS = ("variants", "params", "gen", "launch")
 
 
@@ -103,7 +104,9 @@ def predict(family: str, variant: str, *, granularity: int = 32,
     **params
         The launch parameters, the same names as ``LaunchRecord.params``:
         ``n``, ``block``, ``offset``, ``cache``, ``stride`` (1-D families);
-        ``m``, ``n``, ``k``, ``tile`` (matmul); ``m``, ``n`` (transpose: ``a`` is
+        ``m``, ``n``, ``k``, ``tile`` (matmul; warptiled's split tail: ``splits`` and
+        ``tail``, the last ``tail`` tiles cut into ``splits`` slices of K, as
+        :func:`matmul_waves` picks them); ``m``, ``n`` (transpose: ``a`` is
         m x n); ``stride``, ``iters``, ``blocks`` (shared_stride, whose variant is
         the word: ``"float"``, ``"float2"``, ``"float4"``).  Omitted ones take the
         defaults of the gpumem function.  Integers may be NumPy integers.
@@ -167,6 +170,9 @@ def predict_record(record: Any, granularity: int = 32) -> dict[str, int | float]
             and isinstance(params, Mapping)):
         raise TypeError(f"{fn}: record must be a gpumem.LaunchRecord (with kernel, variant and "
                         f"a params dict), not {type(record).__name__}")
+    spec = _registry().get(record.kernel) if isinstance(record.kernel, str) else None
+    if spec is not None and "from_record" in spec:
+        params = spec["from_record"](record, params)
     return _predict(fn, record.kernel, record.variant, granularity, params)
 
 

@@ -25,6 +25,75 @@ def _threads_1d(grid, block, per_block=None):
     return i, valid, tid
 
 
+def _warptiled_split_streams(p, A, B, C, WS):
+    """cuda/matmul.cu's warptiled with the split tail, block by block of its 1-D grid
+    (tiles 0 .. full - 1 whole, then ``splits`` slices of each of the last ``tail``),
+    then matmul_split_sum thread by thread: the workspace WS holds slice j's T x T
+    block at j T^2 floats."""
+    M, N, K, T = p["m"], p["n"], p["k"], p.get("tile", 128)
+    splits, tail = p["splits"], p["tail"]
+    WM, WN = {128: (64, 32), 64: (32, 32)}[T]
+    BK, WARPS_N = 16, T // WN
+    THREADS = (T // WM) * WARPS_N * 32
+    tn, ktiles = -(-N // T), -(-K // BK)
+    tiles = tn * -(-M // T)
+    full = tiles - tail
+    tid = np.arange(THREADS).reshape(-1, WARP)
+    warp, lane = tid // 32, tid % 32
+    wm, wn = (warp // WARPS_N) * WM, (warp % WARPS_N) * WN
+    lm, ln = (lane % 8) * 4, (lane // 8) * 4
+    out = []
+    for b in range(full + tail * splits):
+        tile, kt0, kt1 = b, 0, ktiles
+        if b >= full:
+            item = b - full
+            z, tile = item % splits, full + item // splits
+            kt0, kt1 = z * ktiles // splits, (z + 1) * ktiles // splits
+        bm, bn = (tile // tn) * T, (tile % tn) * T
+        for kt in range(kt0, kt1):                          # each k step loaded once
+            k0 = kt * BK
+            for i in range(T * BK // 4 // THREADS):         # A: float4 or 4 scalars
+                f = tid + i * THREADS
+                r, k = bm + f // 4, k0 + (f % 4) * 4
+                vec = (K % 4 == 0) & (r < M) & (k + 3 < K)
+                out.append(("ld", A + 4 * (r * K + k), vec, 16))
+                for j in range(4):
+                    out.append(("ld", A + 4 * (r * K + k + j), ~vec & (r < M) & (k + j < K), 4))
+            if N % 4 == 0:                                  # B: cp.async 16 or 4 bytes
+                for i in range(BK * T // 4 // THREADS):
+                    f = tid + i * THREADS
+                    k, col = k0 + f // (T // 4), bn + (f % (T // 4)) * 4
+                    out.append(("cp", B + 4 * (k * N + col), (k < K) & (col < N), 16))
+            else:
+                for q in range(BK * T // THREADS):
+                    e = tid + q * THREADS
+                    k, col = k0 + e // T, bn + e % T
+                    out.append(("cp", B + 4 * (k * N + col), (k < K) & (col < N), 4))
+        slice_ = b >= full
+        base = WS + 4 * (b - full) * T * T if slice_ else C
+        pitch = T if slice_ else N
+        for i in range(4 * (WM // 32)):
+            r = bm + wm + (i // 4) * 32 + lm + i % 4
+            for s in range(WN // 16):
+                c = bn + wn + s * 16 + ln
+                addr = base + 4 * ((r - bm * slice_) * pitch + (c - bn * slice_))
+                vec = (slice_ or N % 4 == 0) & (r < M) & (c + 3 < N)
+                out.append(("st", addr, vec, 16))
+                for j in range(4):
+                    out.append(("st", addr + 4 * j, ~vec & (r < M) & (c + j < N), 4))
+    # matmul_split_sum: 256 threads a block over tail x T^2 elements
+    per = T * T
+    e = np.arange(tail * per).reshape(-1, WARP)
+    i, local = e // per, e % per
+    t = full + i
+    r, c = (t // tn) * T + local // T, (t % tn) * T + local % T
+    ok = (r < M) & (c < N)
+    for z in range(splits):
+        out.append(("ld", WS + 4 * ((i * splits + z) * per + local), ok, 4))
+    out.append(("st", C + 4 * (r * N + c), ok, 4))
+    return out
+
+
 def simulate(family, variant, granularity=32, **p):
     """Every warp-wide instruction of the launch, built thread by thread from the
     kernel source, counted by coalesce_warps.  Slow; for small launches."""
@@ -110,6 +179,8 @@ def simulate(family, variant, granularity=32, **p):
             r, c = warps(bm + ty * 4 + i), warps(bn + tx * 4)
             vec = (r < M) & (c + 3 < N) & (N % 4 == 0)
             vec_or_scalar("st", C, r, c, N, vec, lambda j: (r < M) & (c + j < N))
+    elif family == "matmul" and variant == "warptiled" and p.get("splits", 1) > 1:
+        streams += _warptiled_split_streams(p, A, B, C, BASES[3])
     elif family == "matmul" and variant == "warptiled":
         # cuda/matmul.cu warptiled<BM = BN = T, BK = 16, WM, WN>, line by line
         M, N, K, T = p["m"], p["n"], p["k"], p.get("tile", 128)

@@ -219,3 +219,73 @@ def test_matmul_naive_broadcasts_count_once():
     assert predict("matmul", "naive", m=64, n=64, k=64, tile=8)["gld_efficiency"] == 30.0
     assert predict("matmul", "naive", m=64, n=64, k=64, tile=16)["gld_efficiency"] == 56.25
     assert predict("matmul", "tiled", m=256, n=256, k=256, tile=16)["gld_efficiency"] == 100.0
+
+
+#: Split tails (m, n, k, tile, splits, tail): several slices of a few tiles, all tiles
+#: sliced, K not a multiple of the slices (uneven slices), N and K off the 16-byte grid
+#: (4-byte copies, scalar stores; the slices' stores are float4s where inside C), a lone
+#: element, a whole tile.
+SPLITS = [(300, 257, 1000, 128, 3, 9), (300, 257, 1000, 128, 2, 4), (129, 130, 4096, 128, 16, 4),
+          (70, 33, 40, 64, 3, 2), (1, 1, 2000, 64, 7, 1), (257, 131, 513, 64, 2, 5),
+          (256, 256, 64, 128, 4, 1), (129, 132, 36, 64, 2, 3)]
+
+
+@pytest.mark.parametrize("m, n, k, tile, splits, tail", SPLITS)
+def test_warptiled_split_tail_equals_the_thread_by_thread_reference(m, n, k, tile, splits, tail):
+    """The split tail (cuda/matmul.cu: the last ``tail`` tiles cut into ``splits`` slices of
+    K, the slices' sums into the workspace, matmul_split_sum adding them into C) against a
+    block-by-block reference written from the kernel; the launch's 1-D grid."""
+    assert_same("matmul", "warptiled", m=m, n=n, k=k, tile=tile, splits=splits, tail=tail)
+    assert_same("matmul", "warptiled", granularity=128, m=m, n=n, k=k, tile=tile,
+                splits=splits, tail=tail)
+    tiles = -(-m // tile) * -(-n // tile)
+    assert model.launch_config("matmul", "warptiled", m=m, n=n, k=k, tile=tile, splits=splits,
+                               tail=tail)["grid"] == (tiles + tail * (splits - 1), 1, 1)
+
+
+def test_warptiled_split_tail_moves_only_the_sums():
+    """The slices partition each tile's k steps: loads, copies and shared accesses are the
+    launch's without a split; the sums take more stores (the slices' blocks, then C) and
+    the sum kernel's loads, splits per element of the split tiles inside C."""
+    p = dict(m=256, n=256, k=1024, tile=128)
+    whole = predict("matmul", "warptiled", **p)
+    split = predict("matmul", "warptiled", splits=4, tail=2, **p)
+    for key in ("gldgsts_requests", "gldgsts_transactions", *SHARED_METRICS):
+        assert split[key] == whole[key], key
+    # 2 tiles x 128 x 128 floats, 4 slices: stored 4 times as slices then once to C, read
+    # back 4 times; the whole tiles' stores stay
+    assert split["gst_bytes_requested"] == whole["gst_bytes_requested"] + 4 * 2 * 128 * 128 * 4
+    assert split["gld_bytes_requested"] == whole["gld_bytes_requested"] + 4 * 2 * 128 * 128 * 4
+    # the sum kernel: a warp's 32 floats of one row -- 4 sectors a load or store
+    assert split["gld_requests"] - whole["gld_requests"] == 4 * 2 * 128 * 128 // 32
+
+
+def test_warptiled_split_tail_refused_where_the_launcher_makes_none():
+    p = dict(m=256, n=256, k=1024, tile=128)
+    for bad, msg in (({"splits": 2, "tail": 0}, "a split tail cuts the last tail tiles"),
+                     ({"splits": 1, "tail": 3}, "a split tail cuts"),
+                     ({"splits": 2, "tail": 5}, r"\(1\.\.4 here\)"),
+                     ({"splits": 65, "tail": 1}, "splits must be 1..64"),
+                     ({"splits": 2.0, "tail": 1}, "splits must be an int")):
+        with pytest.raises((ValueError, TypeError), match=msg):
+            predict("matmul", "warptiled", **p, **bad)
+    with pytest.raises(ValueError, match="splits=17, tail=1: a split tail"):   # 16 k steps
+        predict("matmul", "warptiled", m=128, n=128, k=256, tile=128, splits=17, tail=1)
+    with pytest.raises(ValueError, match="only 'warptiled' splits"):
+        predict("matmul", "mma", m=256, n=256, k=64, tile=128, splits=2, tail=1)
+
+
+def test_predict_record_reads_the_split_tail_off_the_grid():
+    """A warptiled record says its splits (gm.matmul records them); the tiles it split
+    its 1-D grid says: predict_record equals predict with that tail."""
+    class Rec:
+        kernel, variant = "matmul", "warptiled"
+        params = {"m": 300, "n": 257, "k": 1000, "tile": 128, "splits": 3}
+        grid = (9 - 4 + 4 * 3, 1, 1)
+
+    assert model.predict_record(Rec()) == predict("matmul", "warptiled", m=300, n=257, k=1000,
+                                                  tile=128, splits=3, tail=4)
+    Rec.params = {"m": 300, "n": 257, "k": 1000, "tile": 128, "splits": 1}
+    Rec.grid = (3, 3, 1)
+    assert model.predict_record(Rec()) == predict("matmul", "warptiled", m=300, n=257, k=1000,
+                                                  tile=128)
