@@ -127,8 +127,8 @@ def run(out_dir: str, quick: bool) -> bool:
     rng = np.random.default_rng(1)
     rows = []
     cc = tuple(gm.device().compute_capability)
-    tensor_cores = cc >= (8, 0)                          # mma's capability
-    hopper = cc == (9, 0)                                # wgmma's
+    # the tensor-core steps this GPU runs: mma from 8.0, wgmma on 9.0 only
+    tc_steps = ("mma", "wgmma") if cc == (9, 0) else ("mma",) if cc >= (8, 0) else ()
     for n in sizes:
         ha, hb, a, b = operands(rng, n, n, n)
         repeat = 10 if n >= 4096 else 20
@@ -146,14 +146,14 @@ def run(out_dir: str, quick: bool) -> bool:
         if n == 1024:   # the split tail's before: 64 tiles of 128 on 2 x SMs slots
             rows += [measure(a, b, ref, "warptiled", t, repeat, n, cublas_ms, splits=1)
                      for t in (64, 128)]
-        if tensor_cores:
+        if tc_steps:
             tf = cublas_tf32(n, repeat) if cp is not None else None
             if tf is not None:
                 rows.append({"size": n, "variant": "cuBLAS TF32 (CuPy, CUPY_TF32=1)",
                              "tile": None, "median_ms": tf[0], "GFLOP/s": 2 * n**3 / tf[0] / 1e6,
                              "x cuBLAS": cublas_ms / tf[0] if cublas_ms else None,
                              "rel err": None, "err vs float64": tf[1]})
-            for v in ("mma", "wgmma") if hopper else ("mma",):
+            for v in tc_steps:
                 row = measure(a, b, ref, v, 128, repeat, n, cublas_ms)
                 row["x cuBLAS TF32"] = tf[0] / row["median_ms"] if tf else None
                 rows.append(row)
@@ -168,7 +168,7 @@ def run(out_dir: str, quick: bool) -> bool:
                                 splits=1))               # before: every tile whole
             rows.append(measure(a, b, ref, "warptiled", 128, 10, f"{mm}x{kk}x{nn}", None))
             ragged.append(rows[-1]["GFLOP/s"])
-            for v in ("mma", "wgmma") if hopper else ("mma",) if tensor_cores else ():
+            for v in tc_steps:
                 rows.append(measure(a, b, ref, v, 128, 10, f"{mm}x{kk}x{nn}", None))
                 tc_ragged.append(((mm, kk, nn), v, rows[-1]["GFLOP/s"]))
             del a, b

@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from .banks import _wavefronts_8, bank_conflicts, bank_conflicts_warps
+from .banks import bank_conflicts, bank_conflicts_warps
 from .coalescing import affine_units, coalesce_warps, runs_units
 
 #: The keys of :func:`gpumem.model.predict`'s result (nvprof names, plus requested bytes).
@@ -248,10 +248,8 @@ def shared_warps(tally: Tally, op: str, addr: np.ndarray, active: np.ndarray | N
     if not live.any():
         return
     addr, active = addr[live], active[live]
-    if width == 4:
-        waves = bank_conflicts_warps(np.where(active, addr, 0), active)[0]
-    elif width == 8:
-        waves = _wavefronts_8(addr, active)
+    if width in (4, 8):
+        waves = bank_conflicts_warps(np.where(active, addr, 0), active, width)[0]
     else:
         waves = np.array([bank_conflicts(list(map(int, a[ok])), width).wavefronts
                           for a, ok in zip(addr, active)])

@@ -133,16 +133,19 @@ def bank_conflicts(addresses, width: int = 4) -> BankResult:
     return BankResult(wavefronts, ideal, wavefronts - ideal, ways, banks)
 
 
-def bank_conflicts_warps(addresses, active=None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`bank_conflicts` of 4-byte accesses for many warps at once (vectorized).
+def bank_conflicts_warps(addresses, active=None, width: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bank_conflicts` of 4- or 8-byte accesses for many warps at once (vectorized).
 
     Parameters
     ----------
     addresses : array_like of int, shape (warps, lanes <= 32)
         Byte offsets into shared memory: the active lanes' non-negative
-        multiples of 4 (inactive lanes may hold any integer).
+        multiples of ``width`` (inactive lanes may hold any integer).
     active : array_like of bool, same shape, optional
         Which lanes take part (default: all).
+    width : {4, 8}
+        Bytes per lane.  8-byte accesses are served a half warp's worth at a time:
+        the active lanes in lane order, in groups of 16, as :func:`bank_conflicts`.
 
     Returns
     -------
@@ -152,45 +155,33 @@ def bank_conflicts_warps(addresses, active=None) -> tuple[np.ndarray, np.ndarray
     Raises
     ------
     TypeError
-        Non-integer addresses, non-boolean ``active``.
+        Non-integer addresses or width, non-boolean ``active``.
     ValueError
-        A shape other than (warps, <= 32), a negative or unaligned active address.
+        A shape other than (warps, <= 32), a negative or unaligned active address,
+        a width other than 4 or 8.
     """
     fn = "bank_conflicts_warps"
+    width = index(fn, "width", width, allowed=(4, 8))
     a = _warp_rows(fn, addresses)
     act = active_mask(fn, active, a.shape)
-    check_range(fn, a, act, align=BANK_WIDTH)
-    words = np.where(act, a // BANK_WIDTH, -1)
+    check_range(fn, a, act, align=width)
+    per_group = 32 * BANK_WIDTH // width                # lanes a wavefront group serves
+    if width > BANK_WIDTH:                               # the active lanes first, in order
+        order = np.argsort(~act, axis=1, kind="stable")
+        a, act = np.take_along_axis(a, order, 1), np.take_along_axis(act, order, 1)
+    pad = -a.shape[1] % per_group
+    a = np.pad(a, ((0, 0), (0, pad)))
+    act = np.pad(act, ((0, 0), (0, pad)))
+    groups = a.reshape(-1, per_group)                    # (warps x groups, lanes)
+    words = groups[..., None] // BANK_WIDTH + np.arange(width // BANK_WIDTH)
+    words = np.where(act.reshape(-1, per_group)[..., None], words, -1).reshape(len(groups), -1)
     words.sort(axis=1)
     new = np.ones(words.shape, bool)
     new[:, 1:] = words[:, 1:] != words[:, :-1]
     new &= words >= 0                                   # each distinct word once
-    rows = np.broadcast_to(np.arange(a.shape[0])[:, None], a.shape)
+    rows = np.broadcast_to(np.arange(words.shape[0])[:, None], words.shape)
     per_bank = np.bincount((rows * BANKS + words % BANKS)[new],
-                           minlength=a.shape[0] * BANKS).reshape(-1, BANKS)
-    wavefronts = per_bank.max(axis=1)
-    return wavefronts, np.maximum(wavefronts - 1, 0)
-
-
-def _wavefronts_8(addresses: np.ndarray, active: np.ndarray) -> np.ndarray:
-    """:func:`bank_conflicts`' wavefronts of 8-byte accesses for many warps at once: per
-    warp, its active lanes in lane order in groups of 16 (a half warp's worth), each
-    group's distinct words spread over the banks, the busiest bank's count.  Rows of
-    ``addresses`` (byte offsets, multiples of 8 where active) are warps; returns the
-    wavefronts per warp (0 where no lane is active)."""
-    a = np.asarray(addresses, np.int64)
-    act = np.asarray(active, bool)
-    warps = a.shape[0]
-    if warps == 0:
-        return np.zeros(0, np.int64)
-    # the active lanes first, in lane order: their rank among the active is the group
-    order = np.argsort(~act, axis=1, kind="stable")
-    a, act = np.take_along_axis(a, order, 1), np.take_along_axis(act, order, 1)
-    group = np.arange(a.shape[1]) // 16                 # (lanes,)
-    gid = np.arange(warps)[:, None] * 2 + group[None, :]
-    words = a[..., None] // BANK_WIDTH + np.arange(2)    # (warps, lanes, 2)
-    span = int(words[act].max()) + 1 if act.any() else 1
-    keys = np.unique((np.broadcast_to(gid[..., None], words.shape) * span + words)[act])
-    per_bank = np.bincount((keys // span) * BANKS + (keys % span) % BANKS,
-                           minlength=2 * warps * BANKS).reshape(2 * warps, BANKS)
-    return per_bank.max(axis=1).reshape(warps, 2).sum(axis=1)
+                           minlength=words.shape[0] * BANKS).reshape(-1, BANKS)
+    waves = per_bank.max(axis=1).reshape(a.shape[0], -1)     # (warps, groups)
+    wavefronts = waves.sum(axis=1)
+    return wavefronts, wavefronts - (waves > 0).sum(axis=1)

@@ -25,13 +25,13 @@ def _threads_1d(grid, block, per_block=None):
     return i, valid, tid
 
 
-def _warptiled_split_streams(p, A, B, C, WS):
-    """cuda/matmul.cu's warptiled with the split tail, block by block of its 1-D grid
-    (tiles 0 .. full - 1 whole, then ``splits`` slices of each of the last ``tail``),
-    then matmul_split_sum thread by thread: the workspace WS holds slice j's T x T
-    block at j T^2 floats."""
+def _warptiled_streams(p, A, B, C, WS):
+    """cuda/matmul.cu's warptiled<BM = BN = T, BK = 16, WM, WN>, line by line, block by
+    block (row-major tiles 0 .. full - 1 whole; with the split tail, ``splits`` slices of
+    each of the last ``tail``, then matmul_split_sum thread by thread: the workspace WS
+    holds slice j's T x T block at j T^2 floats)."""
     M, N, K, T = p["m"], p["n"], p["k"], p.get("tile", 128)
-    splits, tail = p["splits"], p["tail"]
+    splits, tail = p.get("splits", 1), p.get("tail", 0)
     WM, WN = {128: (64, 32), 64: (32, 32)}[T]
     BK, WARPS_N = 16, T // WN
     THREADS = (T // WM) * WARPS_N * 32
@@ -81,6 +81,8 @@ def _warptiled_split_streams(p, A, B, C, WS):
                 out.append(("st", addr, vec, 16))
                 for j in range(4):
                     out.append(("st", addr + 4 * j, ~vec & (r < M) & (c + j < N), 4))
+    if tail == 0:
+        return out
     # matmul_split_sum: 256 threads a block over tail x T^2 elements
     per = T * T
     e = np.arange(tail * per).reshape(-1, WARP)
@@ -179,70 +181,8 @@ def simulate(family, variant, granularity=32, **p):
             r, c = warps(bm + ty * 4 + i), warps(bn + tx * 4)
             vec = (r < M) & (c + 3 < N) & (N % 4 == 0)
             vec_or_scalar("st", C, r, c, N, vec, lambda j: (r < M) & (c + j < N))
-    elif family == "matmul" and variant == "warptiled" and p.get("splits", 1) > 1:
-        streams += _warptiled_split_streams(p, A, B, C, BASES[3])
     elif family == "matmul" and variant == "warptiled":
-        # cuda/matmul.cu warptiled<BM = BN = T, BK = 16, WM, WN>, line by line
-        M, N, K, T = p["m"], p["n"], p["k"], p.get("tile", 128)
-        WM, WN = {128: (64, 32), 64: (32, 32)}[T]
-        BK, WARPS_N = 16, T // WN
-        THREADS = (T // WM) * WARPS_N * 32
-        SUB_M, SUB_N = WM // 32, WN // 16
-        TM, A_LOADS, B_LOADS = 4 * SUB_M, T * BK // 4 // THREADS, BK * T // 4 // THREADS
-        gx, gy = -(-N // T), -(-M // T)
-        tid = np.arange(THREADS).reshape(-1, WARP)          # threadIdx.x, warp by warp
-        bn = np.arange(gx)[:, None, None, None] * T         # blockIdx.x * BN
-        bm = np.arange(gy)[None, :, None, None] * T         # blockIdx.y * BM
-
-        def warps(x):
-            return np.broadcast_to(x, (gx, gy) + tid.shape).reshape(-1, WARP).astype(np.int64)
-
-        vec_a, vec_b = K % 4 == 0, N % 4 == 0               # cudaMalloc'd: 16-byte aligned
-
-        def load_a(k0):
-            for i in range(A_LOADS):
-                f = tid + i * THREADS
-                r, k = warps(bm + f // (BK // 4)), warps(k0 + (f % (BK // 4)) * 4 + 0 * bm)
-                full = vec_a & (r < M) & (k + 3 < K)
-                streams.append(("ld", A + 4 * (r * K + k), full, 16))
-                for j in range(4):                          # a[j], predicated
-                    streams.append(("ld", A + 4 * (r * K + k + j),
-                                    ~full & (r < M) & (k + j < K), 4))
-
-        def load_b(k0):
-            if vec_b:
-                for i in range(B_LOADS):
-                    f = tid + i * THREADS
-                    kr, c = f // (T // 4), (f % (T // 4)) * 4
-                    k, col = warps(k0 + kr + 0 * bn), warps(bn + c)
-                    # cp_async16; out of B: src-size 0
-                    streams.append(("cp", B + 4 * (k * N + col), (k < K) & (col < N), 16))
-            else:
-                for q in range(4 * B_LOADS):                # cp_async4, element e
-                    e = tid + q * THREADS
-                    k, col = warps(k0 + e // T + 0 * bn), warps(bn + e % T)
-                    streams.append(("cp", B + 4 * (k * N + col), (k < K) & (col < N), 4))
-
-        tiles = -(-K // BK)
-        if tiles > 0:
-            load_b(0)
-            load_a(0)
-        for t in range(tiles):
-            if t + 1 < tiles:
-                load_b((t + 1) * BK)
-                load_a((t + 1) * BK)
-        warp, lane = tid // 32, tid % 32
-        wm, wn = (warp // WARPS_N) * WM, (warp % WARPS_N) * WN
-        lm, ln = (lane % 8) * 4, (lane // 8) * 4
-        for i in range(TM):
-            r = warps(bm + wm + (i // 4) * 32 + lm + i % 4 + 0 * bn)
-            for s in range(SUB_N):                          # rows r >= M: continue
-                c = warps(bn + wn + s * 16 + ln + 0 * bm)
-                full = (N % 4 == 0) & (r < M) & (c + 3 < N)
-                streams.append(("st", C + 4 * (r * N + c), full, 16))
-                for j in range(4):
-                    streams.append(("st", C + 4 * (r * N + c + j),
-                                    ~full & (r < M) & (c + j < N), 4))
+        streams += _warptiled_streams(p, A, B, C, BASES[3])
     elif family == "matmul" and variant == "wgmma":
         # cuda/matmul_wgmma.cuh, line by line: the tiles come by the tensor copy (no load
         # instructions); C leaves through shared memory, 256 x 128 per block of 8 warps:

@@ -92,11 +92,9 @@ def test_float4_bank_groups_of_a_half_warp():
 
 
 def test_wavefronts_of_8_byte_accesses_vectorized_equal_one_warp_at_a_time():
-    """The many-warps 8-byte count (gpumem.model.banks._wavefronts_8, what the tally uses)
-    equals bank_conflicts warp by warp: random, clustered and strided addresses, any
-    subset of lanes active (the active lanes group by 16 in lane order), no lane at all."""
-    from gpumem.model.banks import _wavefronts_8
-
+    """bank_conflicts_warps with width=8 (what the tally uses for 8-byte accesses) equals
+    bank_conflicts warp by warp: random, clustered and strided addresses, any subset of
+    lanes active (the active lanes group by 16 in lane order), no lane at all."""
     rng = np.random.default_rng(8)
     for trial in range(200):
         warps = int(rng.integers(1, 12))
@@ -110,7 +108,11 @@ def test_wavefronts_of_8_byte_accesses_vectorized_equal_one_warp_at_a_time():
         act = rng.random((warps, 32)) < rng.random()
         if trial % 4 == 0:
             act[:] = True
-        want = [bank_conflicts([int(x) for x in row[on]], 8).wavefronts
-                for row, on in zip(a, act)]
-        assert _wavefronts_8(a, act).tolist() == want
-    assert _wavefronts_8(np.zeros((3, 32), np.int64), np.zeros((3, 32), bool)).tolist() == [0] * 3
+        want = [bank_conflicts([int(x) for x in row[on]], 8) for row, on in zip(a, act)]
+        wf, cf = model.bank_conflicts_warps(a, act, width=8)
+        assert wf.tolist() == [r.wavefronts for r in want]
+        assert cf.tolist() == [r.conflicts for r in want]
+    wf, cf = model.bank_conflicts_warps(np.zeros((3, 32), np.int64), np.zeros((3, 32), bool), 8)
+    assert wf.tolist() == cf.tolist() == [0] * 3
+    with pytest.raises(ValueError, match="width=16 is not allowed"):
+        model.bank_conflicts_warps(np.zeros((1, 32), np.int64), width=16)
