@@ -229,8 +229,8 @@ def run(out_dir: str, quick: bool) -> bool:
     notes = [f"{'met' if c['met'] else 'MISSED'}: {c['what']} ({c['value']:{'.2g' if c['value'] < 1 else '.0f'}})"
              for c in checks]
     for (mm, kk, nn), v, g in tc_ragged if big == 4096 else ():
-        # no target: rows off the 16-byte grid take 4-byte cp.async copies in mma, padded
-        # copies first in wgmma
+        # no target: rows off the 16-byte grid are copied into a workspace with padded
+        # rows first (mma and wgmma)
         notes.append(f"info: {v} at {mm}x{kk}x{nn} {g:,.0f} GFLOP/s, {g / at[(v, 128)]:.2f}x "
                      "its GFLOP/s at 4096^3 (no target)")
     if cp is None:

@@ -577,9 +577,8 @@ static matmul_fn select_kernel(const gm_matmul_params *p)
                                       return matmul_kernel<GM_MATMUL_WARPTILED,
                                                            decltype(t)::value, 2>;
                                   });
-    case GM_MATMUL_MMA:
-        return matmul_mma;
-    case GM_MATMUL_WGMMA: // its own arguments: gm_matmul_kernel and launch_wgmma
+    case GM_MATMUL_MMA:   // their own arguments: gm_matmul_kernel and gm_matmul
+    case GM_MATMUL_WGMMA:
         return nullptr;
     }
     return nullptr;
@@ -619,26 +618,40 @@ static cudaError_t wgmma_ready()
     return opt_in((const void *)matmul_wgmma, WG_SMEM, 9, ready);
 }
 
-// wgmma: the operands (copied with padded rows into ws first where p->pad says so),
-// their tensor maps, one launch.
+// mma and wgmma: the operands whose rows are off the 16-byte grid (p->pad says which)
+// copied into ws with rows padded to a multiple of 4 floats (A: M x round4(K) first, then
+// B: K x round4(N)); *a, *b, *lda, *ldb say where each operand is read then.
+static cudaError_t pad_rows(const gm_matmul_params *p, const float **a, size_t *lda,
+                            const float **b, size_t *ldb, cudaStream_t stream)
+{
+    const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
+    const size_t kp = (K + 3) / 4 * 4, np = (N + 3) / 4 * 4;
+    cudaError_t err = cudaSuccess;
+    float *ws = p->ws;
+    *a = p->a, *b = p->b, *lda = K, *ldb = N;
+    if ((p->pad & 1) && K > 0) {
+        err = cudaMemcpy2DAsync(ws, kp * 4, p->a, K * 4, K * 4, M, cudaMemcpyDeviceToDevice,
+                                stream);
+        *a = ws, *lda = kp, ws += M * kp;
+    }
+    if ((p->pad & 2) && K > 0 && err == cudaSuccess) {
+        err = cudaMemcpy2DAsync(ws, np * 4, p->b, N * 4, N * 4, K, cudaMemcpyDeviceToDevice,
+                                stream);
+        *b = ws, *ldb = np;
+    }
+    return err;
+}
+
+// wgmma: the operands (padded first where p->pad says so), their tensor maps, one launch.
 static cudaError_t launch_wgmma(const gm_matmul_params *p, gm_dims *dims, cudaStream_t stream)
 {
     cudaError_t err = wgmma_ready();
     if (err != cudaSuccess)
         return err;
     const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
-    const size_t kp = (K + 3) / 4 * 4, np = (N + 3) / 4 * 4;
-    const float *a = p->a, *b = p->b;
-    size_t lda = K, ldb = N;
-    float *ws = p->ws;
-    if ((p->pad & 1) && K > 0) {
-        err = cudaMemcpy2DAsync(ws, kp * 4, a, K * 4, K * 4, M, cudaMemcpyDeviceToDevice, stream);
-        a = ws, lda = kp, ws += M * kp;
-    }
-    if ((p->pad & 2) && K > 0 && err == cudaSuccess) {
-        err = cudaMemcpy2DAsync(ws, np * 4, b, N * 4, N * 4, K, cudaMemcpyDeviceToDevice, stream);
-        b = ws, ldb = np;
-    }
+    const float *a, *b;
+    size_t lda, ldb;
+    err = pad_rows(p, &a, &lda, &b, &ldb, stream);
     CUtensorMap map_a, map_b;
     memset(&map_a, 0, sizeof map_a);
     memset(&map_b, 0, sizeof map_b);
@@ -662,8 +675,11 @@ extern "C" const void *gm_matmul_kernel(const gm_matmul_params *p)
     }
     // kernel_occupancy() asks with mma's 96 KiB: opt in first (an older GPU refuses;
     // its error is cleared here, the launch reports it)
-    if (p->variant == GM_MATMUL_MMA && mma_ready() != cudaSuccess)
-        (void)cudaGetLastError();
+    if (p->variant == GM_MATMUL_MMA) {
+        if (mma_ready() != cudaSuccess)
+            (void)cudaGetLastError();
+        return (const void *)matmul_mma;
+    }
     return (const void *)select_kernel(p);
 }
 
@@ -705,14 +721,18 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
     }
     case GM_MATMUL_WGMMA:
         return launch_wgmma(p, dims, stream);
-    case GM_MATMUL_MMA: {
-        const cudaError_t err = mma_ready();
+    case GM_MATMUL_MMA: { // the operands padded first where p->pad says so, one launch
+        const float *a, *b;
+        size_t lda, ldb;
+        cudaError_t err = mma_ready();
+        if (err == cudaSuccess)
+            err = pad_rows(p, &a, &lda, &b, &ldb, stream);
         if (err != cudaSuccess)
             return err;
         *dims = gm_dims{{(n + MMA_BN - 1) / MMA_BN, (m + MMA_BM - 1) / MMA_BM, 1},
                         {MMA_THREADS, 1, 1}, MMA_SMEM};
-        return gm_run(matmul_mma, dims, MMA_SMEM, stream, p->a, p->b, p->c, p->m, p->n, p->k,
-                      none);
+        return gm_run(matmul_mma, dims, MMA_SMEM, stream, a, b, p->c, p->m, p->n, p->k,
+                      (int)lda, (int)ldb);
     }
     default: {
         const size_t bufs = p->variant == GM_MATMUL_TILED ? 2 : p->variant == GM_MATMUL_PREFETCH ? 4 : 0;

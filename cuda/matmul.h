@@ -38,10 +38,10 @@ typedef struct {
      * slices in order into C.  splits 1 (or 0): every block computes a whole tile. */
     int splits;
     int full;
-    float *ws; /* the call's workspace: the split tail's slices, or wgmma's padded copies */
-    /* wgmma: which operands the launcher first copies into ws with rows padded to a
-     * multiple of 4 floats (the tensor map's rows lie on the 16-byte grid): bit 0 A
-     * (M x round4(K)), bit 1 B (K x round4(N), after A's) */
+    float *ws; /* the call's workspace: the split tail's slices, or the padded copies */
+    /* mma, wgmma: which operands the launcher first copies into ws with rows padded to a
+     * multiple of 4 floats (16-byte copies and the tensor maps' rows lie on the 16-byte
+     * grid): bit 0 A (M x round4(K)), bit 1 B (K x round4(N), after A's) */
     int pad;
 } gm_matmul_params;
 

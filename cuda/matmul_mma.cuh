@@ -9,9 +9,15 @@
 // Memory: a 3-stage cp.async pipeline (global -> shared without registers) keeps the
 // next two 32-wide k slices of A (128 x 32) and B (32 x 128) in flight while the warps
 // multiply the current one: 96 KiB of dynamic shared memory per block, two blocks per
-// SM, one barrier per k slice.  Out-of-range elements are zero-filled (cp.async's
-// src-size 0), so any M, N, K works; rows that are not 16-byte aligned (K or N not a
-// multiple of 4, or a misaligned base) take 4-byte copies.
+// SM, one barrier per k slice.  Every copy is 16 bytes: A's rows lie lda floats apart
+// and B's ldb, both multiples of 4 on 16-byte aligned bases -- where K or N is not a
+// multiple of 4 (or a base is off the 16-byte grid) the launcher first copies the
+// operand into the call's workspace with rows padded to a multiple of 4 floats, as for
+// wgmma (4-byte copies had run ragged shapes at a third of the aligned speed: 4095^3
+// 0.33x, 4097^3 0.28x of 4096^3's GFLOP/s on an H100).  Out-of-range elements are
+// zero-filled: a copy reads only the floats inside K (A) or N (B) -- cp.async's src-size
+// 0 to 12 bytes -- and zeroes the rest, so the padding's unwritten floats are never
+// read and any M, N, K works.
 //
 // The warps compute C's transpose, as wgmma does: each mma multiplies a 16 x 8 piece of
 // B^T (mma's A operand: 16 columns of C) by an 8 x 8 piece of A^T (its B operand: 8 rows
@@ -71,8 +77,9 @@ __device__ __forceinline__ void cp_async_wait_stages()  // all but the newest ST
 // float32 -> TF32, rounded to nearest: on sm_90 and newer cvt.rn (ties to even; one
 // F2FP instruction), below it cvt.rna (ties away from zero; a compare and an add: twice
 // the issue slots, 150 instead of 193 TFLOP/s at 4096^3 on an H100).  Handing the
-// float32 bits over unconverted would let the tensor cores truncate them: 7% faster
-// there, twice the error.
+// float32 bits over unconverted would let the tensor cores truncate them: 7-15% faster
+// there (H100, 4096^3, two sessions' runs), 2.5 times the error (8.1e-4 against 3.2e-4,
+// the largest error over the largest element of the float64 product).
 __device__ __forceinline__ unsigned to_tf32(float x)
 {
     unsigned u;
@@ -97,55 +104,45 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4],
 }
 
 // The k slice k0 .. k0 + 31 of A's rows bm .. bm + 127 and B's columns bn .. bn + 127
-// into stage `sa` / `sb` by cp.async, one commit group.  16-byte copies (A: a warp's
-// 32 copy 4 rows of 128 bytes; B: one row of 512 bytes) where rows are 16-byte
-// aligned, all four floats in or none (K, N multiples of 4); else 4-byte ones, a
-// warp's 32 on consecutive floats of one row.
+// into stage `sa` / `sb` by cp.async, one commit group.  16-byte copies (A: a warp's 32
+// copy 4 rows of 128 bytes; B: one row of 512 bytes); a copy that reaches past K (A) or
+// N (B) reads the floats before it and zero-fills the rest, one wholly outside reads
+// nothing (src-size 0).
+__device__ __forceinline__ void mma_copy16(float *smem, const float *gmem, int floats)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+                 "r"(floats >= 4 ? 16 : floats > 0 ? 4 * floats : 0));
+}
+
 __device__ __forceinline__ void mma_load_tiles(float *sa, float *sb, const float *__restrict__ A,
                                                const float *__restrict__ B, int M, int N, int K,
-                                               int bm, int bn, int k0, bool vec_a, bool vec_b)
+                                               int lda, int ldb, int bm, int bn, int k0)
 {
     const int tid = threadIdx.x;
-    if (vec_a) {
 #pragma unroll
-        for (int i = 0; i < MMA_A_FLOATS / 4 / MMA_THREADS; ++i) {
-            const int f = tid + i * MMA_THREADS, r = f / (MMA_BK / 4), c = (f % (MMA_BK / 4)) * 4;
-            const bool in = bm + r < M && k0 + c < K;
-            cp_async16(sa + mma_a_at(r, c), in ? A + (size_t)(bm + r) * K + k0 + c : A, in);
-        }
-    } else {
-#pragma unroll 4
-        for (int i = 0; i < MMA_A_FLOATS / MMA_THREADS; ++i) {
-            const int e = tid + i * MMA_THREADS, r = e / MMA_BK, c = e % MMA_BK;
-            const bool in = bm + r < M && k0 + c < K;
-            cp_async4(sa + mma_a_at(r, c), in ? A + (size_t)(bm + r) * K + k0 + c : A, in);
-        }
+    for (int i = 0; i < MMA_A_FLOATS / 4 / MMA_THREADS; ++i) {
+        const int f = tid + i * MMA_THREADS, r = f / (MMA_BK / 4), c = (f % (MMA_BK / 4)) * 4;
+        const bool in = bm + r < M && k0 + c < K;
+        mma_copy16(sa + mma_a_at(r, c), in ? A + (size_t)(bm + r) * lda + k0 + c : A,
+                   in ? K - k0 - c : 0);
     }
-    if (vec_b) {
 #pragma unroll
-        for (int i = 0; i < MMA_B_FLOATS / 4 / MMA_THREADS; ++i) {
-            const int f = tid + i * MMA_THREADS, k = f / (MMA_BN / 4), c = (f % (MMA_BN / 4)) * 4;
-            const bool in = k0 + k < K && bn + c < N;
-            cp_async16(sb + mma_b_at(k, c), in ? B + (size_t)(k0 + k) * N + bn + c : B, in);
-        }
-    } else {
-#pragma unroll 4
-        for (int i = 0; i < MMA_B_FLOATS / MMA_THREADS; ++i) {
-            const int e = tid + i * MMA_THREADS, k = e / MMA_BN, c = e % MMA_BN;
-            const bool in = k0 + k < K && bn + c < N;
-            cp_async4(sb + mma_b_at(k, c), in ? B + (size_t)(k0 + k) * N + bn + c : B, in);
-        }
+    for (int i = 0; i < MMA_B_FLOATS / 4 / MMA_THREADS; ++i) {
+        const int f = tid + i * MMA_THREADS, k = f / (MMA_BN / 4), c = (f % (MMA_BN / 4)) * 4;
+        const bool in = k0 + k < K && bn + c < N;
+        mma_copy16(sb + mma_b_at(k, c), in ? B + (size_t)(k0 + k) * ldb + bn + c : B,
+                   in ? N - bn - c : 0);
     }
     cp_async_commit();
 }
 
 // The same copies for a block whose tiles lie wholly inside A and B (and the slice inside
-// K), with rows on the 16-byte grid: no bounds, and the addresses walk, not recomputed.  A
-// thread's A copies are row tid / 8 + 16 i, floats 4 (tid % 8) .. + 3 (i < 8): one swizzled
-// chunk for all i (the row's r % 4 does not change with i), 2 KiB apart in the stage, 16 K
-// floats apart in A; its B copies are row tid / 32 + 4 i, floats 4 (tid % 32) .. + 3: the
-// swizzle ((k / 2) % 4) alternates with i's parity, 2 KiB apart per i, 4 N floats apart in
-// B.  Each copy is then an add or two and the LDGSTS (the general path spends ~20 issue
+// K): no bounds, and the addresses walk, not recomputed.  A thread's A copies are row
+// tid / 8 + 16 i, floats 4 (tid % 8) .. + 3 (i < 8): one swizzled chunk for all i (the
+// row's r % 4 does not change with i), 2 KiB apart in the stage, 16 lda floats apart in A;
+// its B copies are row tid / 32 + 4 i, floats 4 (tid % 32) .. + 3: the swizzle
+// ((k / 2) % 4) alternates with i's parity, 2 KiB apart per i, 4 ldb floats apart in B.  Each copy is then an add or two and the LDGSTS (the general path spends ~20 issue
 // slots a copy on the same addresses: the bounds, the swizzle and 64-bit products).
 struct MmaFast {
     const float *a, *b;   // this thread's first A and B floats at k0 = 0
@@ -153,12 +150,12 @@ struct MmaFast {
 };
 
 __device__ __forceinline__ MmaFast mma_fast_init(const float *__restrict__ A,
-                                                 const float *__restrict__ B, int N, int K,
+                                                 const float *__restrict__ B, int lda, int ldb,
                                                  int bm, int bn)
 {
     const int tid = threadIdx.x, ra = tid / 8, ca = (tid % 8) * 4, kb = tid / 32,
               cb = (tid % 32) * 4;
-    return MmaFast{A + (size_t)(bm + ra) * K + ca, B + (size_t)kb * N + bn + cb,
+    return MmaFast{A + (size_t)(bm + ra) * lda + ca, B + (size_t)kb * ldb + bn + cb,
                    (unsigned)(4 * mma_a_at(ra, ca)), (unsigned)(4 * mma_b_at(kb, cb)),
                    (unsigned)(4 * (mma_b_at(kb + 4, cb) - 4 * MMA_BN))};
 }
@@ -169,10 +166,10 @@ __device__ __forceinline__ void cp_async16_to(unsigned dst, const float *src)
 }
 
 __device__ __forceinline__ void mma_load_fast(unsigned sa, unsigned sb, const MmaFast &f,
-                                              int N, int K, int k0)
+                                              int lda, int ldb, int k0)
 {
-    const float *pa = f.a + k0, *pb = f.b + (size_t)k0 * N;
-    const size_t da = (size_t)16 * K, db = (size_t)4 * N;
+    const float *pa = f.a + k0, *pb = f.b + (size_t)k0 * ldb;
+    const size_t da = (size_t)16 * lda, db = (size_t)4 * ldb;
 #pragma unroll
     for (int i = 0; i < MMA_A_FLOATS / 4 / MMA_THREADS; ++i)
         cp_async16_to(sa + f.sa + i * 16 * MMA_BK * 4, pa + i * da);
@@ -184,19 +181,18 @@ __device__ __forceinline__ void mma_load_fast(unsigned sa, unsigned sb, const Mm
 
 __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__ A,
                                           const float *__restrict__ B, float *__restrict__ C,
-                                          int M, int N, int K)
+                                          int M, int N, int K, int lda, int ldb)
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int wm = (warp / MMA_WARPS_N) * MMA_WM, wn = (warp % MMA_WARPS_N) * MMA_WN;
     const int bm = blockIdx.y * MMA_BM, bn = blockIdx.x * MMA_BN;
-    const bool vec_a = (K % 4) == 0 && aligned16(A), vec_b = (N % 4) == 0 && aligned16(B);
     float *const sa = smem, *const sb = smem + MMA_STAGES * MMA_A_FLOATS;
     float acc[MMA_TJ][MMA_TI][4] = {};
     const int tiles = (K + MMA_BK - 1) / MMA_BK;
-    // the fast copies: the block's tiles inside A and B, rows on the 16-byte grid (the
-    // last, partial k slice still takes the general path)
-    const bool fast = vec_a && vec_b && bm + MMA_BM <= M && bn + MMA_BN <= N;
-    const MmaFast f = mma_fast_init(A, B, N, K, bm, bn);
+    // the fast copies: the block's tiles inside A and B (the last, partial k slice still
+    // takes the general path)
+    const bool fast = bm + MMA_BM <= M && bn + MMA_BN <= N;
+    const MmaFast f = mma_fast_init(A, B, lda, ldb, bm, bn);
     const unsigned sa_u = (unsigned)__cvta_generic_to_shared(sa),
                    sb_u = (unsigned)__cvta_generic_to_shared(sb);
 
@@ -205,11 +201,11 @@ __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__
 #pragma unroll
     for (int s = 0; s < MMA_STAGES - 1; ++s) {
         if (fast && (s + 1) * MMA_BK <= K)
-            mma_load_fast(sa_u + s * MMA_A_FLOATS * 4, sb_u + s * MMA_B_FLOATS * 4, f, N, K,
-                          s * MMA_BK);
+            mma_load_fast(sa_u + s * MMA_A_FLOATS * 4, sb_u + s * MMA_B_FLOATS * 4, f, lda,
+                          ldb, s * MMA_BK);
         else if (s < tiles)
-            mma_load_tiles(sa + s * MMA_A_FLOATS, sb + s * MMA_B_FLOATS, A, B, M, N, K, bm, bn,
-                           s * MMA_BK, vec_a, vec_b);
+            mma_load_tiles(sa + s * MMA_A_FLOATS, sb + s * MMA_B_FLOATS, A, B, M, N, K, lda,
+                           ldb, bm, bn, s * MMA_BK);
         else
             cp_async_commit();
     }
@@ -221,11 +217,11 @@ __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__
         __syncthreads();
         const int next = kt + MMA_STAGES - 1, ns = next % MMA_STAGES;
         if (fast && (next + 1) * MMA_BK <= K)
-            mma_load_fast(sa_u + ns * MMA_A_FLOATS * 4, sb_u + ns * MMA_B_FLOATS * 4, f, N, K,
-                          next * MMA_BK);
+            mma_load_fast(sa_u + ns * MMA_A_FLOATS * 4, sb_u + ns * MMA_B_FLOATS * 4, f, lda,
+                          ldb, next * MMA_BK);
         else if (next < tiles)
-            mma_load_tiles(sa + ns * MMA_A_FLOATS, sb + ns * MMA_B_FLOATS, A, B, M, N, K, bm, bn,
-                           next * MMA_BK, vec_a, vec_b);
+            mma_load_tiles(sa + ns * MMA_A_FLOATS, sb + ns * MMA_B_FLOATS, A, B, M, N, K, lda,
+                           ldb, bm, bn, next * MMA_BK);
         else
             cp_async_commit();
         const float *a = sa + (kt % MMA_STAGES) * MMA_A_FLOATS;
@@ -289,15 +285,16 @@ __device__ __forceinline__ void mma_tiles(float *smem, const float *__restrict__
 }
 #endif // __CUDA_ARCH__ >= 800
 
-// The kernel: 128 threads, two blocks per SM (at most 255 registers a thread).  Built
-// for every architecture of the wheel; below sm_80 its body is empty and the launcher
-// refuses before any launch (csrc/lessons/matmul.c first, naming the capability).
+// The kernel: 128 threads, two blocks per SM (at most 255 registers a thread); A's rows
+// lda floats apart, B's ldb (multiples of 4, 16-byte aligned bases: the launcher pads).
+// Built for every architecture of the wheel; below sm_80 its body is empty and the
+// launcher refuses before any launch (csrc/lessons/matmul.c first, naming the capability).
 __global__ void __launch_bounds__(MMA_THREADS, 2)
     matmul_mma(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
-               int M, int N, int K, gm_matmul_split)
+               int M, int N, int K, int lda, int ldb)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     extern __shared__ __align__(128) float mma_smem[];
-    mma_tiles(mma_smem, A, B, C, M, N, K);
+    mma_tiles(mma_smem, A, B, C, M, N, K, lda, ldb);
 #endif
 }

@@ -475,10 +475,34 @@ def test_mma_rounds_to_tf32(rng):
 
 @pytest.mark.gpu
 def test_mma_on_unaligned_rows_and_views(rng, no_leak):
-    """16-byte copies where K and N are multiples of 4, 4-byte ones elsewhere, and a
-    base 4 bytes past an aligned start (a view of another library's array)."""
+    """K or N not a multiple of 4, and a base 4 bytes past an aligned start (a view of
+    another library's array): those operands are copied into the workspace with padded
+    rows first, as for wgmma -- same results."""
     _needs_mma()
     _tensor_product_on_unaligned_rows_and_views(rng, "mma", tf32_bound)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["mma", "wgmma"])
+def test_padded_rows_last_floats_are_never_read(rng, variant, no_leak):
+    """The padded copies' rows end in 1-3 floats nobody writes (cudaMemcpy2D copies K or N
+    of each row): the kernels must not read them (mma: a copy across K's or N's end reads
+    the floats inside and zero-fills the rest; wgmma: the tensor map ends at K and N).
+    The workspace is made of memory just freed full of NaN: no NaN comes out."""
+    _needs_mma() if variant == "mma" else _needs_wgmma()
+    m, k, n = 130, 67, 131
+    a = gm.to_device(rng.standard_normal((m, k)).astype(F))
+    b = gm.to_device(rng.standard_normal((k, n)).astype(F))
+    ha, hb = a.get(), b.get()
+    for _ in range(3):
+        out = poisoned((m, n))
+        junk = poisoned((m * 68 + k * 132,))   # the workspace's size: A's, then B's rows
+        del junk                               # back to the pool, NaN inside
+        gm.matmul(a, b, variant=variant, out=out)
+        got = out.get()
+        assert not np.isnan(got).any()
+        bound = tf32_bound(ha, hb) if variant == "mma" else wgmma_bound(ha, hb)
+        assert (np.abs(got - ha.astype(np.float64) @ hb) <= bound).all()
 
 
 @pytest.mark.gpu

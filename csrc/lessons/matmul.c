@@ -57,7 +57,7 @@ static const gm_variant variants[] = {
 
 enum { A, B, TILE, VARIANT, SPLITS, N_ARGS,
        FULL = N_ARGS + 1,  /* c->v[FULL]: no argument, prepare()'s whole tiles (split tail) */
-       PAD = N_ARGS + 2 }; /* c->v[PAD]: wgmma's padded copies (gm_matmul_params.pad) */
+       PAD = N_ARGS + 2 }; /* c->v[PAD]: mma and wgmma's padded copies (gm_matmul_params.pad) */
 static const long long tiles[] = {8, 16, 32, 64, 128, 0};
 
 /* The tiles each variant takes (its default first): the edge of the C tile a
@@ -150,7 +150,7 @@ static void fill(const gm_call *c, void *params)
 {
     gm_matmul_params *p = params;
     const int split = c->v[SPLITS] > 1 && c->tmp != NULL;
-    /* c->tmp: the split tail's slices (warptiled) or the padded copies (wgmma), if any */
+    /* c->tmp: the split tail's slices (warptiled) or the padded copies (mma, wgmma), if any */
     *p = (gm_matmul_params){c->variant->select, gm_in(c, A), gm_in(c, B), gm_res(c),
                             (int)c->out_shape[0], (int)c->out_shape[1], (int)gm_dim(c, A, 1),
                             (int)c->v[TILE], split ? (int)c->v[SPLITS] : 1,
@@ -184,15 +184,12 @@ static long long tail_splits(long long tiles, long long ktiles, long long slots,
     return s;
 }
 
-/* wgmma (sm_90a: compute capability 9.0 exactly; Blackwell has other tensor-core
- * instructions) reads its tiles through tensor maps, whose rows must start on the 16-byte
- * grid: an operand whose rows do not (K or N not a multiple of 4, or a base off the grid,
- * as in a view) is copied first into c->tmp with its rows padded to a multiple of 4. */
-static int wgmma_pads(gm_call *c)
+/* mma and wgmma read whole 16-byte chunks of the operands' rows (cp.async of 16 bytes;
+ * the tensor maps of wgmma), so rows must start on the 16-byte grid: an operand whose rows
+ * do not (K or N not a multiple of 4, or a base off the grid, as in a view) is copied
+ * first into c->tmp with its rows padded to a multiple of 4. */
+static int row_pads(gm_call *c)
 {
-    if (gm_need_cc_exactly("matmul", "variant='wgmma'", 9, 0,
-                           "wgmma.mma_async and the tensor copy: sm_90a") < 0)
-        return -1;
     const long long M = c->out_shape[0], N = c->out_shape[1], K = gm_dim(c, A, 1);
     const int pad_a = K % 4 != 0 || ((uintptr_t)gm_in(c, A) & 15) != 0;
     const int pad_b = N % 4 != 0 || ((uintptr_t)gm_in(c, B) & 15) != 0;
@@ -201,17 +198,22 @@ static int wgmma_pads(gm_call *c)
     return floats > 0 && c->work > 0 ? gm_new_tmp(c, (npy_intp)floats, NPY_FLOAT32) : 0;
 }
 
-/* mma's instructions (mma.sync with TF32, cp.async) need compute capability 8.0: an
- * older GPU is refused here, before the launch, naming both capabilities.  warptiled:
- * the split tail (above), its slices' buffer in c->tmp. */
+/* mma's instructions (mma.sync with TF32, cp.async) need compute capability 8.0, wgmma's
+ * (sm_90a) 9.0 exactly (Blackwell has other tensor-core instructions): an other GPU is
+ * refused here, before the launch, naming both capabilities; then their padded rows
+ * (above).  warptiled: the split tail (above), its slices' buffer in c->tmp. */
 static int prepare(gm_call *c)
 {
     c->v[FULL] = 0;
     c->v[PAD] = 0;
     if (c->variant->select == GM_MATMUL_MMA)
-        return gm_need_cc("matmul", "variant='mma'", 8, 0, "mma.sync with TF32 and cp.async: sm_80");
+        return gm_need_cc("matmul", "variant='mma'", 8, 0,
+                          "mma.sync with TF32 and cp.async: sm_80") < 0 ? -1 : row_pads(c);
     if (c->variant->select == GM_MATMUL_WGMMA)
-        return wgmma_pads(c);
+        return gm_need_cc_exactly("matmul", "variant='wgmma'", 9, 0,
+                                  "wgmma.mma_async and the tensor copy: sm_90a") < 0
+                   ? -1
+                   : row_pads(c);
     if (c->variant->select != GM_MATMUL_WARPTILED) {
         c->v[SPLITS] = 1;
         return 0;

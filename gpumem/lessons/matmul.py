@@ -22,9 +22,12 @@
   transpose (B^T A^T, so that every operand register pair is one 8-byte load from
   shared memory); a 3-stage ``cp.async`` pipeline keeps the next two 32-wide k slices
   of A and B in flight, and a swizzled shared-memory layout makes the fragment loads
-  free of bank conflicts.  Rows off the 16-byte grid (K or N not a multiple of 4)
-  take 4-byte copies: at 4097^3 about a quarter of 4096^3's TFLOP/s on an H100.  Its results differ from the float32 variants by TF32's
-  rounding: about ``2**-10 * sum_k |a||b|`` per element.
+  free of bank conflicts.  Every copy is 16 bytes: an operand whose rows are off the
+  16-byte grid (K or N not a multiple of 4, or a view's base) is first copied into the
+  call's workspace with rows padded to a multiple of 4 floats, as for ``wgmma`` (the
+  4-byte copies it replaces ran 4095^3 at a third of 4096^3's TFLOP/s on an H100).  Its
+  results differ from the float32 variants by TF32's rounding: about
+  ``2**-10 * sum_k |a||b|`` per element.
 
 Takes float32 NumPy arrays (and returns NumPy arrays) or
 :class:`gpumem.DeviceArray` (and returns DeviceArray, with no host copies).
@@ -328,7 +331,7 @@ def _sanitize_matmul():
             matmul(_f32(70, 0), _f32(0, 33), tile=tile, variant=v.name)
             matmul(_f32(65, 100), _f32(100, 64), tile=tile, variant=v.name)
             matmul(_f32(67, 9), _f32(9, 130), tile=tile, variant=v.name)   # scalar paths
-            if v.name in ("mma", "wgmma"):  # K, N % 4 (wgmma: padded copies), k slices
+            if v.name in ("mma", "wgmma"):  # K, N % 4: padded copies, k slices
                 matmul(_f32(300, 130), _f32(130, 257), tile=tile, variant=v.name)
             if v.name == "mma":             # the fast copies (whole blocks), then the edge
                 matmul(_f32(256, 96), _f32(96, 132), tile=tile, variant=v.name)

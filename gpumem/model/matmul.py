@@ -434,28 +434,26 @@ def _mma_b_at(k, c):
 
 
 def _mma_phantom_loads(m: int, n: int, k: int) -> int:
-    """Shared load instructions that are counted and never executed: before each copy
-    block the compiler (CUDA 13, sm_90) puts three ``@!PT LDS RZ, [RZ]``, which
-    smsp__inst_executed_op_shared_ld counts with no wavefront (as in warptiled).  Per warp
-    and k slice copied: 3 on the fast path (a block inside A and B, rows on the 16-byte
-    grid, the slice inside K), else 3 per operand with 16-byte copies and 24 per operand
-    with 4-byte ones (its loop unrolled 4 times: 8 trips of 3)."""
-    blocks, tiles = cdiv(m, 128) * cdiv(n, 128), cdiv(k, _MMA_K)
-    per_a, per_b = (3 if k % 4 == 0 else 24), (3 if n % 4 == 0 else 24)
-    fast = (m // 128) * (n // 128) * (k // _MMA_K) if k % 4 == 0 and n % 4 == 0 else 0
-    return (_MMA_THREADS // WARP) * (3 * fast + (per_a + per_b) * (blocks * tiles - fast))
+    """Shared load instructions that are counted and never executed: before each k slice's
+    copies the compiler (CUDA 13, sm_90a) puts three ``@!PT LDS RZ, [RZ]``, which
+    smsp__inst_executed_op_shared_ld counts with no wavefront (as in warptiled): 3 per warp
+    and k slice copied, on the fast path and the general one alike."""
+    return (_MMA_THREADS // WARP) * 3 * cdiv(m, 128) * cdiv(n, 128) * cdiv(k, _MMA_K)
 
 
 def _gen_matmul_mma(tally, axis, p):
     """cuda/matmul_mma.cuh: per k slice of 32, A (128 rows x 32) and B (32 x 128 columns)
-    by cp.async into shared memory -- 16-byte copies where K (for A) or N (for B) is a
-    multiple of 4 (all four floats in or none), else 4-byte ones, a warp's 32 on
-    consecutive floats of one row; lanes outside the matrices copy nothing (src-size 0)
-    and count nothing -- and at the end C from the accumulator fragments (the warps
-    compute C's transpose): lane (g, t) of each 8-row x 16-column tile of C writes rows
-    2t and 2t + 1, columns 2g and 2g + 1, as one 8-byte store each where N is even, else
-    two predicated 4-byte ones.  Each slice is copied once per
-    block (the pipeline's prologue copies slices 0 and 1, iteration s copies s + 2)."""
+    by cp.async into shared memory, 16-byte copies all: where K (for A) or N (for B) is
+    not a multiple of 4 the launcher first copies the operand into the workspace with rows
+    padded to a multiple of 4 floats (rows round4(K) or round4(N) floats apart; that copy,
+    cudaMemcpy2DAsync, is not the kernel's and is not counted here).  A copy starting
+    inside the matrix reads its sector (the floats past K or N are zero-filled); lanes
+    outside copy nothing (src-size 0) and count nothing.  At the end C from the
+    accumulator fragments (the warps compute C's transpose): lane (g, t) of each 8-row x
+    16-column tile of C writes rows 2t and 2t + 1, columns 2g and 2g + 1, as one 8-byte
+    store each where N is even, else two predicated 4-byte ones.  Each slice is copied
+    once per block (the pipeline's prologue copies slices 0 and 1, iteration s copies
+    s + 2)."""
     m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
     thr, bk = _MMA_THREADS, _MMA_K
     tally.ldgsts = True                  # the variant's keys, zeros included
@@ -483,21 +481,31 @@ def _gen_matmul_mma(tally, axis, p):
     # 4 (f % 8) .. + 3; 4-byte copy e is row e / 32, column e % 32 (i on a leading axis)
     K0 = st[None, :, None, None] * bk                    # (1, ns, 1, 1)
     wa = wmul(wby[:, None], wst[None, :], gx)
-    per_row, width = (bk // 4, 16) if k % 4 == 0 else (bk, 4)
-    i = np.arange(bk * t // (width // 4) // thr, dtype=np.int64).reshape(-1, 1, 1, 1, 1)
+    per_row = bk // 4
+    i = np.arange(bk * t // 4 // thr, dtype=np.int64).reshape(-1, 1, 1, 1, 1)
     e = tid + i * thr
-    r, kk = BM + e // per_row, K0 + (e % per_row) * (width // 4)
-    _rows_stream(tally, "cp", r, kk, BM + (WARP * w + i * thr) // per_row, 4 * k,
-                 (r < m) & (kk < k), width, wa)
-    # ---- B, every block row: copy e is row e / per_row, columns (e % per_row) * floats
+    r, kk = BM + e // per_row, K0 + (e % per_row) * 4
+    _rows_stream(tally, "cp", r, kk, BM + (WARP * w + i * thr) // per_row, 4 * _round4(k),
+                 (r < m) & (kk < k), 16, wa)
+    # ---- B, every block row: copy e is row e / per_row, columns 4 (e % per_row) .. + 3
     K0b = st[:, None, None, None] * bk                   # (ns, 1, 1, 1)
     wb = wmul(wst[:, None], wbx[None, :], gy)
-    per_row, width = (t // 4, 16) if n % 4 == 0 else (t, 4)
-    i = np.arange(bk * t // (width // 4) // thr, dtype=np.int64).reshape(-1, 1, 1, 1, 1)
+    per_row = t // 4
+    i = np.arange(bk * t // 4 // thr, dtype=np.int64).reshape(-1, 1, 1, 1, 1)
     e = tid + i * thr
-    kr, c = K0b + e // per_row, BN + (e % per_row) * (width // 4)
-    _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * n,
-                 (kr < k) & (c < n), width, wb)
+    kr, c = K0b + e // per_row, BN + (e % per_row) * 4
+    _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * _round4(n),
+                 (kr < k) & (c < n), 16, wb)
+    # a copy across K's (N's) end reads its k % 4 (n % 4) floats only: one per row of A
+    # and block column, one per row of B and block row
+    tally.add("cp", 0, 0, -(16 - 4 * (k % 4)) * m * gx * (k % 4 > 0)
+              - (16 - 4 * (n % 4)) * k * gy * (n % 4 > 0))
+
+
+def _round4(x: int) -> int:
+    """Floats between the rows of an operand the launcher padded (mma, wgmma): x rounded
+    up to a multiple of 4."""
+    return (x + 3) // 4 * 4
 
 
 # ---- matmul wgmma: warpgroup MMA (TF32) fed by the tensor copy (TMA) -------------------------

@@ -113,19 +113,21 @@ def test_mma_copies_a_and_b_by_cp_async_and_loads_fragments_without_conflicts():
     # C: 4 warps x 64 float2 stores, 4 rows of 64 bytes each: 8 sectors, all used
     assert r["gst_requests"] == 4 * 64 and r["gst_transactions"] == 4 * 64 * 8
     assert r["gst_efficiency"] == 100.0
-    # K and N not multiples of 4: 4-byte copies (a warp's 32 on one row), 32 a thread of
-    # each; the 4 warp copies of B's row 31 (past K) have no lane in B and count nothing;
-    # odd N: two 4-byte stores per float2
+    # K and N not multiples of 4: the launcher pads both operands' rows to 32 and 128
+    # floats, and the copies stay 16-byte, 8 + 8 a thread: A's 128 rows x 8 chunks all
+    # start inside K = 31; of B's 32 rows (one per warp copy) row 31 is past K, so 1 of the
+    # 32 warp copies has no lane; odd N: two 4-byte stores per float2
     s = predict("matmul", "mma", m=128, n=127, k=31, tile=128)
-    assert s["gldgsts_requests"] == 4 * 32 + (4 * 32 - 4) and s["gst_requests"] == 2 * 4 * 64
+    assert s["gldgsts_requests"] == 4 * 8 + (4 * 8 - 1) and s["gst_requests"] == 2 * 4 * 64
+    # the bytes read: the floats inside (a copy across K's or N's end reads those only)
     assert s["gldgsts_bytes_requested"] == 4 * (128 * 31 + 31 * 127)
-    # the shared loads scale with blocks x slices; K and N off the 16-byte grid: 24
-    # phantoms per operand and slice (the 4-byte copy loops' 8 trips of 3)
+    # the shared loads scale with blocks x slices: 4 warps x (64 fragment loads + 3
+    # phantoms) per block and slice, K and N off the 16-byte grid or not
     big = predict("matmul", "mma", m=130, n=257, k=65, tile=128)
-    assert big["shared_load_requests"] == 2 * 3 * 3 * (256 + 4 * 48)
-    # the H100's counts of two launches of the Nsight grid (hardware 896 and 8064)
-    assert predict("matmul", "mma", m=100, n=37, k=53, tile=128)["shared_load_requests"] == 896
-    assert predict("matmul", "mma", m=257, n=129, k=70, tile=128)["shared_load_requests"] == 8064
+    assert big["shared_load_requests"] == 2 * 3 * 3 * 4 * (64 + 3)
+    # two launches of the Nsight grid: 2 and 18 block-slices
+    assert predict("matmul", "mma", m=100, n=37, k=53, tile=128)["shared_load_requests"] == 536
+    assert predict("matmul", "mma", m=257, n=129, k=70, tile=128)["shared_load_requests"] == 4824
 
 
 def test_naive_matmul_uses_no_shared_memory():
