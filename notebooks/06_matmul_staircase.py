@@ -653,6 +653,47 @@ else:
     print("(the timings need a GPU: the model's waves above are what they would test)")
 
 # %% [markdown]
+# The split is not free in memory: each slice stores its 128 × 128 sums into a workspace, and
+# a second kernel reads the slices back and stores their sum into C. The model counts that
+# launch too (`gm.model.predict` with `splits` and `tail`, the tiles sliced;
+# `gm.model.predict_record` reads both off a launch's record). At 1024³, where all 64 tiles are
+# sliced, that is a quarter more bytes loaded and five times the bytes stored (the slices'
+# sums) for four times the blocks at work (256 instead of 64, in 264 slots on an H100); at
+# 4097³ next to nothing, as the 33 tiles it slices hold one row of C each. On a GPU the
+# counters of the default launch at 1024³ stand beside the model.
+
+# %%
+rows = []
+for size in SPLIT_SIZES:
+    w = waves(size, size, size)
+    shape = dict(m=size, n=size, k=size, tile=128)
+    whole = gm.model.predict("matmul", "warptiled", **shape)
+    split = (gm.model.predict("matmul", "warptiled", splits=w["splits"], tail=w["tail"], **shape)
+             if w["splits"] > 1 else whole)
+    rows.append({"size": size, "splits": w["splits"], "tiles sliced": w["tail"] * (w["splits"] > 1),
+                 "MB loaded, splits=1": whole["gld_bytes_requested"] / 1e6,
+                 "MB loaded, split": split["gld_bytes_requested"] / 1e6,
+                 "MB stored, splits=1": whole["gst_bytes_requested"] / 1e6,
+                 "MB stored, split": split["gst_bytes_requested"] / 1e6})
+display(gm.Table(rows, sources={c: "model" for c in rows[0] if c != "size"},
+                 title=f"warptiled-128: the bytes its loads and stores request, without and with "
+                       f"the split tail ({on})"))
+if HAVE_GPU and gm.profiler_available():
+    size = SPLIT_SIZES[0]
+    A = gm.to_device(rng.standard_normal((size, size), dtype=np.float32))
+    B = gm.to_device(rng.standard_normal((size, size), dtype=np.float32))
+    keys = ["gld_requests", "gld_transactions", "gst_requests", "gst_transactions"]
+    with gm.profile(keys) as p:
+        gm.matmul(A, B, variant="warptiled")                  # the default: split
+    rec = p.records[0]
+    pred = gm.model.predict_record(rec)
+    display(gm.Table([{"counter": k, "measured": rec.metrics[k], "model": pred[k]} for k in keys],
+                     sources={"measured": "measured", "model": "model"},
+                     title=f"warptiled-128 at {size}^3, splits={rec.params['splits']} (the slices "
+                           f"and the sum kernel, one record), {gm.device().name}"))
+    del A, B
+
+# %% [markdown]
 # ## The tensor cores: `mma`, then `wgmma`
 #
 # Every step so far does its multiply-adds one float at a time on the FP32 pipes (`FFMA`, 32
