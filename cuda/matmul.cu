@@ -620,9 +620,11 @@ static cudaError_t wgmma_ready()
 
 // mma and wgmma: the operands whose rows are off the 16-byte grid (p->pad says which)
 // copied into ws with rows padded to a multiple of 4 floats (A: M x round4(K) first, then
-// B: K x round4(N)); *a, *b, *lda, *ldb say where each operand is read then.
-static cudaError_t pad_rows(const gm_matmul_params *p, const float **a, size_t *lda,
-                            const float **b, size_t *ldb, cudaStream_t stream)
+// B: K x round4(N)); *a, *b, *lda, *ldb say where each operand is read then.  `zero`:
+// the padding floats set to 0 too (mma's 16-byte copies read them; wgmma's tensor maps
+// end at K and N and do not).
+static cudaError_t pad_rows(const gm_matmul_params *p, bool zero, const float **a,
+                            size_t *lda, const float **b, size_t *ldb, cudaStream_t stream)
 {
     const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
     const size_t kp = (K + 3) / 4 * 4, np = (N + 3) / 4 * 4;
@@ -632,11 +634,15 @@ static cudaError_t pad_rows(const gm_matmul_params *p, const float **a, size_t *
     if ((p->pad & 1) && K > 0) {
         err = cudaMemcpy2DAsync(ws, kp * 4, p->a, K * 4, K * 4, M, cudaMemcpyDeviceToDevice,
                                 stream);
+        if (zero && kp > K && err == cudaSuccess)
+            err = cudaMemset2DAsync(ws + K, kp * 4, 0, (kp - K) * 4, M, stream);
         *a = ws, *lda = kp, ws += M * kp;
     }
     if ((p->pad & 2) && K > 0 && err == cudaSuccess) {
         err = cudaMemcpy2DAsync(ws, np * 4, p->b, N * 4, N * 4, K, cudaMemcpyDeviceToDevice,
                                 stream);
+        if (zero && np > N && err == cudaSuccess)
+            err = cudaMemset2DAsync(ws + N, np * 4, 0, (np - N) * 4, K, stream);
         *b = ws, *ldb = np;
     }
     return err;
@@ -651,7 +657,7 @@ static cudaError_t launch_wgmma(const gm_matmul_params *p, gm_dims *dims, cudaSt
     const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
     const float *a, *b;
     size_t lda, ldb;
-    err = pad_rows(p, &a, &lda, &b, &ldb, stream);
+    err = pad_rows(p, false, &a, &lda, &b, &ldb, stream);
     CUtensorMap map_a, map_b;
     memset(&map_a, 0, sizeof map_a);
     memset(&map_b, 0, sizeof map_b);
@@ -726,7 +732,7 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
         size_t lda, ldb;
         cudaError_t err = mma_ready();
         if (err == cudaSuccess)
-            err = pad_rows(p, &a, &lda, &b, &ldb, stream);
+            err = pad_rows(p, true, &a, &lda, &b, &ldb, stream);
         if (err != cudaSuccess)
             return err;
         *dims = gm_dims{{(n + MMA_BN - 1) / MMA_BN, (m + MMA_BM - 1) / MMA_BM, 1},

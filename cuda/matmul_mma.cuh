@@ -12,12 +12,12 @@
 // SM, one barrier per k slice.  Every copy is 16 bytes: A's rows lie lda floats apart
 // and B's ldb, both multiples of 4 on 16-byte aligned bases -- where K or N is not a
 // multiple of 4 (or a base is off the 16-byte grid) the launcher first copies the
-// operand into the call's workspace with rows padded to a multiple of 4 floats, as for
-// wgmma (4-byte copies had run ragged shapes at a third of the aligned speed: 4095^3
-// 0.33x, 4097^3 0.28x of 4096^3's GFLOP/s on an H100).  Out-of-range elements are
-// zero-filled: a copy reads only the floats inside K (A) or N (B) -- cp.async's src-size
-// 0 to 12 bytes -- and zeroes the rest, so the padding's unwritten floats are never
-// read and any M, N, K works.
+// operand into the call's workspace with rows padded to a multiple of 4 floats, the
+// padding zeroed (4-byte copies had run ragged shapes at a third of the aligned speed:
+// 4095^3 0.33x, 4097^3 0.28x of 4096^3's GFLOP/s on an H100).  A copy that starts
+// inside the matrix takes its 4 floats (past K or N: the padding's zeros); one that
+// starts outside reads nothing and zero-fills (cp.async's src-size 0), so any M, N, K
+// works.
 //
 // The warps compute C's transpose, as wgmma does: each mma multiplies a 16 x 8 piece of
 // B^T (mma's A operand: 16 columns of C) by an 8 x 8 piece of A^T (its B operand: 8 rows
@@ -105,16 +105,8 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4],
 
 // The k slice k0 .. k0 + 31 of A's rows bm .. bm + 127 and B's columns bn .. bn + 127
 // into stage `sa` / `sb` by cp.async, one commit group.  16-byte copies (A: a warp's 32
-// copy 4 rows of 128 bytes; B: one row of 512 bytes); a copy that reaches past K (A) or
-// N (B) reads the floats before it and zero-fills the rest, one wholly outside reads
-// nothing (src-size 0).
-__device__ __forceinline__ void mma_copy16(float *smem, const float *gmem, int floats)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
-                 "r"(floats >= 4 ? 16 : floats > 0 ? 4 * floats : 0));
-}
-
+// copy 4 rows of 128 bytes; B: one row of 512 bytes); one that starts outside the matrix
+// reads nothing (src-size 0).
 __device__ __forceinline__ void mma_load_tiles(float *sa, float *sb, const float *__restrict__ A,
                                                const float *__restrict__ B, int M, int N, int K,
                                                int lda, int ldb, int bm, int bn, int k0)
@@ -124,15 +116,13 @@ __device__ __forceinline__ void mma_load_tiles(float *sa, float *sb, const float
     for (int i = 0; i < MMA_A_FLOATS / 4 / MMA_THREADS; ++i) {
         const int f = tid + i * MMA_THREADS, r = f / (MMA_BK / 4), c = (f % (MMA_BK / 4)) * 4;
         const bool in = bm + r < M && k0 + c < K;
-        mma_copy16(sa + mma_a_at(r, c), in ? A + (size_t)(bm + r) * lda + k0 + c : A,
-                   in ? K - k0 - c : 0);
+        cp_async16(sa + mma_a_at(r, c), in ? A + (size_t)(bm + r) * lda + k0 + c : A, in);
     }
 #pragma unroll
     for (int i = 0; i < MMA_B_FLOATS / 4 / MMA_THREADS; ++i) {
         const int f = tid + i * MMA_THREADS, k = f / (MMA_BN / 4), c = (f % (MMA_BN / 4)) * 4;
         const bool in = k0 + k < K && bn + c < N;
-        mma_copy16(sb + mma_b_at(k, c), in ? B + (size_t)(k0 + k) * ldb + bn + c : B,
-                   in ? N - bn - c : 0);
+        cp_async16(sb + mma_b_at(k, c), in ? B + (size_t)(k0 + k) * ldb + bn + c : B, in);
     }
     cp_async_commit();
 }

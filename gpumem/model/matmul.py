@@ -445,10 +445,11 @@ def _gen_matmul_mma(tally, axis, p):
     """cuda/matmul_mma.cuh: per k slice of 32, A (128 rows x 32) and B (32 x 128 columns)
     by cp.async into shared memory, 16-byte copies all: where K (for A) or N (for B) is
     not a multiple of 4 the launcher first copies the operand into the workspace with rows
-    padded to a multiple of 4 floats (rows round4(K) or round4(N) floats apart; that copy,
-    cudaMemcpy2DAsync, is not the kernel's and is not counted here).  A copy starting
-    inside the matrix reads its sector (the floats past K or N are zero-filled); lanes
-    outside copy nothing (src-size 0) and count nothing.  At the end C from the
+    padded to a multiple of 4 floats, the padding zeroed (rows round4(K) or round4(N)
+    floats apart; those copies and sets, cudaMemcpy2DAsync and cudaMemset2DAsync, are not
+    the kernel's and are not counted here).  A copy starting inside the matrix takes its
+    16 bytes (past K or N: padding); lanes outside copy nothing (src-size 0) and count
+    nothing.  At the end C from the
     accumulator fragments (the warps compute C's transpose): lane (g, t) of each 8-row x
     16-column tile of C writes rows 2t and 2t + 1, columns 2g and 2g + 1, as one 8-byte
     store each where N is even, else two predicated 4-byte ones.  Each slice is copied
@@ -496,10 +497,6 @@ def _gen_matmul_mma(tally, axis, p):
     kr, c = K0b + e // per_row, BN + (e % per_row) * 4
     _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * _round4(n),
                  (kr < k) & (c < n), 16, wb)
-    # a copy across K's (N's) end reads its k % 4 (n % 4) floats only: one per row of A
-    # and block column, one per row of B and block row
-    tally.add("cp", 0, 0, -(16 - 4 * (k % 4)) * m * gx * (k % 4 > 0)
-              - (16 - 4 * (n % 4)) * k * gy * (n % 4 > 0))
 
 
 def _round4(x: int) -> int:

@@ -214,20 +214,18 @@ def simulate(family, variant, granularity=32, **p):
         def warps(x):
             return np.broadcast_to(x, (gx, gy) + tid.shape).reshape(-1, WARP).astype(np.int64)
 
-        # the launcher pads rows off the 16-byte grid: A's rows lda floats apart, B's ldb
+        # the launcher pads rows off the 16-byte grid (zeros): A's rows lda floats apart, B's ldb
         lda, ldb = -(-K // 4) * 4, -(-N // 4) * 4          # (cudaMalloc'd: aligned bases)
 
         def load_tiles(k0):                                 # mma_load_tiles
             for i in range(BM * BK // 4 // THREADS):
                 f = tid + i * THREADS
                 r, c = warps(bm + f // (BK // 4) + 0 * bn), warps(k0 + (f % (BK // 4)) * 4)
-                streams.append(("cp", A + 4 * (r * lda + c), (r < M) & (c < K), 16,
-                                4 * np.minimum(K - c, 4)))  # src-size: the floats inside
+                streams.append(("cp", A + 4 * (r * lda + c), (r < M) & (c < K), 16))
             for i in range(BK * BN // 4 // THREADS):
                 f = tid + i * THREADS
                 k, c = warps(k0 + f // (BN // 4)), warps(bn + (f % (BN // 4)) * 4 + 0 * bm)
-                streams.append(("cp", B + 4 * (k * ldb + c), (k < K) & (c < N), 16,
-                                4 * np.minimum(N - c, 4)))
+                streams.append(("cp", B + 4 * (k * ldb + c), (k < K) & (c < N), 16))
 
         tiles = -(-K // BK)
         for s in range(2):                                  # the prologue: slices 0, 1
@@ -278,11 +276,10 @@ def simulate(family, variant, granularity=32, **p):
     tot = {"ld": [0, 0, 0], "st": [0, 0, 0]}
     if family == "matmul" and variant in ("warptiled", "mma"):
         tot["cp"] = [0, 0, 0]           # cp.async (LDGSTS): 32-byte sectors, apart from ld
-    for op, addr, act, width, *read in streams:  # read: bytes each lane reads, if < width
+    for op, addr, act, width in streams:
         g = granularity if op == "ld" else 32
         res = coalesce_warps(np.where(act, addr, 0), width, g, act).total()
-        nbytes = int(np.where(act, read[0], 0).sum()) if read else res.bytes_requested
-        for x, v in enumerate((res.requests, res.transactions, nbytes)):
+        for x, v in enumerate((res.requests, res.transactions, res.bytes_requested)):
             tot[op][x] += v
     return tot
 
