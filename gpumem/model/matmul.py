@@ -749,7 +749,9 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
         register_tiled, warptiled and mma with theirs (every block column reads A
         once, every block row B once).  warptiled's B comes by cp.async, mma's A and
         B too: :func:`predict` counts the copies in ``gld_bytes_requested`` (as the
-        H100's load counters do) and again, alone, in ``gldgsts_bytes_requested``.
+        H100's load counters do) and again, alone, in ``gldgsts_bytes_requested``;
+        mma's copies are whole 16-byte chunks, so where k or n is not a multiple of 4
+        they bring the zeros of the padded rows along (rows of round4(k), round4(n)).
         wgmma's block rows are 256 (its tiles of C are 256 x 128), and its tiles come by
         the tensor copy, which no load counter sees: here they are the bytes the engine
         reads (its boxes' zero fill past the edges not included).
@@ -779,6 +781,8 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
         loads = 0
     elif variant == "naive":
         loads = 2 * m * n * k                   # every thread: K of A and K of B
+    elif variant == "mma":                      # whole 16-byte copies: the padding's zeros too
+        loads = gx * m * _round4(k) + gy * k * _round4(n)
     else:
         loads = k * (gx * m + gy * n)           # every block column reads A once, every block row B
     flops = 2 * m * n * k
