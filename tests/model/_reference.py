@@ -279,7 +279,11 @@ def simulate(family, variant, granularity=32, **p):
     for op, addr, act, width in streams:
         g = granularity if op == "ld" else 32
         res = coalesce_warps(np.where(act, addr, 0), width, g, act).total()
-        for x, v in enumerate((res.requests, res.transactions, res.bytes_requested)):
+        sectors = res.transactions
+        if op == "cp" and width == 16:  # 16-byte copies: sectors counted per quarter warp
+            sectors = coalesce_warps(np.where(act, addr, 0).reshape(-1, 8), width, g,
+                                     np.asarray(act).reshape(-1, 8)).total().transactions
+        for x, v in enumerate((res.requests, sectors, res.bytes_requested)):
             tot[op][x] += v
     return tot
 
