@@ -488,9 +488,9 @@ def _gen_matmul_mma(tally, axis, p):
         _rows_stream(tally, "st", r, c + e, r0, 4 * n, ~vec & ok & (c + e < n), 4, wc)
     if k == 0:
         return
-    st, wst = axis(steps, period(4 * bk, 4 * bk * n), (steps - 1,))
+    st, wst = axis(steps, period(4 * bk, 4 * bk * _round4(n)), (steps - 1,))
     # ---- A, every block column: 16-byte copy f = tid + i * threads is row f / 8, columns
-    # 4 (f % 8) .. + 3; 4-byte copy e is row e / 32, column e % 32 (i on a leading axis)
+    # 4 (f % 8) .. + 3 (i on a leading axis)
     K0 = st[None, :, None, None] * bk                    # (1, ns, 1, 1)
     wa = wmul(wby[:, None], wst[None, :], gx)
     per_row = bk // 4

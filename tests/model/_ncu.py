@@ -58,8 +58,10 @@ COUNTERS = {
 #: counts are.  Their requests are exact; their sectors are exact for the 4-byte copies
 #: (cache_access) but not for the 16-byte ones (cache_bypass): measured 1,018,080 and
 #: 1,023,136 in two runs of one 1024^3 launch for the 1,048,576 the addresses need, and
-#: more than needed where lanes zero-fill (src-size 0): those are compared only where B's
-#: rows take the 4-byte path (n % 4 != 0).
+#: more than needed where lanes zero-fill (src-size 0): those are compared only where
+#: warptiled's B rows take the 4-byte path (n % 4 != 0); mma has none (its rows off the
+#: 16-byte grid are padded first), so its copies' sectors are held here only through the
+#: load counters (l1tex op_ld, which count them exactly: gld_transactions).
 LDGSTS_COUNTERS = {
     "sm__sass_l1tex_t_requests_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_requests",
     "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_transactions",
