@@ -132,8 +132,9 @@ __device__ __forceinline__ void mma_load_tiles(float *sa, float *sb, const float
 // tid / 8 + 16 i, floats 4 (tid % 8) .. + 3 (i < 8): one swizzled chunk for all i (the
 // row's r % 4 does not change with i), 2 KiB apart in the stage, 16 lda floats apart in A;
 // its B copies are row tid / 32 + 4 i, floats 4 (tid % 32) .. + 3: the swizzle
-// ((k / 2) % 4) alternates with i's parity, 2 KiB apart per i, 4 ldb floats apart in B.  Each copy is then an add or two and the LDGSTS (the general path spends ~20 issue
-// slots a copy on the same addresses: the bounds, the swizzle and 64-bit products).
+// ((k / 2) % 4) alternates with i's parity, 2 KiB apart per i, 4 ldb floats apart in B.
+// Each copy is then an add or two and the LDGSTS (the general path spends ~20 issue slots
+// a copy on the same addresses: the bounds, the swizzle and 64-bit products).
 struct MmaFast {
     const float *a, *b;   // this thread's first A and B floats at k0 = 0
     unsigned sa, sb0, sb1; // byte offsets in a stage's A tile / B tile (B: even, odd i)

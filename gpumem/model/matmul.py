@@ -513,7 +513,7 @@ def _gen_matmul_mma(tally, axis, p):
 def _round4(x: int) -> int:
     """Floats between the rows of an operand the launcher padded (mma, wgmma): x rounded
     up to a multiple of 4."""
-    return (x + 3) // 4 * 4
+    return cdiv(x, 4) * 4
 
 
 # ---- matmul wgmma: warpgroup MMA (TF32) fed by the tensor copy (TMA) -------------------------
