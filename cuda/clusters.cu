@@ -178,14 +178,32 @@ __global__ void dsmem_stream_kernel(unsigned *out, int smem, int passes)
 }
 
 // ---- cluster_histogram ------------------------------------------------------------------
-// V: gm_hist_variant.  The grid strides over x; a value v < bins is counted:
+// V: gm_hist_variant.  The grid strides over x four values at a time (one
+// 16-byte load per thread: four values in flight, where one at a time left
+// the loop waiting on each load), then over the last n % 4 values one at a
+// time; a value v < bins is counted:
 //   global   atomicAdd on out[v] (L2's atomic units; nothing on chip)
 //   block    atomicAdd on the block's own copy of all bins in shared memory
 //   cluster  bins split in slices of ceil(bins / cluster): rank v / slice owns
-//            bin v, and the atomicAdd goes to its shared memory
-//            (cluster.map_shared_rank) -- the CUDA Programming Guide's
-//            distributed-shared-memory histogram
+//            bin v, and red.shared::cluster.add goes to its shared memory
+//            (mapa) -- the CUDA Programming Guide's distributed-shared-memory
+//            histogram, without the generic address and the device scope
+//            that atomicAdd through map_shared_rank compiles to
 // then (block, cluster) each block adds its non-zero bins into out.
+#if GM_HAS_CLUSTERS
+// The rank owning bin v: v / slice for a cluster of `size` (a power of two up
+// to 16) ranks, by binary search -- no division in the loop.
+__device__ __forceinline__ unsigned hist_owner(unsigned v, unsigned slice, unsigned size)
+{
+    unsigned r = 0;
+#pragma unroll
+    for (unsigned step = 8; step; step >>= 1)
+        if (step < size && v >= (r + step) * slice)
+            r += step;
+    return r;
+}
+#endif
+
 template <int V>
 __global__ void cluster_histogram_kernel(const unsigned *__restrict__ x, unsigned *out, long long n,
                                          int bins)
@@ -194,36 +212,44 @@ __global__ void cluster_histogram_kernel(const unsigned *__restrict__ x, unsigne
     const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long stride = (long long)gridDim.x * blockDim.x;
     const unsigned nb = (unsigned)bins;
-    if constexpr (V == GM_HIST_GLOBAL) {
-        for (long long i = first; i < n; i += stride) {
-            const unsigned v = x[i];
-            if (v < nb)
-                atomicAdd(out + v, 1u);
-        }
-    } else {
-        extern __shared__ unsigned s_bins[];
-        cg::cluster_group cl = cg::this_cluster();
-        const unsigned size = V == GM_HIST_CLUSTER ? cl.num_blocks() : 1u;
-        const unsigned slice = (nb + size - 1) / size;
-        const unsigned rank = V == GM_HIST_CLUSTER ? cl.block_rank() : 0u;
+    extern __shared__ unsigned s_bins[];
+    cg::cluster_group cl = cg::this_cluster();
+    const unsigned size = V == GM_HIST_CLUSTER ? cl.num_blocks() : 1u;
+    const unsigned slice = (nb + size - 1) / size;
+    const unsigned rank = V == GM_HIST_CLUSTER ? cl.block_rank() : 0u;
+    const unsigned s_base = shared_addr(s_bins);
+    if constexpr (V != GM_HIST_GLOBAL) {
         for (unsigned i = threadIdx.x; i < slice; i += blockDim.x)
             s_bins[i] = 0;
         if constexpr (V == GM_HIST_CLUSTER)
             cl.sync(); // every slice zeroed before anyone adds to it
         else
             __syncthreads();
-        for (long long i = first; i < n; i += stride) {
-            const unsigned v = x[i];
-            if (v < nb) {
-                if constexpr (V == GM_HIST_CLUSTER) {
-                    const unsigned owner = v / slice;
-                    unsigned *dst = cl.map_shared_rank(s_bins, owner);
-                    atomicAdd(dst + (v - owner * slice), 1u);
-                } else {
-                    atomicAdd(s_bins + v, 1u);
-                }
-            }
+    }
+    auto count = [&](unsigned v) {
+        if (v >= nb)
+            return;
+        if constexpr (V == GM_HIST_GLOBAL) {
+            atomicAdd(out + v, 1u);
+        } else if constexpr (V == GM_HIST_BLOCK) {
+            atomicAdd(s_bins + v, 1u);
+        } else {
+            const unsigned owner = hist_owner(v, slice, size);
+            const unsigned a = cluster_map(s_base + 4 * (v - owner * slice), owner);
+            asm volatile("red.relaxed.cluster.shared::cluster.add.u32 [%0], 1;" ::"r"(a)
+                         : "memory");
         }
+    };
+    // x's 16-byte groups (none when x is off the 16-byte grid: a view), then the rest
+    const long long groups = ((size_t)x & 15) ? 0 : n / 4;
+    const uint4 *x4 = (const uint4 *)x;
+    for (long long i = first; i < groups; i += stride) {
+        const uint4 q = __ldg(x4 + i);
+        count(q.x), count(q.y), count(q.z), count(q.w);
+    }
+    for (long long i = 4 * groups + first; i < n; i += stride)
+        count(__ldg(x + i));
+    if constexpr (V != GM_HIST_GLOBAL) {
         if constexpr (V == GM_HIST_CLUSTER)
             cl.sync(); // every add into this block's slice done
         else

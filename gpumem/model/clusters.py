@@ -11,8 +11,10 @@ issue them:
   in flight per thread and its remainder loop, where the lanes of one warp may part
   ways); ``local`` moves no DSMEM bytes.  Each warp adds its sum to ``out`` with one
   global atomic.
-* ``cluster_histogram`` -- the loads of ``x`` (every 32-value piece of ``x`` once,
-  whatever the grid: the grid strides over ``x`` in whole warps) and, from the values
+* ``cluster_histogram`` -- the loads of ``x`` (every 128-value piece of ``x`` once, in
+  16-byte loads, and the last ``n % 4`` values one at a time, whatever the grid: the
+  grid strides over ``x`` in whole warps; ``x`` is taken to start on the 16-byte grid,
+  as gpumem's allocations do) and, from the values
   themselves, the atomics: one per value below ``bins`` (into global memory, the
   block's own shared memory, or the owning rank's shared memory through DSMEM), and
   the global atomics that add each block's non-zero bins at the end.
@@ -195,15 +197,22 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
     if x.dtype != np.uint32 or x.ndim != 1:
         raise TypeError(f"{fn}: x must be a 1-D uint32 array, not {x.dtype} with shape {x.shape}")
     n = x.size
-    grid = cluster * clusters
-    stride = grid * block
-    # loads: the grid strides in whole warps, so every 32-value piece of x is one load
-    full, part = divmod(n, WARP)
-    out = {"gld_requests": full + (part > 0), "gld_transactions": 4 * full + -(-part // 8)}
+    # loads: x's 16-byte groups, the grid striding over them in whole warps (a warp's
+    # 32 groups, 512 bytes, in one load), then the last n % 4 values one at a time
+    groups, rest = divmod(n, 4)
+    full, part = divmod(groups, WARP)
+    out = {"gld_requests": full + (part > 0) + (rest > 0),
+           "gld_transactions": 16 * full + -(-part // 2) + (rest > 0)}
     hit = x < bins
     i = np.flatnonzero(hit)
     out["counted"] = int(i.size)
-    inst = int(np.unique(i // WARP).size)      # a warp's load of 32 values: one atomicAdd each
+    # the warp instruction that counts value i: value j of a warp's 32 groups (one per
+    # lane), or a warp's 32 values of the rest; and the thread that runs it
+    grouped = i < 4 * groups
+    piece = np.where(grouped, i // (4 * WARP) * 4 + i % 4,
+                     4 * -(-groups // WARP) + (i - 4 * groups) // WARP)
+    thread = np.where(grouped, i // 4, i - 4 * groups) % (cluster * clusters * block)
+    inst = int(np.unique(piece).size)
     out["atom_instructions"] = inst
     out["atom_lanes"] = int(i.size)
     for place in ("global", "shared", "dsmem"):
@@ -212,7 +221,7 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
     out[f"{where}_atom_requests"] = inst
     out["flush_atom_lanes"] = out["flush_atom_requests"] = 0
     if variant != "global" and i.size:
-        b = (i % stride) // block                                  # the block that counted it
+        b = thread // block                                        # the block that counted it
         v = x[i].astype(np.int64)
         slice_ = -(-bins // cluster)
         if variant == "block":
@@ -224,7 +233,6 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
             # for the lanes whose bin is in the own block and as a DSMEM one for the others
             # (measured on an H200: a warp of own-rank bins counts no DSMEM request, a
             # mixed warp one of each): count the warp instructions with a remote lane.
-            piece = i // WARP
             out["dsmem_atom_requests"] = int(np.unique(piece[owner != b]).size)
             out["shared_atom_requests"] = int(np.unique(piece[owner == b]).size)
         pairs = np.unique(owner * slice_ + local)                  # non-zero (block, bin)
