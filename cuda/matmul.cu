@@ -618,13 +618,54 @@ static cudaError_t wgmma_ready()
     return opt_in((const void *)matmul_wgmma, WG_SMEM, 9, ready);
 }
 
+// The launcher's padded copy of one operand (mma, wgmma): dst[r][c] = src[r][c] for
+// c < cols and 0 for cols <= c < pitch (pitch = cols rounded up to a multiple of 4).
+// Block (x, y) copies columns 1024 x .. 1024 x + 1023 of rows y, y + gridDim.y, ...:
+// thread t column 1024 x + 256 j + t, j = 0..3, all four loads before the stores
+// (4-byte accesses: src rows are off the 16-byte grid; a warp's are 128 bytes in a
+// row).  One pass, where cudaMemcpy2DAsync and cudaMemset2DAsync took two.
+constexpr int PAD_THREADS = 256, PAD_COLS = 4 * PAD_THREADS;
+
+__global__ void __launch_bounds__(PAD_THREADS)
+    matmul_pad_rows(const float *__restrict__ src, float *__restrict__ dst, int rows, int cols,
+                    int pitch)
+{
+    const int c0 = blockIdx.x * PAD_COLS + threadIdx.x;
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) {
+        const float *s = src + (size_t)r * cols;
+        float *d = dst + (size_t)r * pitch;
+        float v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int c = c0 + j * PAD_THREADS;
+            v[j] = c < cols ? __ldg(s + c) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int c = c0 + j * PAD_THREADS;
+            if (c < pitch)
+                d[c] = v[j];
+        }
+    }
+}
+
+static cudaError_t pad_copy(const float *src, float *dst, size_t rows, size_t cols,
+                            cudaStream_t stream)
+{
+    const size_t pitch = (cols + 3) / 4 * 4;
+    const dim3 grid((unsigned)((pitch + PAD_COLS - 1) / PAD_COLS),
+                    (unsigned)(rows < 65535 ? rows : 65535));
+    matmul_pad_rows<<<grid, PAD_THREADS, 0, stream>>>(src, dst, (int)rows, (int)cols, (int)pitch);
+    return cudaGetLastError();
+}
+
 // mma and wgmma: the operands whose rows are off the 16-byte grid (p->pad says which)
-// copied into ws with rows padded to a multiple of 4 floats (A: M x round4(K) first, then
-// B: K x round4(N)); *a, *b, *lda, *ldb say where each operand is read then.  `zero`:
-// the padding floats set to 0 too (mma's 16-byte copies read them; wgmma's tensor maps
-// end at K and N and do not).
-static cudaError_t pad_rows(const gm_matmul_params *p, bool zero, const float **a,
-                            size_t *lda, const float **b, size_t *ldb, cudaStream_t stream)
+// copied into ws by matmul_pad_rows, rows padded with zeros to a multiple of 4 floats
+// (A: M x round4(K) first, then B: K x round4(N)); *a, *b, *lda, *ldb say where each
+// operand is read then.  mma's 16-byte copies read the zeros; wgmma's tensor maps end
+// at K and N.
+static cudaError_t pad_rows(const gm_matmul_params *p, const float **a, size_t *lda,
+                            const float **b, size_t *ldb, cudaStream_t stream)
 {
     const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
     const size_t kp = (K + 3) / 4 * 4, np = (N + 3) / 4 * 4;
@@ -632,17 +673,11 @@ static cudaError_t pad_rows(const gm_matmul_params *p, bool zero, const float **
     float *ws = p->ws;
     *a = p->a, *b = p->b, *lda = K, *ldb = N;
     if ((p->pad & 1) && K > 0) {
-        err = cudaMemcpy2DAsync(ws, kp * 4, p->a, K * 4, K * 4, M, cudaMemcpyDeviceToDevice,
-                                stream);
-        if (zero && kp > K && err == cudaSuccess)
-            err = cudaMemset2DAsync(ws + K, kp * 4, 0, (kp - K) * 4, M, stream);
+        err = pad_copy(p->a, ws, M, K, stream);
         *a = ws, *lda = kp, ws += M * kp;
     }
     if ((p->pad & 2) && K > 0 && err == cudaSuccess) {
-        err = cudaMemcpy2DAsync(ws, np * 4, p->b, N * 4, N * 4, K, cudaMemcpyDeviceToDevice,
-                                stream);
-        if (zero && np > N && err == cudaSuccess)
-            err = cudaMemset2DAsync(ws + N, np * 4, 0, (np - N) * 4, K, stream);
+        err = pad_copy(p->b, ws, K, N, stream);
         *b = ws, *ldb = np;
     }
     return err;
@@ -657,7 +692,7 @@ static cudaError_t launch_wgmma(const gm_matmul_params *p, gm_dims *dims, cudaSt
     const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
     const float *a, *b;
     size_t lda, ldb;
-    err = pad_rows(p, false, &a, &lda, &b, &ldb, stream);
+    err = pad_rows(p, &a, &lda, &b, &ldb, stream);
     CUtensorMap map_a, map_b;
     memset(&map_a, 0, sizeof map_a);
     memset(&map_b, 0, sizeof map_b);
@@ -732,7 +767,7 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
         size_t lda, ldb;
         cudaError_t err = mma_ready();
         if (err == cudaSuccess)
-            err = pad_rows(p, true, &a, &lda, &b, &ldb, stream);
+            err = pad_rows(p, &a, &lda, &b, &ldb, stream);
         if (err != cudaSuccess)
             return err;
         *dims = gm_dims{{(n + MMA_BN - 1) / MMA_BN, (m + MMA_BM - 1) / MMA_BM, 1},

@@ -37,7 +37,7 @@
 // wholly past N is not copied (its stage area is zeroed once).  The tensor map needs
 // rows on the 16-byte grid: where K or N is not a multiple of 4 (or a base is not
 // 16-byte aligned) the launcher first copies the operand into the call's workspace with
-// rows padded to a multiple of 4 floats (cudaMemcpy2DAsync); the map still ends at K, N.
+// rows padded to a multiple of 4 floats (matmul_pad_rows); the map still ends at K, N.
 constexpr int WG_BM = 256, WG_BN = 128, WG_BK = 32, WG_STAGES = 4, WG_CONSUMERS = 2;
 constexpr int WG_THREADS = WG_CONSUMERS * 128;
 constexpr int WG_A_BYTES = WG_BM * WG_BK * 4, WG_B_BYTES = WG_BK * WG_BN * 4;

@@ -494,9 +494,9 @@ def test_mma_on_unaligned_rows_and_views(rng, no_leak):
 @pytest.mark.parametrize("variant", ["mma", "wgmma"])
 def test_padded_rows_last_floats_count_as_zeros(rng, variant, no_leak):
     """The padded copies' rows end in 1-3 floats past K or N: mma's 16-byte copies read
-    them, so the launcher zeroes them (cudaMemset2DAsync); wgmma's tensor maps end at K
-    and N, and it never reads them (left as they are).  The workspace is made of memory
-    just freed full of NaN: no NaN comes out."""
+    them, so the launcher's padding kernel writes zeros there (wgmma's tensor maps end at
+    K and N: it never reads them).  The workspace is made of memory just freed full of
+    NaN: no NaN comes out."""
     _needs_mma() if variant == "mma" else _needs_wgmma()
     m, k, n = 130, 67, 131
     a = gm.to_device(rng.standard_normal((m, k)).astype(F))

@@ -24,8 +24,9 @@
   of A and B in flight, and a swizzled shared-memory layout makes the fragment loads
   free of bank conflicts.  Every copy is 16 bytes: an operand whose rows are off the
   16-byte grid (K or N not a multiple of 4, or a view's base) is first copied into the
-  call's workspace with rows padded to a multiple of 4 floats, as for ``wgmma`` (the
-  4-byte copies it replaces ran 4095^3 at a third of 4096^3's TFLOP/s on an H100).  Its
+  call's workspace with rows padded with zeros to a multiple of 4 floats, by a kernel of
+  its own, as for ``wgmma`` (the 4-byte copies it replaces ran 4095^3 at a third of
+  4096^3's TFLOP/s on an H100).  Its
   results differ from the float32 variants by TF32's rounding: about
   ``2**-10 * sum_k |a||b|`` per element.
 

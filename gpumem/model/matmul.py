@@ -457,10 +457,9 @@ def _gen_matmul_mma(tally, axis, p):
     by cp.async into shared memory, 16-byte copies all: where K (for A) or N (for B) is
     not a multiple of 4 the launcher first copies the operand into the workspace with rows
     padded to a multiple of 4 floats, the padding zeroed (rows round4(K) or round4(N)
-    floats apart; those copies and sets, cudaMemcpy2DAsync and cudaMemset2DAsync, are not
-    the kernel's and are not counted here).  A copy starting inside the matrix takes its
-    16 bytes (past K or N: padding); lanes outside copy nothing (src-size 0) and count
-    nothing.  At the end C from the
+    floats apart; that copy is a kernel of its own, counted by :func:`_pad_copies`).  A
+    copy starting inside the matrix takes its 16 bytes (past K or N: padding); lanes
+    outside copy nothing (src-size 0) and count nothing.  At the end C from the
     accumulator fragments (the warps compute C's transpose): lane (g, t) of each 8-row x
     16-column tile of C writes rows 2t and 2t + 1, columns 2g and 2g + 1, as one 8-byte
     store each where N is even, else two predicated 4-byte ones.  Each slice is copied
@@ -488,6 +487,7 @@ def _gen_matmul_mma(tally, axis, p):
         _rows_stream(tally, "st", r, c + e, r0, 4 * n, ~vec & ok & (c + e < n), 4, wc)
     if k == 0:
         return
+    _pad_copies(tally, axis, m, n, k)
     st, wst = axis(steps, period(4 * bk, 4 * bk * _round4(n)), (steps - 1,))
     # ---- A, every block column: 16-byte copy f = tid + i * threads is row f / 8, columns
     # 4 (f % 8) .. + 3 (i on a leading axis)
@@ -514,6 +514,35 @@ def _round4(x: int) -> int:
     """Floats between the rows of an operand the launcher padded (mma, wgmma): x rounded
     up to a multiple of 4."""
     return cdiv(x, 4) * 4
+
+
+_PAD_THREADS = 256
+
+
+def _pad_copies(tally, axis, m: int, n: int, k: int) -> None:
+    """mma and wgmma's launcher first copies A where k is not a multiple of 4 (m rows of
+    k floats) and B where n is not (k rows of n) into the workspace, rows padded with
+    zeros to round4 floats: cuda/matmul.cu's matmul_pad_rows, a kernel of its own that
+    the counters see beside the matmul's.  Lane l of warp w, step j of block x copies
+    column 1024 x + 256 j + 32 w + l of its row: a 4-byte load where the column is
+    inside the row, a 4-byte store where it is inside the padded row (warps with no
+    such lane make no access).  An operand off the 16-byte grid for its base address
+    alone (a view) is padded too; the model takes gpumem's own, aligned, arrays."""
+    if k == 0:
+        return
+    for rows, cols in ((m, k), (k, n)):
+        if cols % 4 == 0:
+            continue
+        pitch = _round4(cols)
+        r, wr = axis(rows, period(4 * cols, 4 * pitch))
+        # a warp's 32 columns: 128 bytes on from the last warp's, alike but at the row's end
+        nq = cdiv(pitch, WARP)
+        q, wq = axis(nq, 1, (cdiv(cols, WARP) - 1, nq - 1))
+        r = r[:, None, None, None]
+        c = q[None, :, None, None] * WARP + np.arange(WARP, dtype=np.int64)
+        wt = wmul(wr[:, None], wq[None, :])
+        _rows_stream(tally, "ld", r, c, r, 4 * cols, c < cols, 4, wt)
+        _rows_stream(tally, "st", r, c, r, 4 * pitch, c < pitch, 4, wt)
 
 
 # ---- matmul wgmma: warpgroup MMA (TF32) fed by the tensor copy (TMA) -------------------------
@@ -569,9 +598,10 @@ def _wg_frag_at(nl, kl):
 
 def _gen_matmul_wgmma(tally, axis, p):
     """cuda/matmul_wgmma.cuh: A and B reach shared memory by the tensor copy (TMA), which
-    makes no load instructions -- ``gld_*`` are 0, and the engine's reads are L2/DRAM
-    bytes (``matmul_traffic`` counts them: every block column reads A once, every block
-    row B once).  C, staged in shared memory, leaves as float2 stores, half a row of the
+    makes no load instructions -- ``gld_*`` are the padding copies' alone (see
+    :func:`_pad_copies`, where k or n is not a multiple of 4), and the engine's reads are
+    L2/DRAM bytes (``matmul_traffic`` counts them: every block column reads A once, every
+    block row B once).  C, staged in shared memory, leaves as float2 stores, half a row of the
     256 x 128 tile per warp instruction (iteration it of warp w: row 4 it + w / 2, columns
     2 (32 (w % 2) + lane), + 1), where N is even and C 8-byte aligned; else two
     predicated 4-byte stores."""
@@ -579,6 +609,7 @@ def _gen_matmul_wgmma(tally, axis, p):
     tally.shared = True
     if m == 0 or n == 0:
         return                                           # gpumem launches nothing
+    _pad_copies(tally, axis, m, n, p["k"])
     gx, gy = cdiv(n, _WG_BN), cdiv(m, _WG_BM)
     bx, wbx = axis(gx, period(4 * _WG_BN), (gx - 1,))
     by, wby = axis(gy, period(4 * _WG_BM * n), (gy - 1,))
@@ -765,7 +796,9 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
         they bring the zeros of the padded rows along (rows of round4(k), round4(n)).
         wgmma's block rows are 256 (its tiles of C are 256 x 128), and its tiles come by
         the tensor copy, which no load counter sees: here they are the bytes the engine
-        reads (its boxes' zero fill past the edges not included).
+        reads (its boxes' zero fill past the edges not included).  mma and wgmma's
+        launches start with the padding copy where k or n is not a multiple of 4 (A, B
+        into the workspace, rows of round4 floats): its loads and stores are counted too.
     tile : {8, 16, 32, 64, 128}, default 16 (prefetch: 16 or 32; coarsened: 32 only;
         register_tiled: 64 only; warptiled: 128, the default, or 64; mma, wgmma: 128 only)
 
@@ -796,10 +829,15 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
         loads = gx * m * _round4(k) + gy * k * _round4(n)
     else:
         loads = k * (gx * m + gy * n)           # every block column reads A once, every block row B
+    stores = m * n
+    if variant in ("mma", "wgmma") and m and n and k:   # the padding copies' (_pad_copies)
+        for rows, cols in ((m, k), (k, n)):
+            if cols % 4:
+                loads, stores = loads + rows * cols, stores + rows * _round4(cols)
     flops = 2 * m * n * k
     return {
         "load_bytes": 4 * loads,
-        "store_bytes": 4 * m * n,
+        "store_bytes": 4 * stores,
         "flops": flops,
         "cgma": round(flops / loads, DECIMALS) if loads else 0.0,
         "flops_per_byte": round(flops / (4 * loads), DECIMALS) if loads else 0.0,

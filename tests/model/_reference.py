@@ -101,6 +101,22 @@ def simulate(family, variant, granularity=32, **p):
     kernel source, counted by coalesce_warps.  Slow; for small launches."""
     streams = []   # (op, addresses (W, 32), active (W, 32), width)
     A, B, C = BASES[:3]
+    if family == "matmul" and variant in ("mma", "wgmma") and p["k"] and p["m"] and p["n"]:
+        # cuda/matmul.cu, matmul_pad_rows: A (m x k) where k % 4, B (k x n) where n % 4,
+        # copied into the workspace with rows of round4 floats; block x, thread t, step j:
+        # column 1024 x + 256 j + t of each row, loaded where inside the row, stored where
+        # inside the padded one
+        t = np.arange(256).reshape(-1, WARP)
+        for src, rows, cols in ((A, p["m"], p["k"]), (B, p["k"], p["n"])):
+            if cols % 4 == 0:
+                continue
+            pitch = -(-cols // 4) * 4
+            for r in range(rows):
+                for bx in range(-(-pitch // 1024)):
+                    for j in range(4):
+                        c = bx * 1024 + j * 256 + t
+                        streams += [("ld", src + 4 * (r * cols + c), c < cols, 4),
+                                    ("st", BASES[3] + 4 * (r * pitch + c), c < pitch, 4)]
     if family in ("read_offset", "write_offset", "vec_add"):
         n, block = p["n"], p.get("block", 512)
         off = p.get("offset", 0)

@@ -114,11 +114,19 @@ def test_mma_copies_a_and_b_by_cp_async_and_loads_fragments_without_conflicts():
     assert r["gst_requests"] == 4 * 64 and r["gst_transactions"] == 4 * 64 * 8
     assert r["gst_efficiency"] == 100.0
     # K and N not multiples of 4: the launcher pads both operands' rows to 32 and 128
-    # floats (the padding zeroed), and the copies stay 16-byte, 8 + 8 a thread: A's 128 rows x 8 chunks all
-    # start inside K = 31; of B's 32 rows (one per warp copy) row 31 is past K, so 1 of the
-    # 32 warp copies has no lane; odd N: two 4-byte stores per float2
+    # floats (the padding zeroed), and the copies stay 16-byte, 8 + 8 a thread: A's 128
+    # rows x 8 chunks all start inside K = 31; of B's 32 rows (one per warp copy) row 31 is
+    # past K, so 1 of the 32 warp copies has no lane; odd N: two 4-byte stores per float2
     s = predict("matmul", "mma", m=128, n=127, k=31, tile=128)
-    assert s["gldgsts_requests"] == 4 * 8 + (4 * 8 - 1) and s["gst_requests"] == 2 * 4 * 64
+    assert s["gldgsts_requests"] == 4 * 8 + (4 * 8 - 1)
+    # the padding kernel first: a warp's 32 columns of a row per load and per store, A's
+    # 128 rows of 31 (one warp each), B's 31 rows of 127 (four each); the loads 4 bytes a
+    # lane, inside the row, the stores inside the padded row (its zeros too)
+    pads = 128 * 1 + 31 * 4
+    assert s["gld_requests"] - s["gldgsts_requests"] == pads
+    assert s["gld_bytes_requested"] - s["gldgsts_bytes_requested"] == 4 * (128 * 31 + 31 * 127)
+    assert s["gst_requests"] == 2 * 4 * 64 + pads
+    assert s["gst_bytes_requested"] == 4 * (128 * 127 + 128 * 32 + 31 * 128)
     # whole 16-byte copies: past K or N they take the padding's zeros
     assert s["gldgsts_bytes_requested"] == 16 * (128 * 8 + 31 * 32)
     # the shared loads scale with blocks x slices: 4 warps x (64 fragment loads + 3
