@@ -189,7 +189,12 @@ __global__ void dsmem_stream_kernel(unsigned *out, int smem, int passes)
 //            (mapa) -- the CUDA Programming Guide's distributed-shared-memory
 //            histogram, without the generic address and the device scope
 //            that atomicAdd through map_shared_rank compiles to
-// then (block, cluster) each block adds its non-zero bins into out.
+//   owner    the bins split as for cluster, but the values move instead of the
+//            atomics: the cluster strides over x, every rank reads each of its
+//            values (L2 serves the repeats: the cluster's blocks run at the same
+//            time) and counts those in its own slice -- shared atomics only, no
+//            DSMEM; the cluster launch only schedules the ranks together
+// then (block, cluster, owner) each block adds its non-zero bins into out.
 #if GM_HAS_CLUSTERS
 // The rank owning bin v: v / slice for a cluster of `size` (a power of two up
 // to 16) ranks, by binary search -- no division in the loop.
@@ -209,14 +214,20 @@ __global__ void cluster_histogram_kernel(const unsigned *__restrict__ x, unsigne
                                          int bins)
 {
 #if GM_HAS_CLUSTERS
-    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long stride = (long long)gridDim.x * blockDim.x;
+    constexpr bool SPREAD = V == GM_HIST_CLUSTER || V == GM_HIST_OWNER; // bins in slices
     const unsigned nb = (unsigned)bins;
     extern __shared__ unsigned s_bins[];
     cg::cluster_group cl = cg::this_cluster();
-    const unsigned size = V == GM_HIST_CLUSTER ? cl.num_blocks() : 1u;
+    const unsigned size = SPREAD ? cl.num_blocks() : 1u;
     const unsigned slice = (nb + size - 1) / size;
-    const unsigned rank = V == GM_HIST_CLUSTER ? cl.block_rank() : 0u;
+    const unsigned rank = SPREAD ? cl.block_rank() : 0u;
+    const unsigned lo = rank * slice;
+    // owner: the cluster's threads stride over x (every rank the same values)
+    const long long first = V == GM_HIST_OWNER
+                                ? (long long)(blockIdx.x / size) * blockDim.x + threadIdx.x
+                                : (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long stride = V == GM_HIST_OWNER ? (long long)(gridDim.x / size) * blockDim.x
+                                                : (long long)gridDim.x * blockDim.x;
     const unsigned s_base = shared_addr(s_bins);
     if constexpr (V != GM_HIST_GLOBAL) {
         for (unsigned i = threadIdx.x; i < slice; i += blockDim.x)
@@ -233,6 +244,9 @@ __global__ void cluster_histogram_kernel(const unsigned *__restrict__ x, unsigne
             atomicAdd(out + v, 1u);
         } else if constexpr (V == GM_HIST_BLOCK) {
             atomicAdd(s_bins + v, 1u);
+        } else if constexpr (V == GM_HIST_OWNER) {
+            if (v - lo < slice)
+                atomicAdd(s_bins + (v - lo), 1u);
         } else {
             const unsigned owner = hist_owner(v, slice, size);
             const unsigned a = cluster_map(s_base + 4 * (v - owner * slice), owner);
@@ -254,7 +268,6 @@ __global__ void cluster_histogram_kernel(const unsigned *__restrict__ x, unsigne
             cl.sync(); // every add into this block's slice done
         else
             __syncthreads();
-        const unsigned lo = rank * slice;
         for (unsigned i = threadIdx.x; i < slice && lo + i < nb; i += blockDim.x) {
             const unsigned c = s_bins[i];
             if (c)
@@ -457,7 +470,7 @@ using hist_fn = void (*)(const unsigned *, unsigned *, long long, int);
 
 static hist_fn select_hist(const gm_cluster_histogram_params *p)
 {
-    return gm_select<GM_HIST_CLUSTER, GM_HIST_BLOCK, GM_HIST_GLOBAL>(
+    return gm_select<GM_HIST_CLUSTER, GM_HIST_BLOCK, GM_HIST_GLOBAL, GM_HIST_OWNER>(
         p->variant,
         [](auto v) -> hist_fn { return cluster_histogram_kernel<decltype(v)::value>; });
 }
@@ -471,7 +484,8 @@ extern "C" size_t gm_cluster_histogram_smem(const gm_cluster_histogram_params *p
 {
     if (p->variant == GM_HIST_GLOBAL)
         return 0;
-    const int size = p->variant == GM_HIST_CLUSTER && p->cluster > 0 ? p->cluster : 1;
+    const bool spread = p->variant == GM_HIST_CLUSTER || p->variant == GM_HIST_OWNER;
+    const int size = spread && p->cluster > 0 ? p->cluster : 1;
     return (size_t)((p->bins + size - 1) / size) * 4;
 }
 

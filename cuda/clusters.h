@@ -69,7 +69,9 @@ GM_FAMILY(dsmem_stream)
 typedef enum {
     GM_HIST_CLUSTER = 0, /* bins split over the cluster's shared memories, atomics to the owner */
     GM_HIST_BLOCK = 1,   /* every bin in each block's shared memory, atomics there */
-    GM_HIST_GLOBAL = 2   /* atomics straight into the global counts */
+    GM_HIST_GLOBAL = 2,  /* atomics straight into the global counts */
+    GM_HIST_OWNER = 3    /* bins split as for CLUSTER; every rank reads all of its cluster's
+                            values and counts those it owns: no DSMEM, local atomics only */
 } gm_hist_variant;
 
 typedef struct {

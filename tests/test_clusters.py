@@ -31,7 +31,8 @@ def test_variants_tables():
     assert [v.name for v in gm.variants("dsmem_chase")] == ["local", "self", "remote"]
     assert [v.select for v in gm.variants("dsmem_chase")] == [0, 1, 2]
     assert [v.name for v in gm.variants("dsmem_stream")] == ["read", "write", "local"]
-    assert [v.name for v in gm.variants("cluster_histogram")] == ["cluster", "block", "global"]
+    assert [v.name for v in gm.variants("cluster_histogram")] == ["cluster", "block", "global",
+                                                                  "owner"]
     assert [v.name for v in gm.variants("dsmem_pipeline")] == ["dsmem", "global"]
     for fam in ("dsmem_chase", "dsmem_stream", "cluster_histogram", "dsmem_pipeline"):
         for v in gm.variants(fam):      # every variant says which GPUs run it
@@ -331,15 +332,16 @@ def _poisoned_u32(n):
 
 
 @gpu
-@pytest.mark.parametrize("variant", ["cluster", "block", "global"])
+@pytest.mark.parametrize("variant", ["cluster", "block", "global", "owner"])
 def test_histogram_equals_bincount(variant, rng, no_leak):
     _hopper()
     for bins in (1, 7, 1000, 4999, int(rng.integers(5000, 40000))):
         for n in (0, 1, 1001, int(rng.integers(100_000, 300_000))):
             x = rng.integers(0, bins + bins // 3 + 2, size=n, dtype=np.uint32)  # some >= bins
             x[: min(n, 3)] = 0xFFFFFFFF
-            # the cluster variant's default is one block here (the bins fit): 2 and 4 too
-            sizes = (None, 2, 4) if variant == "cluster" else (None,)
+            # the cluster and owner variants' default is one block here (the bins fit): 2
+            # and 4 too
+            sizes = (None, 2, 4) if variant in ("cluster", "owner") else (None,)
             for block, cluster in ((b, k) for b in (32, 96, 512) for k in sizes):
                 out = _poisoned_u32(bins)
                 got = gm.cluster_histogram(x, bins, variant=variant, block=block,
@@ -378,19 +380,19 @@ def test_stream_dsmem_counters_equal_the_model(variant, counters, no_leak):
 
 
 @gpu
-@pytest.mark.parametrize("variant", ["cluster", "block", "global"])
+@pytest.mark.parametrize("variant", ["cluster", "block", "global", "owner"])
 def test_histogram_counters_equal_the_model(variant, rng, counters, no_leak):
     """The loads of x and the atomics' warp instructions, from the values themselves."""
     _hopper()
     from gpumem.model import clusters as cm
     keys = ["gld_requests", "gld_transactions", "global_atom_requests"]
-    if variant == "cluster":
+    if variant in ("cluster", "owner"):   # owner: none, it makes no DSMEM access
         keys.append("dsmem_atom_requests")
     for n, bins in ((100_003, 1000), (4099, 70), (1 << 18, 5000)):
         x = rng.integers(0, int(bins * 1.2), n, dtype=np.uint32)
         with gm.profile(cm.counter_names(keys)) as p:
             gm.cluster_histogram(x, bins, variant=variant, block=256, clusters=3,
-                                 **({"cluster": 2} if variant == "cluster" else {}))
+                                 **({"cluster": 2} if variant in ("cluster", "owner") else {}))
         rec = p.records[0]
         want = cm.histogram_counts(x, bins, variant=variant, cluster=rec.params["cluster"],
                                    clusters=rec.params["clusters"], block=256)
@@ -417,6 +419,7 @@ def test_histogram_beyond_one_blocks_shared_memory(rng, no_leak):
                 k = gm.last_record().params["cluster"]
                 assert -(-bins // k) * 4 <= most and (k == 1 or -(-bins // (k // 2)) * 4 > most)
         np.testing.assert_array_equal(gm.cluster_histogram(x, bins, variant="global"), ref)
+        np.testing.assert_array_equal(gm.cluster_histogram(x, bins, variant="owner"), ref)
         if 4 * bins > most:
             with pytest.raises(ValueError, match="with variant='block'; its .* bytes of counts "
                                                  "must fit one block's shared memory"):
@@ -428,7 +431,12 @@ def test_histogram_sweep_table(no_leak):
     _hopper()
     t = clusters.histogram_sweep([1000, 1 << 17], n=100_003, repeat=2)
     rows = {(r["bins"], r["variant"]): r for r in t}
-    assert len(rows) == 6
+    assert len(rows) == 2 * len(clusters.HISTOGRAM_VARIANTS) == 8
+    # the cluster (and owner) at 2^17 bins: slices that fit this GPU's blocks
+    most = gm.device().shared_memory_per_block_optin
+    for v in ("cluster", "owner"):
+        k = rows[(1 << 17, v)]["cluster"]
+        assert k > 1 and -(-(1 << 17) // k) * 4 <= most
     assert rows[(1 << 17, "block")]["note"] == "the bins do not fit one block's shared memory"
     for key, r in rows.items():
         if key != (1 << 17, "block"):
@@ -468,7 +476,9 @@ def test_report_measures_every_row(no_leak):
     rows = clusters._headline(True, True)
     assert rows[0]["measured"]["remote_cycles"] > rows[0]["measured"]["local_cycles"]
     assert rows[1]["measured"]["read_GB/s"] > 0 and rows[1]["measured"]["device_copy_GB/s"] > 0
-    assert rows[2]["measured"]["cluster_ms"] > 0 and rows[2]["measured"]["global_ms"] > 0
+    h = rows[2]["measured"]
+    assert h["cluster_ms"] > 0 and h["global_ms"] > 0 and h["owner_ms"] > 0
+    assert h["global_over_owner"] == pytest.approx(h["global_ms"] / h["owner_ms"])
 
 
 @gpu

@@ -324,6 +324,12 @@ static const gm_variant hist_variants[] = {
            "one atomicAdd in global memory per value: the atomics run in L2 (compute "
            "capability 9.0+: launched as a cluster of one)",
            "4*n + 4*bins", "0"),
+    GM_ROW(cluster_histogram, "owner", GM_HIST_OWNER,
+           "the bins spread over a cluster as for 'cluster', but the values travel instead of "
+           "the atomics: every rank reads all of its cluster's values and counts those it owns "
+           "in its own shared memory (no DSMEM; L2 serves the repeated reads); 1024 threads a "
+           "block by default (compute capability 9.0+)",
+           "4*n*cluster + 4*bins*cluster*clusters", "0"),
     GM_END_ROWS,
 };
 
@@ -336,7 +342,8 @@ static const gm_arg hist_args[] = {
     [HI_VARIANT] = {"variant", GM_VARIANT, GM_RECORD, .sdef = "cluster"},
     [HI_CLUSTER] = {"cluster", GM_INT, GM_NO_DEFAULT | GM_RECORD, 1, 1, GM_CLUSTER_MAX,
                     .allowed = powers_of_two, .what = " (blocks per cluster)"},
-    [HI_BLOCK] = {"block", GM_INT, GM_RECORD | GM_WHOLE_WARPS, 512, 32, 1024, .what = " threads"},
+    [HI_BLOCK] = {"block", GM_INT, GM_NO_DEFAULT | GM_RECORD | GM_WHOLE_WARPS, 512, 32, 1024,
+                  .what = " threads"},
     [HI_CLUSTERS] = {"clusters", GM_INT, GM_NO_DEFAULT | GM_RECORD, 0, 1, 1 << 20,
                      .what = " (clusters in the grid)"},
     {NULL},
@@ -347,10 +354,12 @@ static void hist_amounts(gm_call *c)
     const double n = (double)gm_dim(c, HI_X, 0), bins = (double)c->v[HI_BINS];
     const double blocks = (double)c->v[HI_CLUSTER] * (double)c->v[HI_CLUSTERS];
     const int sel = c->variant->select;
-    /* x read once; the global counts written once per block that holds them */
-    c->bytes = 4.0 * n + 4.0 * bins * (sel == GM_HIST_GLOBAL ? 1.0
-                                       : sel == GM_HIST_BLOCK ? blocks
-                                                              : (double)c->v[HI_CLUSTERS]);
+    /* x read once (owner: once per rank); the global counts written once per block that
+     * holds them */
+    c->bytes = 4.0 * n * (sel == GM_HIST_OWNER ? (double)c->v[HI_CLUSTER] : 1.0) +
+               4.0 * bins * (sel == GM_HIST_GLOBAL ? 1.0
+                             : sel == GM_HIST_BLOCK ? blocks
+                                                    : (double)c->v[HI_CLUSTERS]);
     c->flops = 0.0;
 }
 
@@ -363,14 +372,17 @@ static int hist_check(gm_call *c)
                      "(the counts are uint32)", n);
         return -1;
     }
-    if (sel != GM_HIST_CLUSTER && c->given[HI_CLUSTER] && c->v[HI_CLUSTER] != 1) {
+    const int spread = sel == GM_HIST_CLUSTER || sel == GM_HIST_OWNER;
+    if (!spread && c->given[HI_CLUSTER] && c->v[HI_CLUSTER] != 1) {
         PyErr_Format(PyExc_ValueError, "cluster_histogram: cluster=%lld is not allowed with "
-                     "variant='%s'; only variant='cluster' spreads the bins over a cluster",
-                     c->v[HI_CLUSTER], c->variant->name);
+                     "variant='%s'; only variant='cluster' and 'owner' spread the bins over a "
+                     "cluster", c->v[HI_CLUSTER], c->variant->name);
         return -1;
     }
-    if (sel != GM_HIST_CLUSTER)
+    if (!spread)
         c->v[HI_CLUSTER] = 1;
+    if (!c->given[HI_BLOCK]) /* owner waits on its loads: twice the threads, twice in flight */
+        c->v[HI_BLOCK] = sel == GM_HIST_OWNER ? 1024 : 512;
     npy_intp shape[1] = {(npy_intp)c->v[HI_BINS]};
     gm_result(c, 1, shape, NPY_UINT32);
     c->work = n;
@@ -404,7 +416,7 @@ static int hist_prepare(gm_call *c)
     int fit = 0;
     if (need_clusters(c->f->name) < 0 || smem_optin(&most) < 0)
         return -1;
-    if (sel == GM_HIST_CLUSTER && !c->given[HI_CLUSTER]) {
+    if ((sel == GM_HIST_CLUSTER || sel == GM_HIST_OWNER) && !c->given[HI_CLUSTER]) {
         long long k = 1;
         while (k < GM_CLUSTER_MAX && (bins + k - 1) / k * 4 > most)
             k *= 2;
@@ -450,8 +462,9 @@ static const gm_family gm_cluster_histogram_family = {
     "Counts of the values of x (uint32) below `bins` (values >= bins are not counted): uint32 "
     "counts, bins of them (out= is overwritten).  variant 'cluster' spreads the bins over the "
     "shared memories of clusters of `cluster` blocks (default: the smallest power of two whose "
-    "slices fit), 'block' keeps all of them in each block's, 'global' adds in global memory.  "
-    "Needs compute capability 9.0.",
+    "slices fit), 'block' keeps all of them in each block's, 'global' adds in global memory, "
+    "'owner' spreads them as 'cluster' does and has every rank read all of its cluster's "
+    "values.  Needs compute capability 9.0.",
     hist_args, 1, 0, hist_variants, hist_check, hist_prepare, hist_fill,
 };
 

@@ -63,7 +63,7 @@ CLUSTER_SIZES = (1, 2, 4, 8, 16)
 HISTOGRAM_BINS = (1 << 12, 1 << 14, 1 << 16, 1 << 17, 1 << 18)
 CHASE_VARIANTS = ("local", "self", "remote")
 STREAM_VARIANTS = ("read", "write", "local")
-HISTOGRAM_VARIANTS = ("cluster", "block", "global")
+HISTOGRAM_VARIANTS = ("cluster", "block", "global", "owner")
 PIPELINE_VARIANTS = ("dsmem", "global")
 #: Sizes of :func:`pipeline_sweep` (float32 elements): 2^16 .. 2^26.
 PIPELINE_SIZES = tuple(1 << k for k in range(16, 27, 2))
@@ -234,8 +234,8 @@ def dsmem_stream_reference(variant: Literal["read", "write", "local"] = "read", 
 
 
 def cluster_histogram(x: Array, bins: int, *,
-                      variant: Literal["cluster", "block", "global"] = "cluster",
-                      cluster: int | None = None, block: int = 512,
+                      variant: Literal["cluster", "block", "global", "owner"] = "cluster",
+                      cluster: int | None = None, block: int | None = None,
                       clusters: int | None = None, out: DeviceArray | None = None):
     """Count the values of ``x`` below ``bins``: a histogram with integer bins.
 
@@ -245,19 +245,23 @@ def cluster_histogram(x: Array, bins: int, *,
         The values; those ``>= bins`` are not counted.  At most 2**32 - 1 of them.
     bins : int
         1 .. 2**24.
-    variant : {"cluster", "block", "global"}
+    variant : {"cluster", "block", "global", "owner"}
         ``cluster``: the bins are split into ``cluster`` slices, one in each block's
-        shared memory, and each value's ``atomicAdd`` goes to the block that owns its
-        bin (``cluster.map_shared_rank``) -- the CUDA Programming Guide's histogram,
-        for more bins than one block holds; ``block``: every bin in each block's
-        shared memory (only while ``4 * bins`` bytes fit one block); ``global``: one
-        ``atomicAdd`` in global memory per value.  The shared copies are added into
-        the result at the end of each block.
+        shared memory, and each value's atomic add goes to the block that owns its
+        bin through distributed shared memory -- the CUDA Programming Guide's
+        histogram, for more bins than one block holds; ``block``: every bin in each
+        block's shared memory (only while ``4 * bins`` bytes fit one block);
+        ``global``: one ``atomicAdd`` in global memory per value; ``owner``: the bins
+        split as for ``cluster``, but the values travel instead of the atomics: every
+        block of a cluster reads all of the cluster's values (L2 serves the repeats)
+        and counts only those in its own slice -- local shared-memory atomics, no
+        DSMEM.  The shared copies are added into the result at the end of each block.
     cluster : int, optional
-        Blocks per cluster for ``variant="cluster"``: 1, 2, 4, 8 or 16 (default: the
-        smallest whose slices fit a block's shared memory on this GPU).
-    block : int
-        Threads per block, a multiple of 32 up to 1024.
+        Blocks per cluster for ``variant="cluster"`` or ``"owner"``: 1, 2, 4, 8 or 16
+        (default: the smallest whose slices fit a block's shared memory on this GPU).
+    block : int, optional
+        Threads per block, a multiple of 32 up to 1024 (default 512; ``owner`` 1024: it
+        waits on its loads, and twice the threads keep twice the bytes in flight).
     clusters : int, optional
         Clusters in the grid (default: one value per thread, at most as many clusters
         as can be resident at once; the grid then strides over ``x``).
@@ -557,7 +561,7 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
     bwhat = "DSMEM read bandwidth, clusters of 2, against a device copy"
     hbins = 1 << 16
     hwhat = ("histogram of 2^16 bins (256 KiB of counts): bins in a cluster's shared memories "
-             "vs global atomics")
+             "vs global atomics (and owner: the values re-read instead of DSMEM atomics)")
     needs = f"needs compute capability {CC_NEEDED[0]}.{CC_NEEDED[1]} (thread block clusters)"
     take = ("another block's shared memory is a few times farther than your own, still closer "
             "than L2")
@@ -590,9 +594,10 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
     bmeas = {"read_GB/s": gbps, "device_copy_GB/s": copy["GB/s"],
              "read_over_copy": gbps / copy["GB/s"]}
     x = runtime.to_device(hl._rng().integers(0, hbins, size=n, dtype=np.uint32))
-    ms = {v: _histogram_ms(x, hbins, v, quick) for v in ("cluster", "global")}
+    ms = {v: _histogram_ms(x, hbins, v, quick) for v in ("cluster", "global", "owner")}
     hmeas = {f"{v}_ms": m for v, m in ms.items()}
     hmeas["global_over_cluster"] = ms["global"] / ms["cluster"]
+    hmeas["global_over_owner"] = ms["global"] / ms["owner"]
     return [hl._row("clusters", what, measured=meas, model_text=_MODEL_TEXT,
                     measured_text=f"local {lat['local']:.0f}, remote {lat['remote']:.0f} cycles",
                     takeaway=take),
@@ -601,7 +606,8 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
                                   f"device copy's {hl._gbps(copy['GB/s'])})", takeaway=btake),
             hl._row("clusters", hwhat, measured=hmeas, model=hmod,
                     model_text="4 * bins bytes of counts: more than one block's shared memory",
-                    measured_text=f"cluster {ms['cluster']:.3f} ms, global {ms['global']:.3f} ms",
+                    measured_text=f"cluster {ms['cluster']:.3f} ms, global {ms['global']:.3f} ms "
+                                  f"(owner {ms['owner']:.3f})",
                     takeaway=htake)]
 
 
@@ -634,8 +640,8 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
         rows = [{"experiment": "dsmem_latency", "what": "cycles per load: own shared memory "
                  "against another block's"},
                 {"experiment": "dsmem_bandwidth", "what": "GB/s by cluster size 1..16"},
-                {"experiment": "histogram_sweep", "what": "cluster / block / global histograms "
-                 "by bin count"},
+                {"experiment": "histogram_sweep", "what": "cluster / block / global / owner "
+                 "histograms by bin count"},
                 {"experiment": "pipeline_sweep", "what": "producer -> consumer through DSMEM "
                  "against through global memory"}]
         return [Table(rows, title=f"clusters ({why}: every experiment measures, on a GPU of "
@@ -659,7 +665,8 @@ def _sanitize() -> None:
     x = rng.integers(0, 5003, size=10007, dtype=np.uint32)
     for v in HISTOGRAM_VARIANTS:
         cluster_histogram(x, 4999, variant=v, block=96)
-    cluster_histogram(x, 4999, variant="cluster", cluster=4, block=64, clusters=2)
+    for v in ("cluster", "owner"):
+        cluster_histogram(x, 4999, variant=v, cluster=4, block=64, clusters=2)
     y = rng.standard_normal(10007).astype(np.float32)
     for v in PIPELINE_VARIANTS:
         dsmem_pipeline(y, variant=v, block=96)

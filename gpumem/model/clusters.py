@@ -14,10 +14,11 @@ issue them:
 * ``cluster_histogram`` -- the loads of ``x`` (every 128-value piece of ``x`` once, in
   16-byte loads, and the last ``n % 4`` values one at a time, whatever the grid: the
   grid strides over ``x`` in whole warps; ``x`` is taken to start on the 16-byte grid,
-  as gpumem's allocations do) and, from the values
-  themselves, the atomics: one per value below ``bins`` (into global memory, the
-  block's own shared memory, or the owning rank's shared memory through DSMEM), and
-  the global atomics that add each block's non-zero bins at the end.
+  as gpumem's allocations do; ``owner``: once per rank of a cluster) and, from the
+  values themselves, the atomics: one per value below ``bins`` (into global memory,
+  the block's own shared memory, or the owning rank's shared memory through DSMEM;
+  ``owner``: the owning rank's own, in the rank's own instruction), and the global
+  atomics that add each block's non-zero bins at the end.
 
 Which hardware counters show them (Hopper, Nsight Compute / CUPTI names):
 :data:`COUNTERS` maps each key to one.  The SM-to-SM network's latency and
@@ -42,7 +43,7 @@ __all__ = ["COUNTERS", "STREAM_VARIANTS", "HISTOGRAM_VARIANTS", "stream_counts",
 WARP = 32
 SECTOR = 32
 STREAM_VARIANTS = ("read", "write", "local")
-HISTOGRAM_VARIANTS = ("cluster", "block", "global")
+HISTOGRAM_VARIANTS = ("cluster", "block", "global", "owner")
 
 #: model key -> the Hopper counters whose sum shows it (``gpumem.profile`` takes raw
 #: names).  An ``atomicAdd`` whose result is unused compiles to a reduction (RED), one
@@ -179,9 +180,11 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
     per-value ``atomicAdd`` with an active lane) and where they go: ``global_atom_*``,
     ``shared_atom_*`` or ``dsmem_atom_*`` (``cluster``: a warp's lanes whose bin lies in
     the own block's shared memory make a shared atomic, the others a DSMEM one: a
-    mixed warp counts one of each); ``flush_atom_lanes`` and
-    ``flush_atom_requests`` (block, cluster: the global atomics adding each block's
-    non-zero bins); ``global_atom_requests`` (all global atomic instructions).
+    mixed warp counts one of each; ``owner``: every rank runs each of its cluster's
+    pieces, a shared atomic where one of its lanes holds a bin of the rank's slice);
+    ``flush_atom_lanes`` and ``flush_atom_requests`` (block, cluster, owner: the global
+    atomics adding each block's non-zero bins); ``global_atom_requests`` (all global
+    atomic instructions).
     """
     fn = "model.clusters.histogram_counts"
     variant = _choice(fn, "variant", variant, HISTOGRAM_VARIANTS)
@@ -190,7 +193,7 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
     cluster = index(fn, "cluster", cluster, 1, 16)
     if cluster & (cluster - 1):
         raise ValueError(f"{fn}: cluster={cluster} is not allowed; cluster must be a power of two")
-    if variant != "cluster" and cluster != 1:
+    if variant not in ("cluster", "owner") and cluster != 1:
         raise ValueError(f"{fn}: cluster={cluster} is not allowed with variant={variant!r}")
     clusters = index(fn, "clusters", clusters, 1, 1 << 20)
     x = np.asarray(x)
@@ -199,10 +202,12 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
     n = x.size
     # loads: x's 16-byte groups, the grid striding over them in whole warps (a warp's
     # 32 groups, 512 bytes, in one load), then the last n % 4 values one at a time
+    # (owner: every rank of a cluster makes the loads of its cluster's threads)
     groups, rest = divmod(n, 4)
     full, part = divmod(groups, WARP)
-    out = {"gld_requests": full + (part > 0) + (rest > 0),
-           "gld_transactions": 16 * full + -(-part // 2) + (rest > 0)}
+    reads = cluster if variant == "owner" else 1
+    out = {"gld_requests": reads * (full + (part > 0) + (rest > 0)),
+           "gld_transactions": reads * (16 * full + -(-part // 2) + (rest > 0))}
     hit = x < bins
     i = np.flatnonzero(hit)
     out["counted"] = int(i.size)
@@ -211,21 +216,29 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
     grouped = i < 4 * groups
     piece = np.where(grouped, i // (4 * WARP) * 4 + i % 4,
                      4 * -(-groups // WARP) + (i - 4 * groups) // WARP)
-    thread = np.where(grouped, i // 4, i - 4 * groups) % (cluster * clusters * block)
+    threads = (clusters if variant == "owner" else cluster * clusters) * block
+    thread = np.where(grouped, i // 4, i - 4 * groups) % threads
     inst = int(np.unique(piece).size)
     out["atom_instructions"] = inst
     out["atom_lanes"] = int(i.size)
     for place in ("global", "shared", "dsmem"):
         out[f"{place}_atom_requests"] = 0
-    where = {"global": "global", "block": "shared", "cluster": "dsmem"}[variant]
+    where = {"global": "global", "block": "shared", "cluster": "dsmem",
+             "owner": "shared"}[variant]
     out[f"{where}_atom_requests"] = inst
     out["flush_atom_lanes"] = out["flush_atom_requests"] = 0
     if variant != "global" and i.size:
-        b = thread // block                                        # the block that counted it
+        b = thread // block              # the block that counted it (owner: the cluster)
         v = x[i].astype(np.int64)
         slice_ = -(-bins // cluster)
         if variant == "block":
             owner, local = b, v                                    # the block's own bins
+        elif variant == "owner":
+            # cluster b of the loads' grid: its rank holding the bin counts it, in an
+            # instruction of its own (every rank runs each of the cluster's pieces)
+            owner, local = b * cluster + v // slice_, v % slice_
+            inst = int(np.unique(owner * (piece.max() + 1) + piece).size)
+            out["atom_instructions"] = out["shared_atom_requests"] = inst
         else:
             owner = (b // cluster) * cluster + v // slice_         # the rank that holds the bin
             local = v % slice_

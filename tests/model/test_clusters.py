@@ -61,16 +61,17 @@ def test_stream_counts_when_the_lanes_part_ways():
 
 def _brute_histogram(x, bins, variant, cluster, clusters, block):
     grid, n = cluster * clusters, x.size
-    stride = grid * block
+    # owner: the threads of a cluster stride over x, every rank the same values
+    stride = (clusters if variant == "owner" else grid) * block
     loads = defaultdict(list)
     atoms = defaultdict(list)
     remote, own = set(), set()          # warp instructions with a lane in another / own block
     held = defaultdict(int)
-    slice_ = -(-bins // cluster) if variant == "cluster" else bins
+    slice_ = -(-bins // cluster) if variant in ("cluster", "owner") else bins
     groups = n // 4
     for b in range(grid):
         for t in range(block):
-            g = b * block + t
+            g = (b // cluster if variant == "owner" else b) * block + t
             # cuda/clusters.cu: a 16-byte load per thread and step (its 4 values counted
             # by 4 atomic instructions, value j of each lane in the j-th), then the rest
             steps = [(("g", r), [4 * q + j for j in range(4)])
@@ -80,12 +81,14 @@ def _brute_histogram(x, bins, variant, cluster, clusters, block):
             for key, idx in steps:
                 loads[(b, t // 32) + key].append(idx)
                 for j, i in enumerate(idx):
-                    if x[i] >= bins:
+                    if x[i] >= bins or variant == "owner" and int(x[i]) // slice_ != b % cluster:
                         continue
                     inst = (b, t // 32) + key + (j,)
                     atoms[inst].append(i)
                     if variant == "block":
                         held[(b, int(x[i]))] += 1
+                    elif variant == "owner":
+                        held[(b, int(x[i]) % slice_)] += 1
                     elif variant == "cluster":
                         owner = (b // cluster) * cluster + int(x[i]) // slice_
                         held[(owner, int(x[i]) % slice_)] += 1
@@ -103,7 +106,8 @@ def _brute_histogram(x, bins, variant, cluster, clusters, block):
 
 
 @pytest.mark.parametrize("variant,cluster", [("global", 1), ("block", 1), ("cluster", 2),
-                                             ("cluster", 4), ("cluster", 1)])
+                                             ("cluster", 4), ("cluster", 1), ("owner", 1),
+                                             ("owner", 2), ("owner", 4)])
 @pytest.mark.parametrize("n,bins,clusters,block", [(1000, 70, 2, 64), (37, 5, 1, 32),
                                                    (4099, 300, 3, 96), (640, 1 << 12, 2, 32)])
 def test_histogram_counts_are_the_thread_by_thread_count(variant, cluster, n, bins, clusters,
@@ -118,7 +122,7 @@ def test_histogram_counts_are_the_thread_by_thread_count(variant, cluster, n, bi
         assert (got["dsmem_atom_requests"], got["shared_atom_requests"]) == (remote, own)
         assert max(remote, own) <= want["atom_instructions"] <= remote + own
     else:
-        where = {"global": "global", "block": "shared"}[variant]
+        where = {"global": "global", "block": "shared", "owner": "shared"}[variant]
         assert got[f"{where}_atom_requests"] == want["atom_instructions"]
     assert got["global_atom_requests"] == (want["atom_instructions"] if variant == "global"
                                            else want["flush_atom_requests"])
