@@ -188,5 +188,25 @@ def run_ncu(cases, tmp_path, metrics, family_filter=None, timeout=400):
     return [launches[i] for i in sorted(launches)]
 
 
+def merge_helpers(launches, helper: str, metrics):
+    """Launches of a ``helper`` kernel (one whose name contains it) are part of the call
+    that follows them -- mma and wgmma's padding copy (matmul_pad_rows) runs before the
+    matmul, and the model counts both: each one's ``metrics`` added into the next
+    launch, which keeps its name, grid and block."""
+    out, pending = [], []
+    for d in launches:
+        if helper in d["kernel"]:
+            pending.append(d)
+            continue
+        if pending:
+            d = dict(d)
+            for m in metrics:
+                d[m] = repr(number(d[m]) + sum(number(p[m]) for p in pending))
+            pending = []
+        out.append(d)
+    assert not pending, f"{helper} launched last, with no launch after it"
+    return out
+
+
 def dims(text: str) -> tuple:
     return tuple(int(x) for x in text.strip("() ").split(","))
