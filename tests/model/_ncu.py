@@ -188,20 +188,40 @@ def run_ncu(cases, tmp_path, metrics, family_filter=None, timeout=400):
     return [launches[i] for i in sorted(launches)]
 
 
+#: Averages among the counters (3. above) and the sector counts they are taken over: a
+#: merged launch's is the sector-weighted mean (the load's over its ld sectors less the
+#: cp.async copies', which the ld sectors count and the average does not).
+AVERAGES = {
+    "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct":
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+         "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"),
+    "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct":
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", None),
+}
+
+
 def merge_helpers(launches, helper: str, metrics):
     """Launches of a ``helper`` kernel (one whose name contains it) are part of the call
     that follows them -- mma and wgmma's padding copy (matmul_pad_rows) runs before the
     matmul, and the model counts both: each one's ``metrics`` added into the next
-    launch, which keeps its name, grid and block."""
+    launch (averages weighted by their sectors; a launch whose average reads 0 made no
+    such access and weighs nothing), which keeps its name, grid and block."""
     out, pending = [], []
     for d in launches:
         if helper in d["kernel"]:
             pending.append(d)
             continue
         if pending:
-            d = dict(d)
+            group, d = pending + [d], dict(d)
             for m in metrics:
-                d[m] = repr(number(d[m]) + sum(number(p[m]) for p in pending))
+                if m in AVERAGES:
+                    sec, less = AVERAGES[m]
+                    w = [0.0 if number(g[m]) == 0 else number(g[sec]) -
+                         (number(g[less]) if less in g else 0.0) for g in group]
+                    avg = sum(number(g[m]) * x for g, x in zip(group, w)) / sum(w) if sum(w) else 0
+                    d[m] = repr(avg)
+                else:
+                    d[m] = repr(sum(number(g[m]) for g in group))
             pending = []
         out.append(d)
     assert not pending, f"{helper} launched last, with no launch after it"
