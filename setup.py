@@ -154,8 +154,10 @@ core = Extension(
     # csrc/core.c (the module) and the rooms of its layers: runtime/, profiler/, lessons/
     sources=sorted(os.path.relpath(p, HERE)
                    for p in glob.glob(os.path.join(HERE, "csrc", "**", "*.c"), recursive=True)),
+    # the CUDA sources and headers too: the objects compile_cuda() remakes from them are
+    # linked in only when the module is relinked
     depends=sorted(glob.glob("csrc/**/*.h", recursive=True) + glob.glob("cuda/*.h")
-                   + glob.glob("cuda/*.cu")),
+                   + glob.glob("cuda/*.cu") + glob.glob("cuda/*.cuh")),
     extra_compile_args=["-std=c11", "-O2", "-Wall", "-Wno-missing-field-initializers"],
     libraries=["cudart_static", "stdc++", "dl", "rt", "pthread"],
 )
