@@ -23,9 +23,9 @@
 // warpgroup of its own would leave 168 registers a thread of 384: too few for the 128
 // accumulators and the fragments, ptxas serializes the wgmma then.)  A 4-stage ring of k
 // slices of 32: per stage the A tile (256 rows x 128 bytes: one box, 32 KiB) and the B
-// tile (32 k x 128 columns: 4 boxes of 32 x 32, 16 KiB), both with the 128-byte swizzle (16-byte chunk j of row r at
-// j ^ (r % 8)) that the descriptor names and that spreads the fragment loads over the
-// banks.  full[s]: the copies of stage s have landed (expect_tx); empty[s]: all 8 warps
+// tile (32 k x 128 columns: 4 boxes of 32 x 32, 16 KiB), both with the 128-byte swizzle
+// (16-byte chunk j of row r at j ^ (r % 8)) that the descriptor names and that spreads the
+// fragment loads over the banks.  full[s]: the copies of stage s have landed (expect_tx); empty[s]: all 8 warps
 // are done with it.  One block per SM (193 KiB of shared memory).
 //
 // Rounding: B's values are rounded to TF32 (matmul_mma.cuh's to_tf32: cvt.rn, ties to
@@ -70,7 +70,10 @@ __device__ __forceinline__ unsigned long long wg_desc(unsigned addr)
            ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
 }
 
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
 __device__ __forceinline__ void wg_commit()
 {
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
@@ -114,8 +117,9 @@ __device__ __forceinline__ void wg_mma(float (&d)[128], const unsigned (&a)[4],
 // wheel; its body is sm_90a's only (wgmma exists on compute capability 9.0 alone), and
 // csrc/lessons/matmul.c refuses other GPUs before any launch, naming the capability.
 __global__ void __launch_bounds__(WG_THREADS, 1)
-    matmul_wgmma(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                 float *__restrict__ C, int M, int N, int K)
+    matmul_wgmma(const __grid_constant__ CUtensorMap map_a,
+                 const __grid_constant__ CUtensorMap map_b, float *__restrict__ C, int M, int N,
+                 int K)
 {
 #if GM_HAS_WGMMA
     extern __shared__ unsigned char wg_raw[];

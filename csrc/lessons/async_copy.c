@@ -89,7 +89,9 @@ enum { AC_A, AC_VARIANT, AC_TILES };
 static const gm_arg copy_args[] = ASYNC_ARGS(GM_ASYNC_TILES_PER_BLOCK);
 static const gm_arg transpose_args[] = ASYNC_ARGS(GM_ASYNC_TRANSPOSE_TILES);
 
-#define ASYNC_MAX_ROWS (65535LL * GM_ASYNC_TILE) /* the grid's y extent */
+/* rows: the copy's grid has one block row per tile row, at most 65535 (the
+ * transpose's grid is one row of blocks: the limit is the copy's, kept for both) */
+#define ASYNC_MAX_ROWS (65535LL * GM_ASYNC_TILE)
 #define ASYNC_MAX_COLS (1LL << 29)              /* the tensor map's column coordinates: int */
 
 /* Shape rules of both families (transposed: out is n x m). */
