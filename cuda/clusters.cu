@@ -178,10 +178,10 @@ __global__ void dsmem_stream_kernel(unsigned *out, int smem, int passes)
 }
 
 // ---- cluster_histogram ------------------------------------------------------------------
-// V: gm_hist_variant.  The grid strides over x four values at a time (one
-// 16-byte load per thread: four values in flight, where one at a time left
-// the loop waiting on each load), then over the last n % 4 values one at a
-// time; a value v < bins is counted:
+// V: gm_hist_variant.  The grid strides over x four values at a time, two
+// 16-byte loads per thread and step (groups i and i + stride: eight values in
+// flight, where one at a time left the loop waiting on each load), then over
+// the last n % 4 values one at a time; a value v < bins is counted:
 //   global   atomicAdd on out[v] (L2's atomic units; nothing on chip)
 //   block    atomicAdd on the block's own copy of all bins in shared memory
 //   cluster  bins split in slices of ceil(bins / cluster): rank v / slice owns
@@ -257,9 +257,13 @@ __global__ void cluster_histogram_kernel(const unsigned *__restrict__ x, unsigne
     // x's 16-byte groups (none when x is off the 16-byte grid: a view), then the rest
     const long long groups = ((size_t)x & 15) ? 0 : n / 4;
     const uint4 *x4 = (const uint4 *)x;
-    for (long long i = first; i < groups; i += stride) {
+    for (long long i = first; i < groups; i += 2 * stride) {
         const uint4 q = __ldg(x4 + i);
+        uint4 r = make_uint4(nb, nb, nb, nb); // values >= bins: not counted
+        if (i + stride < groups)
+            r = __ldg(x4 + i + stride);
         count(q.x), count(q.y), count(q.z), count(q.w);
+        count(r.x), count(r.y), count(r.z), count(r.w);
     }
     for (long long i = 4 * groups + first; i < n; i += stride)
         count(__ldg(x + i));

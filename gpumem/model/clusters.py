@@ -201,7 +201,8 @@ def histogram_counts(x, bins: int, *, variant: str = "cluster", cluster: int = 1
         raise TypeError(f"{fn}: x must be a 1-D uint32 array, not {x.dtype} with shape {x.shape}")
     n = x.size
     # loads: x's 16-byte groups, the grid striding over them in whole warps (a warp's
-    # 32 groups, 512 bytes, in one load), then the last n % 4 values one at a time
+    # 32 groups, 512 bytes, in one load; two such loads a step, the second predicated:
+    # one with no lane inside is no request), then the last n % 4 values one at a time
     # (owner: every rank of a cluster makes the loads of its cluster's threads)
     groups, rest = divmod(n, 4)
     full, part = divmod(groups, WARP)

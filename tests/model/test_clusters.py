@@ -72,8 +72,10 @@ def _brute_histogram(x, bins, variant, cluster, clusters, block):
     for b in range(grid):
         for t in range(block):
             g = (b // cluster if variant == "owner" else b) * block + t
-            # cuda/clusters.cu: a 16-byte load per thread and step (its 4 values counted
-            # by 4 atomic instructions, value j of each lane in the j-th), then the rest
+            # cuda/clusters.cu: 16-byte loads, each its own instruction (the kernel pairs
+            # groups g and g + stride in one step: a warp's second load with no lane inside
+            # is no request), its 4 values counted by 4 atomic instructions (value j of
+            # each lane in the j-th), then the rest
             steps = [(("g", r), [4 * q + j for j in range(4)])
                      for r, q in enumerate(range(g, groups, stride))]
             steps += [(("s", r), [4 * groups + q]) for r, q in
