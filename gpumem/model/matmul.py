@@ -516,7 +516,10 @@ def _round4(x: int) -> int:
     return cdiv(x, 4) * 4
 
 
-_PAD_THREADS = 256
+def _padded(m: int, n: int, k: int) -> list[tuple[int, int]]:
+    """The operands mma and wgmma's launcher pads, as (rows, cols): A (m x k) where k is
+    not a multiple of 4, B (k x n) where n is not; none where the call has no work."""
+    return [(r, c) for r, c in ((m, k), (k, n)) if c % 4] if m and n and k else []
 
 
 def _pad_copies(tally, axis, m: int, n: int, k: int) -> None:
@@ -528,11 +531,7 @@ def _pad_copies(tally, axis, m: int, n: int, k: int) -> None:
     inside the row, a 4-byte store where it is inside the padded row (warps with no
     such lane make no access).  An operand off the 16-byte grid for its base address
     alone (a view) is padded too; the model takes gpumem's own, aligned, arrays."""
-    if k == 0:
-        return
-    for rows, cols in ((m, k), (k, n)):
-        if cols % 4 == 0:
-            continue
+    for rows, cols in _padded(m, n, k):
         pitch = _round4(cols)
         r, wr = axis(rows, period(4 * cols, 4 * pitch))
         # a warp's 32 columns: 128 bytes on from the last warp's, alike but at the row's end
@@ -830,10 +829,9 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
     else:
         loads = k * (gx * m + gy * n)           # every block column reads A once, every block row B
     stores = m * n
-    if variant in ("mma", "wgmma") and m and n and k:   # the padding copies' (_pad_copies)
-        for rows, cols in ((m, k), (k, n)):
-            if cols % 4:
-                loads, stores = loads + rows * cols, stores + rows * _round4(cols)
+    if variant in ("mma", "wgmma"):             # the padding copies' (_pad_copies)
+        for rows, cols in _padded(m, n, k):
+            loads, stores = loads + rows * cols, stores + rows * _round4(cols)
     flops = 2 * m * n * k
     return {
         "load_bytes": 4 * loads,
