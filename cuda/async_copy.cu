@@ -45,6 +45,7 @@ static constexpr int T = GM_ASYNC_TILE;          // 32
 static constexpr int NT = GM_ASYNC_THREADS;      // 256
 [[maybe_unused]] static constexpr int S = GM_ASYNC_STAGES;        // 4
 [[maybe_unused]] static constexpr int TB = GM_ASYNC_TILE_BYTES;   // 4096
+static constexpr int EXT = GM_ASYNC_EXT;                          // 8
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define GM_HAS_CP_ASYNC 1
@@ -91,7 +92,9 @@ template <int N> static __device__ __forceinline__ void cp_async_wait()
 // A stage is 32 rows of 128 bytes ("smem rows").  The tensor variants' view
 // (GM_ASYNC_GROUP) puts tile row R in smem row (R % k) * (32 / k) + R / k
 // (box j holds rows j, j + k, ...); the others have k = 1: smem row = tile row.
-// SW: the 128-byte swizzle (chunk j of smem row s at j ^ (s % 8)).
+// SW: the 128-byte swizzle (chunk j of smem row s at j ^ (s % 8)).  With the ext
+// rows (tile rows 32 .. 39, the transpose at m % 8 != 0) a stage has k slots of
+// 1 KiB more: slot j holds box j's ext rows, 8 / k of them, swizzled as a stage.
 // k is 1, 2 or 4: shifts instead of divisions (kl = log2 k).
 static __device__ __forceinline__ int tile_row(int s, int kl)
 {
@@ -111,6 +114,11 @@ struct Run {
     int first;              // the first row the tile path does not hold (k view_rows for
                             // the tensor variants: the rest rows are read from a; else m)
     int r0, c00, count;     // the run's first row and column, its tiles
+    bool ext;               // the tile's ext rows too (the transpose at m % 8 != 0)
+    int stage;              // floats per stage: the tile, the ext slots
+    int tail_rows;          // tile rows the tail holds: 32, with the ext rows 40
+    int tail_pitch;         // tail rows per box: tail_rows / k rounded up to 8 (a box's
+                            // copy starts on a 128-byte boundary)
 };
 
 // The tensor variants' box j (tile rows j, j + k, ...) starts at view column
@@ -122,18 +130,23 @@ static __device__ __forceinline__ int shift(const Run &u, int j)
 
 // ---- loading tile i of the run into stage buffer `st` ------------------------------------
 // ldg_sts: 4 elements per thread, loaded first, then stored (zeros outside a).
+// The ext rows (q = 4): one element more per thread, at smem rows 32 .. 39 (k = 1:
+// slot 0 follows the tile).
 static __device__ __forceinline__ void load_ldg_sts(const Run &u, float *st, int c0)
 {
     const int t = threadIdx.x, col = t & 31;
-    float v[T * T / NT];
+    constexpr int Q = (T + EXT) * T / NT;
+    float v[Q];
 #pragma unroll
-    for (int q = 0; q < T * T / NT; ++q) {
+    for (int q = 0; q < Q; ++q) {
         const int r = u.r0 + (t >> 5) + 8 * q, c = c0 + col;
-        v[q] = r < u.m && c < u.n ? u.a[(size_t)r * u.n + c] : 0.0f;
+        v[q] = (q < T * T / NT || u.ext) && r < u.m && c < u.n ? u.a[(size_t)r * u.n + c]
+                                                                : 0.0f;
     }
 #pragma unroll
-    for (int q = 0; q < T * T / NT; ++q)
-        st[((t >> 5) + 8 * q) * T + col] = v[q];
+    for (int q = 0; q < Q; ++q)
+        if (q < T * T / NT || u.ext)
+            st[((t >> 5) + 8 * q) * T + col] = v[q];
 }
 
 #if GM_HAS_CP_ASYNC
@@ -145,17 +158,22 @@ static __device__ __forceinline__ void load_cp_async(const Run &u, float *st, in
     const int t = threadIdx.x;
     if constexpr (BYTES == 4) {
 #pragma unroll
-        for (int q = 0; q < T * T / NT; ++q) {
+        for (int q = 0; q < (T + EXT) * T / NT; ++q) {
             const int row = (t >> 5) + 8 * q, col = t & 31, r = u.r0 + row, c = c0 + col;
             const bool in = r < u.m && c < u.n;
-            cp_async<4>(smem_addr(st + row * T + col), in ? u.a + (size_t)r * u.n + c : u.a,
-                        in ? 4 : 0);
+            if (q < T * T / NT || u.ext) // the ext rows: q = 4
+                cp_async<4>(smem_addr(st + row * T + col),
+                            in ? u.a + (size_t)r * u.n + c : u.a, in ? 4 : 0);
         }
     } else {
-        const int row = t >> 3, j = t & 7, r = u.r0 + row, c = c0 + 4 * j;
-        const bool in = r < u.m && c < u.n; // n % 4 == 0: the whole chunk is inside
-        cp_async<16>(smem_addr(st + row * T + 4 * j), in ? u.a + (size_t)r * u.n + c : u.a,
-                     in ? 16 : 0);
+#pragma unroll
+        for (int q = 0; q < 2; ++q) { // the ext rows (q = 1): threads 0 .. 63
+            const int row = (t >> 3) + 32 * q, j = t & 7, r = u.r0 + row, c = c0 + 4 * j;
+            const bool in = r < u.m && c < u.n; // n % 4 == 0: the whole chunk is inside
+            if (q == 0 || (u.ext && t < EXT * 8))
+                cp_async<16>(smem_addr(st + row * T + 4 * j),
+                             in ? u.a + (size_t)r * u.n + c : u.a, in ? 16 : 0);
+        }
     }
 }
 #endif
@@ -163,48 +181,64 @@ static __device__ __forceinline__ void load_cp_async(const Run &u, float *st, in
 #if GM_HAS_TMA
 // bulk (warp 0): arrive with the tile's bytes expected, then lane l copies
 // tile row l (those inside a) with one cp.async.bulk of 4 min(32, n - c0)
-// bytes (a multiple of 16: n % 4 == 0).
+// bytes (a multiple of 16: n % 4 == 0); lanes 0 .. 7 the ext rows too.
 static __device__ __forceinline__ void load_bulk(const Run &u, float *st, int c0, unsigned bar)
 {
     const int l = threadIdx.x;
     const int cols = u.n - c0 < T ? u.n - c0 : T;
-    const int rows = u.m - u.r0 < T ? u.m - u.r0 : T;
+    const int held = u.ext ? T + EXT : T;
+    const int rows = u.m - u.r0 < held ? u.m - u.r0 : held;
     if (l == 0)
         bar_expect(bar, (unsigned)(4 * cols * rows));
     __syncwarp();
     if (l < rows)
         bulk_load(smem_addr(st + l * T), u.a + (size_t)(u.r0 + l) * u.n + c0,
                   (unsigned)(4 * cols), bar);
+    if (u.ext && T + l < rows) // apart: a loop over both made every issue slower
+        bulk_load(smem_addr(st + (T + l) * T), u.a + (size_t)(u.r0 + T + l) * u.n + c0,
+                  (unsigned)(4 * cols), bar);
 }
 
 // tensor (thread 0): k boxes of 32 x 32/k, box j at view column (j n & ~3) + c0
 // (on the 16-byte grid) and view row r0 / k, into smem rows j * 32/k ...; the
 // engine counts a whole box's bytes, zeros included.  No box when the view has
-// no rows (m < k).
+// no rows (m < k).  The ext rows: k boxes of 32 x 8/k through ext_map, box j into
+// slot j, unless the view ends before them (those rows are read from a, or lie
+// past m).
+static __device__ __forceinline__ bool ext_boxes(const Run &u)
+{
+    return u.ext && ((u.r0 + T) >> u.kl) < u.view_rows;
+}
 static __device__ __forceinline__ void load_tensor(const Run &u, float *st, int c0, unsigned bar,
-                                                   const CUtensorMap *map)
+                                                   const CUtensorMap *map,
+                                                   const CUtensorMap *ext_map)
 {
     if (u.view_rows == 0)
         return;
-    bar_expect(bar, (unsigned)TB);
+    const bool ext = ext_boxes(u);
+    bar_expect(bar, (unsigned)(ext ? TB + 1024 : TB));
     for (int j = 0; j < u.k; ++j)
         tensor_load(smem_addr(st + ((j * T) >> u.kl) * T), map, ((j * u.n) & ~3) + c0,
                     u.r0 >> u.kl, bar);
+    if (ext)
+        for (int j = 0; j < u.k; ++j)
+            tensor_load(smem_addr(st + T * T + 256 * j), ext_map, ((j * u.n) & ~3) + c0,
+                        (u.r0 + T) >> u.kl, bar);
 }
 
-// A shifted run's tail (thread 0): the k boxes of 4 x 32/k (16 bytes a view row,
-// through the tail map: no swizzle) just right of the run's last tile, into `tail`
-// (32 smem rows of 4 words, box j at smem row j * 32/k as in a stage): the words
-// past a shifted box's 32 in the run's last tile.  512 bytes, where a whole box more
-// per run (4 KiB) was loaded before.
+// A shifted run's tail (thread 0): the k boxes of 4 x tail_rows/k (16 bytes a view
+// row, through the tail map: no swizzle) just right of the run's last tile, into
+// `tail` (rows of 4 words, box j from row j * tail_pitch): the words past a shifted
+// box's 32 in the run's last tile, ext rows included.  512 bytes (640), where a whole
+// box more per run (4 KiB) was loaded before.
 static __device__ __forceinline__ void load_tail(const Run &u, float *tail, unsigned bar,
                                                  const CUtensorMap *tail_map)
 {
     const int c0 = u.c00 + u.count * T;
-    bar_expect(bar, (unsigned)GM_ASYNC_TAIL_BYTES);
+    bar_expect(bar, (unsigned)GM_ASYNC_TAIL_BYTES(u.ext));
     for (int j = 0; j < u.k; ++j)
-        tensor_load(smem_addr(tail + ((j * T) >> u.kl) * 4), tail_map, ((j * u.n) & ~3) + c0,
-                    u.r0 >> u.kl, bar);
+        tensor_load(smem_addr(tail + j * u.tail_pitch * 4), tail_map,
+                    ((j * u.n) & ~3) + c0, u.r0 >> u.kl, bar);
 }
 #endif
 
@@ -304,14 +338,98 @@ static __device__ __forceinline__ void store_transpose(const Run &u, const float
     }
 }
 
-template <bool TR, bool SW, bool VEC>
-static __device__ __forceinline__ void store_tile(const Run &u, const float *st, const float *nx,
-                                                  bool tail, int c0, float *out)
+// transpose, out's rows off the 32-byte grid (u.ext: m % 8 != 0): out row o's sectors
+// start at columns s(o) + 8 j, s(o) = (-o m) mod 8, and the block writes columns
+// r0 + s(o) .. r0 + s(o) + 31 of it -- whole sectors (the first tile row columns
+// 0 .. s(o) - 1 too).  Warp w holds out rows c0 + 4w + i, i < 4; in step q (-1 .. 3)
+// lane l (group h = l / 8, g = l % 8) stores column r0 + s + 8q + g of out row
+// c0 + 4w + i, i = (h + q) % 4: a warp's store is four sectors of four rows, and its
+// shared load (tile row s + 8q + g, one word of chunk w) meets 32 banks with the
+// swizzle.  c0 is a multiple of 8, so s and every offset below are the same for every
+// tile of the block: the lane computes the steps q >= 0 once (ExtPlan; the step q = -1
+// of the first tile row as it goes), and a tile's step is a load and a store.
+struct ExtStep {
+    int t;    // the tile row (past r0) the lane stores; negative: none
+    int word; // its word in the stage (rows t < 32 at smem row (t % k) 32/k + t / k, the
+              // ext rows in slot t % k, row (t - 32) / k), or in the next box
+};
+struct ExtPlan {
+    ExtStep step[4]; // q = 0 .. 3
+};
+
+// Step q's out row past c0 (4w + i), its box word p (past 31: the next box), the step.
+static __device__ __forceinline__ int ext_col(int q)
 {
-    if constexpr (TR)
-        store_transpose<SW>(u, st, nx, tail, c0, out);
-    else
+    return 4 * (int)(threadIdx.x >> 5) + ((int)((threadIdx.x & 31) >> 3) + q & 3);
+}
+static __device__ __forceinline__ int ext_p(const Run &u, int col, int t)
+{
+    return col + shift(u, t & (u.k - 1));
+}
+template <bool SW> static __device__ __forceinline__ ExtStep ext_step(const Run &u, int q)
+{
+    const int col = ext_col(q);
+    const int s = (int)((0u - (unsigned)col * (unsigned)u.m) & 7u);
+    const int t = s + 8 * q + (int)(threadIdx.x & 7), tt = t < 0 ? 0 : t;
+    const int j = tt & (u.k - 1), y = tt >> u.kl;
+    const int pw = ext_p(u, col, tt) & (T - 1);
+    const int row = tt < T ? (j << (5 - u.kl)) + y : y - (T >> u.kl);
+    return ExtStep{t, (tt < T ? 0 : T * T + 256 * j) + row * T + 4 * chunk_at<SW>(row, pw >> 2) +
+                          (pw & 3)};
+}
+template <bool SW> static __device__ __forceinline__ ExtPlan ext_plan(const Run &u)
+{
+    ExtPlan x;
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        x.step[q] = ext_step<SW>(u, q);
+    return x;
+}
+
+template <bool SW>
+static __device__ __forceinline__ void ext_store(const Run &u, ExtStep d, int q, const float *st,
+                                                 const float *nx, bool tail, int c0, float *o)
+{
+    const int col = ext_col(q);
+    if (d.t < 0 || d.t >= u.m - u.r0 || col >= u.n - c0)
+        return;
+    float v;
+    if (d.t >= u.first - u.r0) { // a rest row
+        v = u.a[(size_t)(u.r0 + d.t) * u.n + c0 + col];
+    } else {
+        const int p = ext_p(u, col, d.t);
+        v = p < T   ? st[d.word]
+            : !tail ? nx[d.word]
+                    : nx[((d.t & (u.k - 1)) * u.tail_pitch + (d.t >> u.kl)) * 4 + (p & 3)];
+    }
+    o[col * u.m + d.t] = v; // o: out + c0 m + r0
+}
+
+template <bool SW>
+static __device__ __forceinline__ void store_transpose_ext(const Run &u, const ExtPlan &x,
+                                                           const float *st, const float *nx,
+                                                           bool tail, int c0, float *out)
+{
+    float *o = out + (size_t)c0 * u.m + u.r0;
+    if (u.r0 == 0)
+        ext_store<SW>(u, ext_step<SW>(u, -1), -1, st, nx, tail, c0, o);
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        ext_store<SW>(u, x.step[q], q, st, nx, tail, c0, o);
+}
+
+template <bool TR, bool SW, bool VEC>
+static __device__ __forceinline__ void store_tile(const Run &u, const ExtPlan &x, const float *st,
+                                                  const float *nx, bool tail, int c0, float *out)
+{
+    if constexpr (TR) {
+        if (u.ext)
+            store_transpose_ext<SW>(u, x, st, nx, tail, c0, out);
+        else
+            store_transpose<SW>(u, st, nx, tail, c0, out);
+    } else {
         store_copy<SW, VEC>(u, st, nx, tail, c0, out);
+    }
 }
 
 // ---- the kernel ---------------------------------------------------------------------------
@@ -326,11 +444,12 @@ static __device__ __forceinline__ void store_tile(const Run &u, const float *st,
 //               stage is free), and the issuer refills it with tile i + S.
 //               Shifted tensor boxes (k > 1): tile i waits for boxes i and i + 1
 //               (its last columns), the last tile for the run's tail.
-template <int V, bool TR, bool VEC>
+template <int V, bool TR, bool VEC, bool X>
 static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
                                                  float *__restrict__ out, int m, int n, int k,
                                                  int view_rows, int tiles, const CUtensorMap *map,
-                                                 const CUtensorMap *tail_map)
+                                                 const CUtensorMap *tail_map,
+                                                 const CUtensorMap *ext_map)
 {
     [[maybe_unused]] constexpr bool SW = V == GM_ASYNC_TENSOR_SW128;
     constexpr bool NEEDS_TMA = V >= GM_ASYNC_BULK;
@@ -367,13 +486,21 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
     u.r0 = by * T;
     u.c00 = bx * tiles * T;
     u.count = tiles_x - bx * tiles < tiles ? tiles_x - bx * tiles : tiles;
+    u.ext = X; // the launch's choice: the transpose at m % 8 != 0
+    u.stage = GM_ASYNC_STAGE_BYTES(u.ext, k) / 4;
+    u.tail_rows = u.ext ? T + EXT : T;
+    u.tail_pitch = ((u.tail_rows >> u.kl) + 7) & ~7;
+    [[maybe_unused]] ExtPlan plan;
+    if constexpr (TR)
+        if (u.ext)
+            plan = ext_plan<SW>(u);
 
     if constexpr (V == GM_ASYNC_LDG_STS) {
         for (int i = 0; i < u.count; ++i) {
             const int c0 = u.c00 + i * T;
             load_ldg_sts(u, ring, c0);
             __syncthreads();
-            store_tile<TR, false, VEC>(u, ring, ring, false, c0, out);
+            store_tile<TR, false, VEC>(u, plan, ring, ring, false, c0, out);
             __syncthreads();
         }
     }
@@ -383,18 +510,18 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
 #pragma unroll
         for (int i = 0; i < S - 1; ++i) {
             if (i < u.count)
-                load_cp_async<BYTES>(u, ring + i * (TB / 4), u.c00 + i * T);
+                load_cp_async<BYTES>(u, ring + i * u.stage, u.c00 + i * T);
             cp_async_commit(); // empty groups keep the count of groups in step
         }
         for (int i = 0; i < u.count; ++i) {
             const int next = i + S - 1;
             if (next < u.count)
-                load_cp_async<BYTES>(u, ring + (next % S) * (TB / 4), u.c00 + next * T);
+                load_cp_async<BYTES>(u, ring + (next % S) * u.stage, u.c00 + next * T);
             cp_async_commit();
             cp_async_wait<S - 1>(); // every group but the S - 1 newest: tile i's
             __syncthreads();
-            store_tile<TR, false, VEC>(u, ring + (i % S) * (TB / 4), ring, false, u.c00 + i * T,
-                                       out);
+            store_tile<TR, false, VEC>(u, plan, ring + (i % S) * u.stage, ring, false,
+                                       u.c00 + i * T, out);
             __syncthreads(); // stage i % S is refilled at i + 1
         }
     }
@@ -405,7 +532,7 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
         const unsigned tail_bar = smem_addr(bars + S);
         // the tail after the ring's stages in use (at most `tiles`: the launch sizes the
         // ring by them)
-        float *tail = ring + (tiles < S ? tiles : S) * (TB / 4);
+        float *tail = ring + (tiles < S ? tiles : S) * u.stage;
         const bool issuer = V == GM_ASYNC_BULK ? threadIdx.x < 32 : threadIdx.x == 0;
         if (threadIdx.x == 0) {
             for (int s = 0; s < S + 1; ++s)
@@ -414,12 +541,12 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
         }
         __syncthreads();
         auto issue = [&](int i) {
-            float *st = ring + (i % S) * (TB / 4);
+            float *st = ring + (i % S) * u.stage;
             const unsigned bar = smem_addr(bars + i % S);
             if constexpr (V == GM_ASYNC_BULK)
                 load_bulk(u, st, u.c00 + i * T, bar);
             else
-                load_tensor(u, st, u.c00 + i * T, bar, map);
+                load_tensor(u, st, u.c00 + i * T, bar, map, ext_map);
         };
         const bool engine = V == GM_ASYNC_BULK || view_rows > 0; // else nothing to wait for
         // a shifted run (k > 1): tile i's last columns lie in box i + 1, the last tile's in
@@ -434,8 +561,8 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
                 issue(i);
         for (int i = 0; i < u.count; ++i) {
             const bool last = i + 1 == u.count;
-            const float *st = ring + (i % S) * (TB / 4);
-            const float *nx = last ? tail : ring + ((i + 1) % S) * (TB / 4);
+            const float *st = ring + (i % S) * u.stage;
+            const float *nx = last ? tail : ring + ((i + 1) % S) * u.stage;
             const int c0 = u.c00 + i * T;
             if (engine) {
                 bar_wait(smem_addr(bars + i % S), (unsigned)((i / S) & 1));
@@ -443,7 +570,7 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
                     bar_wait(last ? tail_bar : smem_addr(bars + (i + 1) % S),
                              last ? 0u : (unsigned)(((i + 1) / S) & 1));
             }
-            store_tile<TR, SW, VEC>(u, st, nx, last, c0, out);
+            store_tile<TR, SW, VEC>(u, plan, st, nx, last, c0, out);
             __syncthreads(); // every thread done with the stage (box i)
             if (issuer && i + S < u.count)
                 issue(i + S);
@@ -459,34 +586,39 @@ template <int V, bool VEC>
 __global__ void __launch_bounds__(NT)
     tile_copy_kernel(const float *__restrict__ a, float *__restrict__ out, int m, int n, int k,
                      int view_rows, int tiles, const __grid_constant__ CUtensorMap map,
-                     const __grid_constant__ CUtensorMap tail_map)
+                     const __grid_constant__ CUtensorMap tail_map,
+                     const __grid_constant__ CUtensorMap ext_map)
 {
-    tile_body<V, false, VEC>(a, out, m, n, k, view_rows, tiles, &map, &tail_map);
+    tile_body<V, false, VEC, false>(a, out, m, n, k, view_rows, tiles, &map, &tail_map,
+                                    &ext_map);
 }
 
-template <int V>
-__global__ void __launch_bounds__(NT)
+// X: with the ext rows (m % 8 != 0), a kernel apart: its per-lane plan takes registers
+// that the transpose at m % 8 == 0 runs better without (64 against 28).
+template <int V, bool X>
+__global__ void __launch_bounds__(NT, X ? 6 : 0)
     tile_transpose_kernel(const float *__restrict__ a, float *__restrict__ out, int m, int n,
                           int k, int view_rows, int tiles, const __grid_constant__ CUtensorMap map,
-                          const __grid_constant__ CUtensorMap tail_map)
+                          const __grid_constant__ CUtensorMap tail_map,
+                          const __grid_constant__ CUtensorMap ext_map)
 {
-    tile_body<V, true, false>(a, out, m, n, k, view_rows, tiles, &map, &tail_map);
+    tile_body<V, true, false, X>(a, out, m, n, k, view_rows, tiles, &map, &tail_map, &ext_map);
 }
 
 // ---- the tensor map (gm_encode_2d: cuda/gm_tma.cuh) ------------------------------------------
-// The view of a (m x n floats) as floor(m/k) rows of k n floats, boxes of `width` x 32/k
-// (the tiles': 32; the tails': 4).
+// The view of a (m x n floats) as floor(m/k) rows of k n floats, boxes of `width` x
+// rows/k (the tiles': 32 x 32, the ext rows' 32 x 8; the tails': 4 x 32 or 40).
 static cudaError_t encode_view(CUtensorMap *map, const float *a, int m, int n, int k, int width,
-                               bool swizzle)
+                               int rows, bool swizzle)
 {
     const unsigned long long row = (unsigned long long)k * (unsigned long long)n;
     return gm_encode_2d(map, a, row, (unsigned long long)(m / k), row * sizeof(float),
-                        (unsigned)width, (unsigned)(T / k), swizzle);
+                        (unsigned)width, (unsigned)(rows / k), swizzle);
 }
 
 // ---- selectors and launchers ----------------------------------------------------------------
 using tile_fn = void (*)(const float *, float *, int, int, int, int, int, const CUtensorMap,
-                         const CUtensorMap);
+                         const CUtensorMap, const CUtensorMap);
 
 // The copy's float4 stores: rows of whole 16-byte chunks, both pointers aligned.
 static bool vec_ok(const float *a, const float *out, int n)
@@ -495,12 +627,12 @@ static bool vec_ok(const float *a, const float *out, int n)
            (reinterpret_cast<size_t>(out) & 15) == 0;
 }
 
-template <bool TR, bool VEC> static tile_fn select_tile(int variant)
+template <bool TR, bool VEC, bool X = false> static tile_fn select_tile(int variant)
 {
     return gm_select<GM_ASYNC_LDG_STS, GM_ASYNC_CP4, GM_ASYNC_CP16, GM_ASYNC_BULK,
                      GM_ASYNC_TENSOR, GM_ASYNC_TENSOR_SW128>(variant, [](auto v) -> tile_fn {
         if constexpr (TR)
-            return tile_transpose_kernel<decltype(v)::value>;
+            return tile_transpose_kernel<decltype(v)::value, X>;
         else
             return tile_copy_kernel<decltype(v)::value, VEC>;
     });
@@ -512,9 +644,11 @@ static cudaError_t launch_tiles(tile_fn k, bool transpose, int variant, const fl
 {
     const long long tiles_x = (n + T - 1) / T, tiles_y = (m + T - 1) / T;
     if (tiles < 1) // a zeroed params struct: the default
-        tiles = transpose ? GM_ASYNC_TRANSPOSE_TILES : GM_ASYNC_TILES_PER_BLOCK;
+        tiles = transpose ? GM_ASYNC_TRANSPOSE_DEFAULT(m) : GM_ASYNC_TILES_PER_BLOCK;
     const long long runs = (tiles_x + tiles - 1) / tiles;
-    const size_t smem = GM_ASYNC_SMEM(tiles);
+    const int group = GM_ASYNC_IS_TENSOR(variant) ? GM_ASYNC_GROUP(n) : 1;
+    const bool ext = transpose && GM_ASYNC_EXT_ROWS(m); // as transpose_kernel's choice
+    const size_t smem = GM_ASYNC_SMEM(tiles, ext, group);
     if (transpose) { // one row of blocks, the tile row fastest (tile_body)
         if (runs * tiles_y > 0x7fffffffLL)
             return cudaErrorInvalidConfiguration; // 2^31 blocks: no array that fits
@@ -522,19 +656,22 @@ static cudaError_t launch_tiles(tile_fn k, bool transpose, int variant, const fl
     } else {
         *dims = gm_dims{{(unsigned)runs, (unsigned)tiles_y, 1}, {(unsigned)NT, 1, 1}, smem};
     }
-    CUtensorMap map, tail_map;
+    CUtensorMap map, tail_map, ext_map;
     memset(&map, 0, sizeof map);
     memset(&tail_map, 0, sizeof tail_map);
-    const int group = GM_ASYNC_IS_TENSOR(variant) ? GM_ASYNC_GROUP(n) : 1;
+    memset(&ext_map, 0, sizeof ext_map);
     if (GM_ASYNC_IS_TENSOR(variant) && m / group > 0) {
-        cudaError_t err = encode_view(&map, a, m, n, group, T, variant == GM_ASYNC_TENSOR_SW128);
+        const bool sw = variant == GM_ASYNC_TENSOR_SW128;
+        cudaError_t err = encode_view(&map, a, m, n, group, T, T, sw);
         if (err == cudaSuccess && group > 1) // the shifted runs' tails
-            err = encode_view(&tail_map, a, m, n, group, 4, false);
+            err = encode_view(&tail_map, a, m, n, group, 4, ext ? T + EXT : T, false);
+        if (err == cudaSuccess && ext)
+            err = encode_view(&ext_map, a, m, n, group, T, EXT, sw);
         if (err != cudaSuccess)
             return err;
     }
     return gm_run(k, dims, dims->smem, stream, a, out, m, n, group, m / group, tiles, map,
-                  tail_map);
+                  tail_map, ext_map);
 }
 
 extern "C" const void *gm_tile_copy_kernel(const gm_tile_copy_params *p)
@@ -551,14 +688,21 @@ extern "C" cudaError_t gm_tile_copy(const gm_tile_copy_params *p, gm_dims *dims,
     return launch_tiles(k, false, p->variant, p->a, p->out, p->m, p->n, p->tiles, dims, stream);
 }
 
+// The transpose's kernel: with the ext rows where out's rows are off the 32-byte grid.
+static tile_fn transpose_kernel(const gm_tile_transpose_params *p)
+{
+    return GM_ASYNC_EXT_ROWS(p->m) ? select_tile<true, false, true>(p->variant)
+                         : select_tile<true, false, false>(p->variant);
+}
+
 extern "C" const void *gm_tile_transpose_kernel(const gm_tile_transpose_params *p)
 {
-    return (const void *)select_tile<true, false>(p->variant);
+    return (const void *)transpose_kernel(p);
 }
 
 extern "C" cudaError_t gm_tile_transpose(const gm_tile_transpose_params *p, gm_dims *dims,
                                          cudaStream_t stream)
 {
-    return launch_tiles(select_tile<true, false>(p->variant), true, p->variant, p->a, p->out,
-                        p->m, p->n, p->tiles, dims, stream);
+    return launch_tiles(transpose_kernel(p), true, p->variant, p->a, p->out, p->m, p->n,
+                        p->tiles, dims, stream);
 }

@@ -27,16 +27,30 @@
 #define GM_ASYNC_STAGES 4           /* tile buffers per block */
 #define GM_ASYNC_TILES_PER_BLOCK 8  /* tiles per block along a tile row: tile_copy's default */
 #define GM_ASYNC_TRANSPOSE_TILES 2  /* tile_transpose's default (H100: fastest at 8192^2) */
+#define GM_ASYNC_TRANSPOSE_TILES_EXT 8 /* ... where it holds the ext rows (H100: at 8190^2) */
 #define GM_ASYNC_TILE_BYTES (GM_ASYNC_TILE * GM_ASYNC_TILE * 4)
-/* a tail: 32 rows of 16 bytes, the words just right of a run's last tile (the
- * tensor variants where rows are viewed in pairs or fours: see GM_ASYNC_GROUP) */
-#define GM_ASYNC_TAIL_BYTES (GM_ASYNC_TILE * 16)
+/* The transpose where out's rows are off the 32-byte grid (m % 8 != 0): out row o's
+ * sectors start at columns (-o m) mod 8 + 8 j, and a block writes whole sectors of
+ * it (tile_transpose_kernel): each tile also holds the GM_ASYNC_EXT tile rows below
+ * it ("the ext rows"), in k slots of 1 KiB after the stage's 32 rows (slot j: the
+ * rows of box j; k: GM_ASYNC_GROUP for the tensor variants, else 1). */
+#define GM_ASYNC_EXT 8
+#define GM_ASYNC_EXT_ROWS(m) ((m) % 8 != 0)
+#define GM_ASYNC_TRANSPOSE_DEFAULT(m)                                                        \
+    (GM_ASYNC_EXT_ROWS(m) ? GM_ASYNC_TRANSPOSE_TILES_EXT : GM_ASYNC_TRANSPOSE_TILES)
+#define GM_ASYNC_STAGE_BYTES(ext, k) (GM_ASYNC_TILE_BYTES + ((ext) ? 1024 * (k) : 0))
+/* a tail: 32 rows (40 with the ext rows) of 16 bytes, the words just right of a
+ * run's last tile (the tensor variants where rows are viewed in pairs or fours:
+ * see GM_ASYNC_GROUP); in shared memory each of its k boxes starts on a 128-byte
+ * boundary: 1 KiB at most (4 boxes of 10 rows, 16 apart) */
+#define GM_ASYNC_TAIL_BYTES(ext) (16 * (GM_ASYNC_TILE + ((ext) ? GM_ASYNC_EXT : 0)))
+#define GM_ASYNC_TAIL_SMEM(ext) ((ext) ? 1024 : 512)
 /* dynamic shared memory per block of a run of `tiles` tiles: the ring (a stage per
  * tile up to GM_ASYNC_STAGES), the tail, and 1024 bytes to align the ring to 1 KiB
  * (the 128-byte swizzle's period); the mbarriers are static */
-#define GM_ASYNC_SMEM(tiles)                                                                 \
-    (((tiles) < GM_ASYNC_STAGES ? (tiles) : GM_ASYNC_STAGES) * GM_ASYNC_TILE_BYTES +           \
-     GM_ASYNC_TAIL_BYTES + 1024)
+#define GM_ASYNC_SMEM(tiles, ext, k)                                                         \
+    (((tiles) < GM_ASYNC_STAGES ? (tiles) : GM_ASYNC_STAGES) * GM_ASYNC_STAGE_BYTES(ext, k) + \
+     GM_ASYNC_TAIL_SMEM(ext) + 1024)
 #define GM_ASYNC_CC_ASYNC 8         /* cp.async: compute capability 8.0 */
 #define GM_ASYNC_CC_BULK 9          /* the bulk copy engine (TMA): 9.0 */
 

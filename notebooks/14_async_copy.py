@@ -35,7 +35,8 @@
 #
 # The lesson runs them in two streaming tiled kernels -- a copy (`out = a`) and a transpose
 # (`out = a.T`) -- each block moving a run of tiles along a tile row through a ring of up to 4
-# tile buffers (the copy's runs are 8 tiles long by default, the transpose's 2), beside the
+# tile buffers (the copy's runs are 8 tiles long by default, the transpose's 2 -- 8 where
+# `out`'s rows are off the 32-byte grid, below), beside the
 # device copy of the same bytes. Without a GPU (or below compute capability 9.0 for the engine) the notebook shows the
 # model's side: sectors, shared-memory wavefronts, and what it would measure.
 
@@ -104,9 +105,10 @@ for v in ("tensor", "tensor_swizzle128"):
     p = gm.model.predict("tile_transpose", v, m=8192, n=8192)
     print(f"{v:18s} shared load wavefronts per instruction: "
           f"{p['shared_load_transactions'] / p['shared_load_requests']:.0f}")
-p = gm.model.predict("tile_transpose", "tensor_swizzle128", m=8190, n=8190)
-print(f"8190 x 8190: global store sectors per request {p['gst_transactions_per_request']:.2f} "
-      "(rows off the 32-byte grid; 4.00 at 8192)")
+for n in (8192, 8190):
+    p = gm.model.predict("tile_transpose", "tensor_swizzle128", m=n, n=n)
+    print(f"{n} x {n}: global store sectors per request {p['gst_transactions_per_request']:.2f}, "
+          f"{p['gst_transactions'] / (4 * n * n / 32):.4f}x the sectors out spans")
 
 # %% [markdown]
 # ## The four ways side by side
@@ -127,17 +129,20 @@ t2 = ac.async_compare(size - 2, size - 2, family="tile_transpose", repeat=10, pr
 t2
 
 # %% [markdown]
-# ## Rows off the 32-byte grid: who completes a sector, and when
+# ## Rows off the 32-byte grid: whole sectors
 #
 # At 8190 (or 4094) floats a row is no whole number of 32-byte sectors, so in every row of `out`
-# the 128 bytes one block writes share a sector with the next 128 bytes, written by another
-# block. If that block comes much later, L2 has evicted the half-written sector and must read it
-# back from DRAM to complete it. `tile_transpose` therefore numbers its blocks **down the column
-# of runs first**: the block after block `b` writes the 128 bytes just after `b`'s in each of
-# its out rows (numbered along the tile row, as the copy's are, the neighbour came
-# `(N / 32) / tiles` blocks later: on the H100 0.53x the device copy at 8190^2, against 0.90x
-# at 8192^2). Shorter runs shorten the time between the two halves further; the table below
-# runs the TMA transpose with runs of 1, 2 (the default) and 8 tiles at the second size.
+# the 128 bytes a tile's 32 rows give would share a sector with the next 128 bytes, written by
+# another block. If that block comes much later, L2 has evicted the half-written sector and must
+# read it back from DRAM to complete it (on the H100: 0.53x the device copy at 8190^2 with the
+# blocks numbered along the tile row, 0.69x numbered down the column of runs, against 0.90x at
+# 8192^2). So where M % 8 != 0 the transpose's tiles hold the **8 rows below them** too, and a
+# block writes columns `r0 + s .. r0 + s + 31` of out row `o`, `s = (-o M) mod 8`: every sector
+# whole, written by one warp's store (four sectors of four rows per store; the model's sector
+# count above is exactly the sectors `out` spans). The price: 1.25x the reads from L2 (the 8
+# rows are the next block's first ones, in L2 by then), and a shared load of one word per lane
+# (the lane's offsets are worked out once per block). The default run is 8 tiles there, which
+# spreads each block's set-up; the cell below runs 1, 2 and 8 at the second size.
 
 # %%
 if HAVE_GPU and "tensor_swizzle128" in RUN:

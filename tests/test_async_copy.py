@@ -9,6 +9,7 @@ comparison and the report's unmeasured row.  On a GPU: every variant of both fam
 equals NumPy bit for bit on awkward sizes into poisoned outputs; the model's sectors
 and shared wavefronts equal the counters; the swizzle removes the transpose's bank
 conflicts; nothing leaks and the next call works."""
+import itertools
 import re
 
 import numpy as np
@@ -82,7 +83,9 @@ def _emulate(a, variant, transpose):
     off the grid is read shifted, its last columns from the next box; the rest rows read
     from a; the other variants: row-major), stale shared memory as NaN, then read back
     and stored (masked) as the consumers do.  Every view element the engine reads must
-    lie inside a."""
+    lie inside a.  The transpose at m % 8 != 0: the tile's 8 rows below too (the ext
+    rows: in k slots of 256 words after the tile, box j's rows in slot j), and the
+    steps that write whole sectors of out -- each element of out written once."""
     m, n = a.shape
     v = tensor_view(m, n)
     tensor = variant in ("tensor", "tensor_swizzle128")
@@ -92,6 +95,8 @@ def _emulate(a, variant, transpose):
     first = k * v["view_rows"] if tensor else m
     flat = a.ravel()
     out = np.full((n, m) if transpose else (m, n), np.nan, np.float32)
+    ext = transpose and m % 8 != 0
+    written = np.zeros((n, m), np.int64)
 
     def place(s, col):                   # word of (smem row s, tile column col)
         j = col // 4
@@ -104,25 +109,35 @@ def _emulate(a, variant, transpose):
         return ((s // per) * n) % 4
 
     def box(r0, cb):                     # the k boxes of the tile at column cb
-        st = np.full(32 * 32, np.nan, np.float32)
+        st = np.full(32 * 32 + 256 * k, np.nan, np.float32)
         if v["view_rows"] == 0:
             return st
         for j in range(k):
             x0 = (j * n) // 4 * 4 + cb
             assert x0 % 4 == 0           # the box starts on the 16-byte grid
-            for sp in range(per):
-                y = r0 // k + sp
-                for x in range(32):
-                    X = x0 + x
-                    inside = X < k * n and y < v["view_rows"]
-                    if inside:
-                        assert y * k * n + X < m * n   # never past a's end
-                    st[place(j * per + sp, x)] = flat[y * k * n + X] if inside else 0
+            # the tile's box, then (ext) the ext box into slot j, if the view reaches it
+            boxes = [(0, j * per, r0 // k, per)]       # (base, smem row, view row, rows)
+            if ext and (r0 + 32) // k < v["view_rows"]:
+                boxes.append((1024 + 256 * j, 0, (r0 + 32) // k, 8 // k))
+            for at, s0, y0, rows in boxes:
+                for sp in range(rows):
+                    y = y0 + sp
+                    for x in range(32):
+                        X = x0 + x
+                        inside = X < k * n and y < v["view_rows"]
+                        if inside:
+                            assert y * k * n + X < m * n   # never past a's end
+                        st[at + place(s0 + sp, x)] = flat[y * k * n + X] if inside else 0
         return st
 
     def word(st, nx, s, p):              # tile column p of smem row s, shifted
         p += shift(s)
         return st[place(s, p)] if p < 32 else nx[place(s, p - 32)]
+
+    def ext_word(st, nx, t, p):          # box word p of tile row t (t < 40)
+        j, x = t % k, t // k
+        at, row = (0, j * per + x) if t < 32 else (1024 + 256 * j, x - per)
+        return st[at + place(row, p)] if p < 32 else nx[at + place(row, p - 32)]
 
     for r0 in range(0, m, 32):
         for c0 in range(0, n, 32):
@@ -130,10 +145,22 @@ def _emulate(a, variant, transpose):
                 st = box(r0, c0)
                 nx = box(r0, c0 + 32) if k > 1 else None
             else:
-                st, nx = np.full(32 * 32, np.nan, np.float32), None
-                for R in range(min(32, m - r0)):
+                st, nx = np.full(32 * 32 + 256, np.nan, np.float32), None
+                for R in range(min(40 if ext else 32, m - r0)):
                     for x in range(min(32, n - c0)):
                         st[place(R, x)] = a[r0 + R, c0 + x]
+            if ext:                      # the steps: lane l of warp w, step q
+                for w, lane, q in itertools.product(range(8), range(32), range(-1, 4)):
+                    g, i = lane % 8, (lane // 8 + q) % 4
+                    o = c0 + 4 * w + i
+                    t = (-o * m) % 8 + 8 * q + g
+                    R = r0 + t
+                    if (q < 0 and r0) or t < 0 or R >= m or o >= n:
+                        continue
+                    p = 4 * w + i + ((t % k) * n) % 4
+                    out[o, R] = a[R, o] if R >= first else ext_word(st, nx, t, p)
+                    written[o, R] += 1
+                continue
             for s in range(32):
                 r = r0 + tile_row(s)
                 for col in range(32):
@@ -144,6 +171,7 @@ def _emulate(a, variant, transpose):
                             out[c, r] = got
                         else:
                             out[r, c] = got
+    assert not ext or (written == 1).all()
     return out
 
 
@@ -290,9 +318,10 @@ def test_every_variant_equals_numpy_on_awkward_sizes(family, variant, rng, no_le
         np.testing.assert_array_equal(out.get(), want, err_msg=f"{variant} {m} x {n}")
         np.testing.assert_array_equal(fn(a, variant=variant), want)     # ndarray in, out
     rec = gm.last_record()
-    assert rec.kernel == family and rec.variant == variant and rec.params["tiles"] == (8 if family == "tile_copy" else 2)
-    assert rec.block == (256, 1, 1) and rec.bytes == 8 * a.size
     m, n = launched                      # the last size run (cp_async16 and bulk skip some)
+    assert rec.kernel == family and rec.variant == variant
+    assert rec.params["tiles"] == (8 if family == "tile_copy" else 2 if m % 8 == 0 else 8)
+    assert rec.block == (256, 1, 1) and rec.bytes == 8 * a.size
     assert rec.grid == gm.model.launch_config(family, variant, m=m, n=n)["grid"]
     # 10 tile columns; rows of whole 16-byte chunks, and (the tensor variants' shifted
     # runs, whose last tile reads the run's tail) rows viewed in pairs and in fours
@@ -365,6 +394,29 @@ def test_model_equals_counters(family, counters, no_leak):
     if family == "tile_transpose" and "tensor" in vs:
         conflicts = {v: r.metrics["shared_load_transactions"] for v, r in zip(vs, p.records)}
         assert conflicts["tensor"] == 8 * conflicts["tensor_swizzle128"]
+
+
+@gpu
+@pytest.mark.parametrize("m, n", [(250, 192), (190, 190)])
+def test_the_transpose_writes_whole_sectors_off_the_grid(m, n, counters, no_leak):
+    """m % 8 != 0: out's rows are off the 32-byte grid, and every variant's stores are the
+    model's whole sectors (as many as the rows of out span, no more)."""
+    cc = tuple(gm.device().compute_capability)
+    a = gm.to_device(np.ones((m, n), np.float32))
+    vs = [v for v in VARIANTS if ac.variant_capable(v, cc) and (n % 4 == 0 or v in
+                                                                  ("ldg_sts", "cp_async4",
+                                                                   "tensor",
+                                                                   "tensor_swizzle128"))]
+    with gm.profile(metrics=["gst_transactions", "gst_requests", "gld_transactions"]) as p:
+        for v in vs:
+            gm.tile_transpose(a, variant=v)
+    spans = sum((4 * (o * m + m) - 1) // 32 - 4 * o * m // 32 + 1 for o in range(n))
+    for v, rec in zip(vs, p.records):
+        want = gm.model.predict("tile_transpose", v, m=m, n=n)
+        assert rec.metrics["gst_transactions"] == want["gst_transactions"] == spans, v
+        assert rec.metrics["gst_requests"] == want["gst_requests"], v
+        if v == "ldg_sts":
+            assert rec.metrics["gld_transactions"] == want["gld_transactions"]
 
 
 class _Claims:

@@ -77,17 +77,18 @@ static const gm_variant transpose_variants[] = {
 static const long long tiles_allowed[] = {1, 2, 4, 8, 16, 32, 64, 0};
 
 enum { AC_A, AC_VARIANT, AC_TILES };
-/* The families differ in their default run: the copy's 8 tiles, the transpose's 2. */
-#define ASYNC_ARGS(tiles_default)                                                            \
+/* The families differ in their default run: the copy's 8 tiles; the transpose's by the
+ * shape (None: transpose_check sets GM_ASYNC_TRANSPOSE_DEFAULT(M)). */
+#define ASYNC_ARGS(tiles_flags, tiles_default)                                               \
     {                                                                                        \
         [AC_A] = {"a", GM_ARRAY, GM_POSITIONAL | GM_REQUIRED, .ndim = 2},                    \
         [AC_VARIANT] = {"variant", GM_VARIANT, GM_RECORD, .sdef = "tensor_swizzle128"},      \
-        [AC_TILES] = {"tiles", GM_INT, GM_RECORD, tiles_default, 1, 64,                      \
+        [AC_TILES] = {"tiles", GM_INT, GM_RECORD | (tiles_flags), tiles_default, 1, 64,      \
                       .allowed = tiles_allowed, .what = " (tiles per block, along a tile row)"}, \
         {NULL},                                                                              \
     }
-static const gm_arg copy_args[] = ASYNC_ARGS(GM_ASYNC_TILES_PER_BLOCK);
-static const gm_arg transpose_args[] = ASYNC_ARGS(GM_ASYNC_TRANSPOSE_TILES);
+static const gm_arg copy_args[] = ASYNC_ARGS(0, GM_ASYNC_TILES_PER_BLOCK);
+static const gm_arg transpose_args[] = ASYNC_ARGS(GM_NO_DEFAULT, 0);
 
 /* rows: the copy's grid has one block row per tile row, at most 65535 (the
  * transpose's grid is one row of blocks: the limit is the copy's, kept for both) */
@@ -126,7 +127,12 @@ static int async_check(gm_call *c, int transposed)
 }
 
 static int copy_check(gm_call *c) { return async_check(c, 0); }
-static int transpose_check(gm_call *c) { return async_check(c, 1); }
+static int transpose_check(gm_call *c)
+{
+    if (!c->given[AC_TILES]) /* 2, or 8 where out's rows are off the 32-byte grid */
+        c->v[AC_TILES] = GM_ASYNC_TRANSPOSE_DEFAULT(c->op[AC_A].shape[0]);
+    return async_check(c, 1);
+}
 
 /* Before the launch: the GPU's compute capability; a's data 16-byte aligned for
  * the variants whose copies need it (cp_async16, bulk: every row; the tensor

@@ -32,11 +32,19 @@ their last words lie in the next tile's box -- for a block's last tile, in a
 
 Block order.  :func:`tile_transpose` numbers its blocks down the column of runs
 first: the block after block ``b`` writes the 128 bytes of each out row just
-after ``b``'s.  Where rows are off the 32-byte grid (8190 floats) neighbouring
-blocks share a sector in every out row; numbered along the tile row, the second
-half came so much later that L2 had to read the sector back from DRAM (H100:
-0.53x the device copy at 8190 x 8190 before, 0.69-0.72x now with 2 tiles per
-block, 0.85-0.88x with 1; on the H200 2 is the fastest, 0.80x).
+after ``b``'s.
+
+Whole sectors.  Where out's rows are off the 32-byte grid (M % 8 != 0, 8190
+floats) a block's 32 columns of an out row would share a sector with the next
+block's, and L2 reads a half-written sector back from DRAM when the second half
+comes late (H100, 8190 x 8190: 0.53x the device copy numbered along the row,
+0.69x down the column).  There the transpose's tiles hold the 8 rows below them
+too (the "ext rows"), and the block writes columns ``r0 + s .. r0 + s + 31`` of
+out row ``o``, ``s = (-o M) mod 8``: whole sectors, no DRAM read-back, at 1.25x
+the reads from L2 (the ext rows are the next block's first rows, in L2 then).  A
+warp's store is then 4 sectors of 4 out rows, its shared load one word per lane
+(32 banks with the swizzle), and each lane works out its offsets once per block;
+the default run is 8 tiles there (2 elsewhere).
 
 :func:`async_compare` puts the variants side by side with the device copy of
 the same bytes, the compiler's registers per thread, the instructions issued
@@ -61,8 +69,8 @@ from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools.sweep import (_choices, _counters_available, _int, _model_predict, _progress,
                            _repeat, _str)
 
-__all__ = ["VARIANTS", "FAMILIES", "CC_NEEDED", "TILE", "TRANSPOSE_TILES", "ASYNC_METRICS",
-           "variant_capable", "tensor_view", "tile_copy", "tile_copy_reference", "tile_transpose",
+__all__ = ["VARIANTS", "FAMILIES", "CC_NEEDED", "TILE", "TRANSPOSE_TILES", "TRANSPOSE_TILES_EXT",
+           "ASYNC_METRICS", "transpose_tiles", "variant_capable", "tensor_view", "tile_copy", "tile_copy_reference", "tile_transpose",
            "tile_transpose_reference", "registers", "async_compare"]
 
 Array = Union[np.ndarray, DeviceArray]
@@ -78,13 +86,21 @@ CC_NEEDED = {"ldg_sts": (0, 0), "cp_async4": (8, 0), "cp_async16": (8, 0), "bulk
 #: Floats per tile side; tiles per block (tile_copy's default), tile buffers per block
 #: (at most), threads per block.
 TILE, TILES_PER_BLOCK, STAGES, THREADS = 32, 8, 4, 256
-#: tile_transpose's default tiles per block (the H100's fastest at 8192 x 8192; the
-#: model holds the defaults, checked against the launch records on the GPU).
+#: tile_transpose's default tiles per block: 2 (the H100's fastest at 8192 x 8192), 8
+#: where M % 8 != 0 (the ext rows; the H100's fastest at 8190 x 8190).  The model holds
+#: the defaults, checked against the launch records on the GPU.
 TRANSPOSE_TILES = _model_async.TRANSPOSE_TILES
+TRANSPOSE_TILES_EXT = _model_async.TRANSPOSE_TILES_EXT
 #: The counters :func:`async_compare` reads (measured, and the model's beside them).
 ASYNC_METRICS = ("smsp__inst_executed.sum", "gld_transactions", "gst_transactions",
                  "shared_load_transactions", "shared_load_bank_conflict")
 _NEEDS_16 = ("cp_async16", "bulk")
+
+
+def transpose_tiles(m: int) -> int:
+    """:func:`tile_transpose`'s default tiles per block for an M x N ``a``:
+    :data:`TRANSPOSE_TILES`, or :data:`TRANSPOSE_TILES_EXT` where M % 8 != 0."""
+    return _model_async.transpose_tiles(_int("transpose_tiles", "m", m, 0, 65535 * TILE))
 
 
 def variant_capable(variant: str, cc: Sequence[int]) -> bool:
@@ -159,7 +175,7 @@ def tile_copy_reference(a: np.ndarray) -> np.ndarray:
 
 
 def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128",
-                   tiles: int = TRANSPOSE_TILES,
+                   tiles: int | None = None,
                    out: DeviceArray | None = None):
     """``out = a.T`` through 32 x 32 tiles in shared memory, filled by ``variant``.
 
@@ -168,22 +184,22 @@ def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128",
     row ``l``, one float4) and stores four rows of ``out``, 32 consecutive floats each.
     Without a swizzle the 8 lanes of a quarter warp read the same 4 banks (tile rows
     are 128 bytes apart): 8 wavefronts where 1 would do; ``tensor_swizzle128`` spreads
-    them over all 32 banks.
+    them over all 32 banks.  Where M % 8 != 0 the tile also holds the 8 rows below it
+    and the block stores whole 32-byte sectors of ``out`` (see the module's "Whole
+    sectors").
 
     Parameters
     ----------
     a : numpy.ndarray or DeviceArray, float32, 2-D (M x N)
     variant : str
         As for :func:`tile_copy` (the same rules on N, alignment and GPUs).
-    tiles : {1, 2, 4, 8, 16, 32, 64}
-        Tiles per block along a tile row, as for :func:`tile_copy` (default 2, the
-        fastest on the H100 at 8192 x 8192).  The blocks are numbered down the
-        column of runs first: the block after block ``b`` writes the 128 bytes of
-        each out row just after ``b``'s, so a 32-byte sector the two share (out rows
-        off the 32-byte grid: M not a multiple of 8) is completed while still in L2.
-        The best run depends on the GPU there: on the H100 a run of 1 (8190 x 8190:
-        0.85x the device copy against 0.69x with 2), on the H200 a run of 2 (0.80x
-        against 0.70x with 1).
+    tiles : {1, 2, 4, 8, 16, 32, 64}, optional
+        Tiles per block along a tile row, as for :func:`tile_copy`.  Default: 2
+        (the fastest on the H100 at 8192 x 8192), or 8 where M % 8 != 0 (out's rows
+        off the 32-byte grid: the tiles hold 8 rows more, and a longer run spreads
+        each block's set-up; the fastest on the H100 at 8190 x 8190).  The blocks
+        are numbered down the column of runs first: the block after block ``b``
+        writes the 128 bytes of each out row just after ``b``'s.
     out : DeviceArray, optional
         float32, shape ``(N, M)``.
 
@@ -193,8 +209,9 @@ def tile_transpose(a: Array, *, variant: Variant = "tensor_swizzle128",
     :func:`tile_transpose_reference`.
     """
     _given("tile_transpose", a=a)
-    return _core.tile_transpose(a, variant=variant, tiles=_index("tile_transpose", "tiles", tiles),
-                                out=out)
+    return _core.tile_transpose(a, variant=variant,
+                                tiles=None if tiles is None else
+                                _index("tile_transpose", "tiles", tiles), out=out)
 
 
 def tile_transpose_reference(a: np.ndarray) -> np.ndarray:
@@ -246,7 +263,8 @@ def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose
     beside them (``<metric>_model``); without a GPU the model's alone.  A variant this
     GPU cannot run (compute capability) or this N does not allow (``cp_async16`` and
     ``bulk``: N a multiple of 4) is a row with a note.  ``tiles``: tiles per block
-    (default: the family's, 8 for :func:`tile_copy`, 2 for :func:`tile_transpose`).
+    (default: the family's, 8 for :func:`tile_copy`; for :func:`tile_transpose` 2, or
+    8 where M % 8 != 0).
     """
     fn = "async_compare"
     m, n = _int(fn, "m", m, 1, 65535 * TILE), _int(fn, "n", n, 1, 1 << 29)
@@ -254,7 +272,7 @@ def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose
     vs = list(VARIANTS) if variants is None else \
         _choices(fn, "variants", variants, VARIANTS, each="variant")
     if tiles is None:
-        tiles = TRANSPOSE_TILES if family == "tile_transpose" else TILES_PER_BLOCK
+        tiles = transpose_tiles(m) if family == "tile_transpose" else TILES_PER_BLOCK
     tiles = _int(fn, "tiles", tiles, 1, 64)
     if tiles & (tiles - 1):
         raise ValueError(f"{fn}: tiles={tiles} is not allowed; tiles must be one of 1, 2, 4, "

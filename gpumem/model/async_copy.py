@@ -46,8 +46,8 @@ from ._check import index
 from ._launch import GRID_Y_MAX, REQUIRED
 from ._tally import WARP, cdiv, global_warps, shared_warps
 
-T, THREADS, TILES_PER_BLOCK, TRANSPOSE_TILES = 32, 256, 8, 2
-_TB = 4 * T * T                       # a stage (one tile) in bytes
+T, THREADS, TILES_PER_BLOCK, TRANSPOSE_TILES, TRANSPOSE_TILES_EXT, EXT = 32, 256, 8, 2, 8, 8
+_TB = 4 * T * T                       # a tile in bytes
 VARIANTS = ("ldg_sts", "cp_async4", "cp_async16", "bulk", "tensor", "tensor_swizzle128")
 _TENSOR = ("tensor", "tensor_swizzle128")
 _ENGINE = ("bulk",) + _TENSOR
@@ -84,6 +84,31 @@ def chunk_at(variant: str, s, j):
     return j ^ (s & 7) if variant == "tensor_swizzle128" else j
 
 
+def ext(family: str, m: int) -> bool:
+    """Whether the tiles hold the EXT rows below them too: the transpose where out's rows
+    are off the 32-byte grid (m % 8 != 0), so that a block writes whole sectors of them."""
+    return family == "tile_transpose" and m % 8 != 0
+
+
+def transpose_tiles(m: int) -> int:
+    """tile_transpose's default run: 2 tiles per block, 8 where it holds the ext rows."""
+    return TRANSPOSE_TILES_EXT if m % 8 else TRANSPOSE_TILES
+
+
+def stage_bytes(variant: str, family: str, m: int, n: int) -> int:
+    """A stage of the ring: the tile and, with the ext rows, k slots of 1 KiB."""
+    return _TB + (1024 * group(variant, n) if ext(family, m) else 0)
+
+
+def ext_word(t, p, k: int, variant: str):
+    """The stage word of tile row t's box word p (p < 32): rows t < 32 at smem row
+    smem_row(t), the ext rows in slot t % k after the tile, row (t - 32) // k."""
+    t = np.asarray(t)
+    row = np.where(t < T, smem_row(t, k), (t - T) // k)
+    at = np.where(t < T, 0, T * T + 256 * (t % k))
+    return at + row * T + 4 * chunk_at(variant, row, p >> 2) + (p & 3)
+
+
 def _vec(variant: str, n: int) -> bool:
     """tile_copy stores float4 where n % 4 == 0 (gpumem's arrays are aligned)."""
     return n % 4 == 0
@@ -92,13 +117,14 @@ def _vec(variant: str, n: int) -> bool:
 def _tile(tally, family: str, variant: str, m: int, n: int, tx: int, ty: int, wt: int) -> None:
     """The accesses of tile (ty, tx), each standing for ``wt`` tiles."""
     k = group(variant, n)
+    xt = ext(family, m)
     r0, c0 = T * ty, T * tx
     lane = np.arange(WARP, dtype=np.int64)[None, :]
     w = np.arange(_WARPS, dtype=np.int64)[:, None]              # warps x lanes
-    # ---- filling the tile ----
+    # ---- filling the tile (with the ext rows: 8 rows more) ----
     if variant in ("ldg_sts", "cp_async4"):
         op = "ld" if variant == "ldg_sts" else "cp"
-        for q in range(T * T // THREADS):
+        for q in range((T + EXT * xt) * T // THREADS):
             row = w + 8 * q + 0 * lane
             r, c = r0 + row, c0 + lane + 0 * w
             global_warps(tally, op, 4 * (r * n + c), (r < m) & (c < n), 4, wt)
@@ -106,9 +132,11 @@ def _tile(tally, family: str, variant: str, m: int, n: int, tx: int, ty: int, wt
                 shared_warps(tally, "st", 4 * (row * T + lane), None, 4, wt)
     elif variant == "cp_async16":
         t = WARP * w + lane
-        row, j = t >> 3, t & 7
-        r, c = r0 + row, c0 + 4 * j
-        global_warps(tally, "cp", 4 * (r * n + c), (r < m) & (c < n), 16, wt)
+        for q in range(1 + xt):                            # the ext rows: threads 0 .. 63
+            row, j = (t >> 3) + T * q, t & 7
+            r, c = r0 + row, c0 + 4 * j
+            global_warps(tally, "cp", 4 * (r * n + c), (r < m) & (c < n) & (t < 256 - 192 * q),
+                         16, wt)
     # the engine fills the tensor variants' tiles; their rest rows (from `first` on) are
     # read from a by the consumers below
     first = k * (m // k) if variant in _TENSOR else m
@@ -131,6 +159,24 @@ def _tile(tally, family: str, variant: str, m: int, n: int, tx: int, ty: int, wt
                 shared_warps(tally, "ld", 4 * word + _TB * (p >= T), ok & (r < first), 4, wt)
                 global_warps(tally, "ld", 4 * (r * n + c), ok & (r >= first), 4, wt)
                 global_warps(tally, "st", 4 * (r * n + c), ok, 4, wt)
+    elif xt:
+        # whole sectors of out: column r0 + s + 8q + g of out row o = c0 + 4w + i in step q
+        # (lane l: g = l % 8, i = (l // 8 + q) % 4), s = (-o m) % 8; the first tile row
+        # also writes columns 0 .. s - 1 (q = -1)
+        g, h = lane & 7, lane >> 3
+        st_b = stage_bytes(variant, family, m, n)
+        for q in range(-1 if ty == 0 else 0, 4):
+            i = (h + q) & 3
+            o = c0 + 4 * w + i
+            s = (-(o * m)) % 8
+            t = s + 8 * q + g
+            R = r0 + t
+            ok = (t >= 0) & (R < m) & (o < n)
+            p = 4 * w + i + ((t % k) * n) % 4                  # past 31: the next box
+            word = ext_word(np.maximum(t, 0), p & 31, k, variant)
+            shared_warps(tally, "ld", 4 * word + st_b * (p >= T), ok & (R < first), 4, wt)
+            global_warps(tally, "ld", 4 * (R * n + o), ok & (R >= first), 4, wt)
+            global_warps(tally, "st", 4 * (o * m + R), ok, 4, wt)
     else:
         s = lane + 0 * w
         R = r0 + tile_row(s, k)
@@ -157,7 +203,9 @@ def _gen(family: str):
         tally.ldgsts = variant in ("cp_async4", "cp_async16")
         gx, gy = cdiv(n, T), cdiv(m, T)
         txs, wx = axis(gx, 1, (gx - 1,))
-        tys, wy = axis(gy, 1, (gy - 1,))
+        # with the ext rows the first tile row writes out's first columns too, and the
+        # ext rows of the last but one may pass m: each alone
+        tys, wy = axis(gy, 1, (0, gy - 2, gy - 1) if ext(family, m) else (gy - 1,))
         for tx, w1 in zip(txs.tolist(), wx.tolist()):
             for ty, w2 in zip(tys.tolist(), wy.tolist()):
                 _tile(tally, family, variant, m, n, tx, ty, w1 * w2)
@@ -166,7 +214,10 @@ def _gen(family: str):
 
 def _check(where: str, variant: str, p: dict) -> None:
     """What the C entry point refuses: more than 65535 tile rows or 2^29 columns; N not a
-    multiple of 4 for cp_async16 and bulk; tiles per block not a power of two up to 64."""
+    multiple of 4 for cp_async16 and bulk; tiles per block not a power of two up to 64.
+    tiles=None (the transpose's default): by the shape, transpose_tiles."""
+    if p["tiles"] is None:
+        p["tiles"] = transpose_tiles(index(where, "m", p["m"]))
     p["tiles"] = index(where, "tiles", p["tiles"], allowed=(1, 2, 4, 8, 16, 32, 64))
     if p["m"] > GRID_Y_MAX * T:
         raise ValueError(f"{where}: m={p['m']} is too large; at most {GRID_Y_MAX * T} rows")
@@ -195,5 +246,5 @@ FAMILIES = {
              "params": {"m": REQUIRED, "n": REQUIRED, "tiles": tiles},
              "gen": _gen(family), "launch": launch, "check": _check}
     for family, launch, tiles in (("tile_copy", _launch_copy, TILES_PER_BLOCK),
-                                  ("tile_transpose", _launch_transpose, TRANSPOSE_TILES))
+                                  ("tile_transpose", _launch_transpose, None))
 }
