@@ -70,8 +70,9 @@ from ..tools.sweep import (_choices, _counters_available, _int, _model_predict, 
                            _repeat, _str)
 
 __all__ = ["VARIANTS", "FAMILIES", "CC_NEEDED", "TILE", "TRANSPOSE_TILES", "TRANSPOSE_TILES_EXT",
-           "ASYNC_METRICS", "transpose_tiles", "variant_capable", "tensor_view", "tile_copy", "tile_copy_reference", "tile_transpose",
-           "tile_transpose_reference", "registers", "async_compare"]
+           "ASYNC_METRICS", "transpose_tiles", "variant_capable", "tensor_view", "tile_copy",
+           "tile_copy_reference", "tile_transpose", "tile_transpose_reference", "registers",
+           "async_compare"]
 
 Array = Union[np.ndarray, DeviceArray]
 Variant = Literal["ldg_sts", "cp_async4", "cp_async16", "bulk", "tensor", "tensor_swizzle128"]
@@ -402,12 +403,14 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
 def _sanitize() -> None:
-    """Every variant of both families, once per awkward size, where this GPU runs it."""
+    """Every variant of both families, once per awkward size, where this GPU runs it (the
+    transpose's both kernels: M % 8 != 0 holds the ext rows, (64, 36) and (96, 70) not)."""
     cc = tuple(runtime.device().compute_capability)
     for v in VARIANTS:
         if not variant_capable(v, cc):
             continue
-        for m, n in ((1, 1), (3, 7), (37, 41), (65, 68), (257, 190), (33, 300)):
+        for m, n in ((1, 1), (3, 7), (37, 41), (65, 68), (257, 190), (33, 300), (64, 36),
+                     (96, 70)):
             if _bad_n(v, n):
                 continue
             a = _f32(m, n)

@@ -8,6 +8,13 @@ tiles per block, change when, not what: they change only the launch's grid): a t
 of the 128-byte line, so every tile is alike but the last column and the last
 row (partial tiles).
 
+The transpose where out's rows are off the 32-byte grid (M % 8 != 0, ``ext``): each
+tile also loads the 8 rows below it, and in step q (-1 for the first tile row only,
+0 .. 3) lane l of warp w stores column ``r0 + s + 8q + l % 8`` of out row
+``c0 + 4w + (l // 8 + q) % 4``, ``s = (-o M) % 8``: four whole sectors per store,
+the sectors out spans and no more.  The first tile row and the last but one (whose
+ext rows may pass M) are walked apart from the representative tile row.
+
 What the model leaves out, and why:
 
 * The bulk copy engine (``bulk``, ``tensor``, ``tensor_swizzle128``) reads
