@@ -393,16 +393,16 @@ static __device__ __forceinline__ void ext_store(const Run &u, ExtStep d, int q,
     const int col = ext_col(q);
     if (d.t < 0 || d.t >= u.m - u.r0 || col >= u.n - c0)
         return;
-    float v;
-    if (d.t >= u.first - u.r0) { // a rest row
-        v = u.a[(size_t)(u.r0 + d.t) * u.n + c0 + col];
-    } else {
-        const int p = ext_p(u, col, d.t);
-        v = p < T   ? st[d.word]
-            : !tail ? nx[d.word]
-                    : nx[((d.t & (u.k - 1)) * u.tail_pitch + (d.t >> u.kl)) * 4 + (p & 3)];
-    }
-    o[col * u.m + d.t] = v; // o: out + c0 m + r0
+    // where the word lies -- a rest row of a, the stage, the next box, the tail -- picked
+    // as an address: one load and ONE store instruction per step (a store in each branch
+    // split a warp's sectors over several requests, each counting them)
+    const int p = ext_p(u, col, d.t);
+    const float *src =
+        d.t >= u.first - u.r0 ? u.a + (size_t)(u.r0 + d.t) * u.n + c0 + col
+        : p < T               ? st + d.word
+        : !tail               ? nx + d.word
+                              : nx + ((d.t & (u.k - 1)) * u.tail_pitch + (d.t >> u.kl)) * 4 + (p & 3);
+    o[col * u.m + d.t] = *src; // o: out + c0 m + r0
 }
 
 template <bool SW>
