@@ -107,8 +107,10 @@ for v in ("tensor", "tensor_swizzle128"):
           f"{p['shared_load_transactions'] / p['shared_load_requests']:.0f}")
 for n in (8192, 8190):
     p = gm.model.predict("tile_transpose", "tensor_swizzle128", m=n, n=n)
+    start = 4 * n * np.arange(n)                       # out's rows, n floats each
+    spans = int(((start + 4 * n - 1) // 32 - start // 32 + 1).sum())
     print(f"{n} x {n}: global store sectors per request {p['gst_transactions_per_request']:.2f}, "
-          f"{p['gst_transactions'] / (4 * n * n / 32):.4f}x the sectors out spans")
+          f"{p['gst_transactions'] / spans:.4f}x the sectors out's rows span")
 
 # %% [markdown]
 # ## The four ways side by side
