@@ -594,7 +594,9 @@ __global__ void __launch_bounds__(NT)
 }
 
 // X: with the ext rows (m % 8 != 0), a kernel apart: its per-lane plan takes registers
-// that the transpose at m % 8 == 0 runs better without (64 against 28).
+// that the transpose at m % 8 == 0 runs better without (28).  The ext kernel's bound of 6
+// blocks per SM (29 registers) makes the compiler recompute the plan in every tile (the
+// README's "whole sectors" section): measured so, to be lifted with a GPU run.
 template <int V, bool X>
 __global__ void __launch_bounds__(NT, X ? 6 : 0)
     tile_transpose_kernel(const float *__restrict__ a, float *__restrict__ out, int m, int n,
