@@ -143,7 +143,7 @@ t2
 # whole, written by one warp's store (four sectors of four rows per store; the model's sector
 # count above is exactly the sectors `out` spans). The price: 1.25x the reads from L2 (the 8
 # rows are the next block's first ones, in L2 by then), and a shared load of one word per lane
-# (the lane's offsets are worked out once per block). The default run is 8 tiles there, which
+# (the lane's offsets are the same in every tile of a block). The default run is 8 tiles there, which
 # spreads each block's set-up; the cell below runs 1, 2 and 8 at the second size.
 
 # %%

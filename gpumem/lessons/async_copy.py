@@ -43,8 +43,10 @@ too (the "ext rows"), and the block writes columns ``r0 + s .. r0 + s + 31`` of
 out row ``o``, ``s = (-o M) mod 8``: whole sectors, no DRAM read-back, at 1.25x
 the reads from L2 (the ext rows are the next block's first rows, in L2 then).  A
 warp's store is then 4 sectors of 4 out rows, its shared load one word per lane
-(32 banks with the swizzle), and each lane works out its offsets once per block;
-the default run is 8 tiles there (2 elsewhere).
+(32 banks with the swizzle); a lane's offsets are the same in every tile of the
+block (the source works them out once; at the kernel's launch bound of 6 blocks
+per SM the compiler recomputes them per tile).  The default run is 8 tiles there
+(2 elsewhere).
 
 :func:`async_compare` puts the variants side by side with the device copy of
 the same bytes, the compiler's registers per thread, the instructions issued
