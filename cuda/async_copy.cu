@@ -116,9 +116,8 @@ struct Run {
     int r0, c00, count;     // the run's first row and column, its tiles
     bool ext;               // the tile's ext rows too (the transpose at m % 8 != 0)
     int stage;              // floats per stage: the tile, the ext slots
-    int tail_rows;          // tile rows the tail holds: 32, with the ext rows 40
-    int tail_pitch;         // tail rows per box: tail_rows / k rounded up to 8 (a box's
-                            // copy starts on a 128-byte boundary)
+    int tail_pitch;         // tail rows per box: 32/k (40/k with the ext rows) rounded up
+                            // to 8 (a box's copy starts on a 128-byte boundary)
 };
 
 // The tensor variants' box j (tile rows j, j + k, ...) starts at view column
@@ -226,7 +225,7 @@ static __device__ __forceinline__ void load_tensor(const Run &u, float *st, int 
                         (u.r0 + T) >> u.kl, bar);
 }
 
-// A shifted run's tail (thread 0): the k boxes of 4 x tail_rows/k (16 bytes a view
+// A shifted run's tail (thread 0): the k boxes of 4 x 32/k or 40/k (16 bytes a view
 // row, through the tail map: no swizzle) just right of the run's last tile, into
 // `tail` (rows of 4 words, box j from row j * tail_pitch): the words past a shifted
 // box's 32 in the run's last tile, ext rows included.  512 bytes (640), where a whole
@@ -401,7 +400,8 @@ static __device__ __forceinline__ void ext_store(const Run &u, ExtStep d, int q,
         d.t >= u.first - u.r0 ? u.a + (size_t)(u.r0 + d.t) * u.n + c0 + col
         : p < T               ? st + d.word
         : !tail               ? nx + d.word
-                              : nx + ((d.t & (u.k - 1)) * u.tail_pitch + (d.t >> u.kl)) * 4 + (p & 3);
+                              : nx + ((d.t & (u.k - 1)) * u.tail_pitch + (d.t >> u.kl)) * 4 +
+                                    (p & 3);
     o[col * u.m + d.t] = *src; // o: out + c0 m + r0
 }
 
@@ -488,8 +488,7 @@ static __device__ __forceinline__ void tile_body(const float *__restrict__ a,
     u.count = tiles_x - bx * tiles < tiles ? tiles_x - bx * tiles : tiles;
     u.ext = X; // the launch's choice: the transpose at m % 8 != 0
     u.stage = GM_ASYNC_STAGE_BYTES(u.ext, k) / 4;
-    u.tail_rows = u.ext ? T + EXT : T;
-    u.tail_pitch = ((u.tail_rows >> u.kl) + 7) & ~7;
+    u.tail_pitch = (((u.ext ? T + EXT : T) >> u.kl) + 7) & ~7;
     [[maybe_unused]] ExtPlan plan;
     if constexpr (TR)
         if (u.ext)
@@ -694,7 +693,7 @@ extern "C" cudaError_t gm_tile_copy(const gm_tile_copy_params *p, gm_dims *dims,
 static tile_fn transpose_kernel(const gm_tile_transpose_params *p)
 {
     return GM_ASYNC_EXT_ROWS(p->m) ? select_tile<true, false, true>(p->variant)
-                         : select_tile<true, false, false>(p->variant);
+                                   : select_tile<true, false, false>(p->variant);
 }
 
 extern "C" const void *gm_tile_transpose_kernel(const gm_tile_transpose_params *p)

@@ -99,7 +99,7 @@ def ext(family: str, m: int) -> bool:
 
 def transpose_tiles(m: int) -> int:
     """tile_transpose's default run: 2 tiles per block, 8 where it holds the ext rows."""
-    return TRANSPOSE_TILES_EXT if m % 8 else TRANSPOSE_TILES
+    return TRANSPOSE_TILES_EXT if ext("tile_transpose", m) else TRANSPOSE_TILES
 
 
 def stage_bytes(variant: str, family: str, m: int, n: int) -> int:
@@ -142,8 +142,8 @@ def _tile(tally, family: str, variant: str, m: int, n: int, tx: int, ty: int, wt
         for q in range(1 + xt):                            # the ext rows: threads 0 .. 63
             row, j = (t >> 3) + T * q, t & 7
             r, c = r0 + row, c0 + 4 * j
-            global_warps(tally, "cp", 4 * (r * n + c), (r < m) & (c < n) & (t < 256 - 192 * q),
-                         16, wt)
+            issued = t < (THREADS if q == 0 else EXT * 8)
+            global_warps(tally, "cp", 4 * (r * n + c), (r < m) & (c < n) & issued, 16, wt)
     # the engine fills the tensor variants' tiles; their rest rows (from `first` on) are
     # read from a by the consumers below
     first = k * (m // k) if variant in _TENSOR else m
