@@ -344,13 +344,18 @@ static __device__ __forceinline__ void store_transpose(const Run &u, const float
 // lane l (group h = l / 8, g = l % 8) stores column r0 + s + 8q + g of out row
 // c0 + 4w + i, i = (h + q) % 4: a warp's store is four sectors of four rows, and its
 // shared load (tile row s + 8q + g, one word of chunk w) meets 32 banks with the
-// swizzle.  c0 is a multiple of 8, so s and every offset below are the same for every
-// tile of the block: the lane computes the steps q >= 0 once (ExtPlan; the step q = -1
-// of the first tile row as it goes), and a tile's step is a load and a store.
+// swizzle.  (Four rows cost the L2 a request per sector, 8.2 M write requests at 8190^2;
+// a store of one row's 32 columns took 3.7 M, but its load meets 8 banks (32-way conflicts
+// without the swizzle) and the swizzled transpose ran no faster: H100, README.)  c0 is a
+// multiple of 8, so s and every offset below are the same for every tile of the block: the
+// lane computes the steps q >= 0 once (ExtPlan; the step q = -1 of the first tile row as
+// it goes), and an inner tile's step is the plan's load and store.
 struct ExtStep {
     int t;    // the tile row (past r0) the lane stores; negative: none
     int word; // its word in the stage (rows t < 32 at smem row (t % k) 32/k + t / k, the
               // ext rows in slot t % k, row (t - 32) / k), or in the next box
+    int off;  // its word of out past out + c0 m + r0: col m + t
+    bool next; // the word lies in the next box (p > 31)
 };
 struct ExtPlan {
     ExtStep step[4]; // q = 0 .. 3
@@ -373,8 +378,10 @@ template <bool SW> static __device__ __forceinline__ ExtStep ext_step(const Run 
     const int j = tt & (u.k - 1), y = tt >> u.kl;
     const int pw = ext_p(u, col, tt) & (T - 1);
     const int row = tt < T ? (j << (5 - u.kl)) + y : y - (T >> u.kl);
-    return ExtStep{t, (tt < T ? 0 : T * T + 256 * j) + row * T + 4 * chunk_at<SW>(row, pw >> 2) +
-                          (pw & 3)};
+    return ExtStep{t,
+                   (tt < T ? 0 : T * T + 256 * j) + row * T + 4 * chunk_at<SW>(row, pw >> 2) +
+                       (pw & 3),
+                   col * u.m + t, ext_p(u, col, tt) >= T};
 }
 template <bool SW> static __device__ __forceinline__ ExtPlan ext_plan(const Run &u)
 {
@@ -402,7 +409,7 @@ static __device__ __forceinline__ void ext_store(const Run &u, ExtStep d, int q,
         : !tail               ? nx + d.word
                               : nx + ((d.t & (u.k - 1)) * u.tail_pitch + (d.t >> u.kl)) * 4 +
                                     (p & 3);
-    o[col * u.m + d.t] = *src; // o: out + c0 m + r0
+    o[d.off] = *src; // o: out + c0 m + r0
 }
 
 template <bool SW>
@@ -413,6 +420,15 @@ static __device__ __forceinline__ void store_transpose_ext(const Run &u, const E
     float *o = out + (size_t)c0 * u.m + u.r0;
     if (u.r0 == 0)
         ext_store<SW>(u, ext_step<SW>(u, -1), -1, st, nx, tail, c0, o);
+    // an inner tile (all but the edges of a): every word of the steps q >= 0 is in the
+    // stage or the next box (tile rows t <= 38 < 40 held, no rest row, no tail, no column
+    // past n), so a step is the plan's load and store and nothing else
+    if (u.r0 + T + EXT <= u.first && c0 + T <= u.n && (!tail || u.k == 1)) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+            o[x.step[q].off] = (x.step[q].next ? nx : st)[x.step[q].word];
+        return;
+    }
 #pragma unroll
     for (int q = 0; q < 4; ++q)
         ext_store<SW>(u, x.step[q], q, st, nx, tail, c0, o);
@@ -593,11 +609,10 @@ __global__ void __launch_bounds__(NT)
 }
 
 // X: with the ext rows (m % 8 != 0), a kernel apart: its per-lane plan takes registers
-// that the transpose at m % 8 == 0 runs better without (28).  The ext kernel's bound of 6
-// blocks per SM (29 registers) makes the compiler recompute the plan in every tile (the
-// README's "whole sectors" section): measured so, to be lifted with a GPU run.
+// that the transpose at m % 8 == 0 runs better without (28).  No bound on the blocks per
+// SM: one of 6 (29 registers) made the compiler work the plan out again in every tile.
 template <int V, bool X>
-__global__ void __launch_bounds__(NT, X ? 6 : 0)
+__global__ void __launch_bounds__(NT)
     tile_transpose_kernel(const float *__restrict__ a, float *__restrict__ out, int m, int n,
                           int k, int view_rows, int tiles, const __grid_constant__ CUtensorMap map,
                           const __grid_constant__ CUtensorMap tail_map,

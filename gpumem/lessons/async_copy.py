@@ -44,9 +44,9 @@ out row ``o``, ``s = (-o M) mod 8``: whole sectors, no DRAM read-back, at 1.25x
 the reads from L2 (the ext rows are the next block's first rows, in L2 then).  A
 warp's store is then 4 sectors of 4 out rows, its shared load one word per lane
 (32 banks with the swizzle); a lane's offsets are the same in every tile of the
-block (the source works them out once; at the kernel's launch bound of 6 blocks
-per SM the compiler recomputes them per tile).  The default run is 8 tiles there
-(2 elsewhere).
+block: the source works them out once, and a tile away from a's edges stores
+with one shared load and one global store per step and nothing else.  The
+default run is 8 tiles there (2 elsewhere).
 
 :func:`async_compare` puts the variants side by side with the device copy of
 the same bytes, the compiler's registers per thread, the instructions issued
