@@ -376,12 +376,12 @@ template <bool SW> static __device__ __forceinline__ ExtStep ext_step(const Run 
     const int s = (int)((0u - (unsigned)col * (unsigned)u.m) & 7u);
     const int t = s + 8 * q + (int)(threadIdx.x & 7), tt = t < 0 ? 0 : t;
     const int j = tt & (u.k - 1), y = tt >> u.kl;
-    const int pw = ext_p(u, col, tt) & (T - 1);
+    const int p = ext_p(u, col, tt), pw = p & (T - 1);
     const int row = tt < T ? (j << (5 - u.kl)) + y : y - (T >> u.kl);
     return ExtStep{t,
                    (tt < T ? 0 : T * T + 256 * j) + row * T + 4 * chunk_at<SW>(row, pw >> 2) +
                        (pw & 3),
-                   col * u.m + t, ext_p(u, col, tt) >= T};
+                   col * u.m + t, p >= T};
 }
 template <bool SW> static __device__ __forceinline__ ExtPlan ext_plan(const Run &u)
 {
