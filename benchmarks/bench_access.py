@@ -108,7 +108,7 @@ def run(out_dir: str, quick: bool) -> bool:
         f"{d2d_before['GB/s']:.0f} GB/s before the kernels, {d2d_after['GB/s']:.0f} after; "
         f"the faster is the reference.", "",
         f"Target: best streaming variant ({best['variant']}, {best['params']}) "
-        f"{best['x D2D']:.3f}x of D2D (needs >= {TARGET:.2f}): {'met' if met else 'MISSED'}.", "",
+        f"{best['x D2D']:.4f}x of D2D (needs >= {TARGET:.2f}): {'met' if met else 'MISSED'}.", "",
     ])
     with open(os.path.join(out_dir, "bench_access.md"), "w") as f:
         f.write(md)

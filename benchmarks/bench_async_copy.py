@@ -81,7 +81,7 @@ def run(out_dir: str, quick: bool) -> bool:
                      title=f"a tile filled four ways: tiled copy and transpose, "
                            f"{gm.device().name}")
     met = all(c["met"] for c in checks)
-    notes = [f"{'met' if c['met'] else 'MISSED'}: {c['what']} ({c['value']:.3f}x)"
+    notes = [f"{'met' if c['met'] else 'MISSED'}: {c['what']} ({c['value']:.4f}x)"
              for c in checks]
     notes.append("device copy: cudaMemcpy D2D of the same M*N floats before and after the "
                  "kernels, the faster taken; cp_async16 and bulk skip 8190 (rows of 32760 "

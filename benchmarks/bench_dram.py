@@ -202,7 +202,7 @@ def run(out_dir: str, quick: bool) -> bool:
         f"R + 1 today: 90% of the best point ({best['GB/s']:,.0f} GB/s) needs {need_text} in "
         f"flight per SM; latency x bandwidth / SMs = {product / 1024:.1f} KiB; the model says "
         f"{model_need / 1024:.1f} KiB for 90% of the device copy.", "",
-        f"Target: best point ({best['point']}) {best['x D2D']:.3f}x of D2D (needs >= "
+        f"Target: best point ({best['point']}) {best['x D2D']:.4f}x of D2D (needs >= "
         f"{TARGET:.2f}): {'met' if met else 'MISSED'}.",
         f"Target: every point within 15% of the model: {'met' if model_met else 'missed'} "
         f"(worst {worst['model/measured']:.2f} at {worst['point']}).", "",

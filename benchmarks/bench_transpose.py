@@ -76,7 +76,7 @@ def run(out_dir: str, quick: bool) -> bool:
         f"GB/s counts 8*M*N bytes (read + write), median of {REPEAT} launches after {WARMUP} "
         "warm-ups; every output equal to a.T. cudaMemcpy D2D of the same bytes before and "
         "after the kernels, the faster is the reference.", "",
-        f"Target: best variant at {n} x {n} ({best['variant']}) {best['x D2D']:.3f}x of D2D "
+        f"Target: best variant at {n} x {n} ({best['variant']}) {best['x D2D']:.4f}x of D2D "
         f"(needs >= {TARGET:.2f}): {'met' if met else 'MISSED'}.", "",
     ])
     with open(os.path.join(out_dir, "bench_transpose.md"), "w") as f:
