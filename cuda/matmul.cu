@@ -254,19 +254,8 @@ __device__ __forceinline__ void register_tiled(float (&As)[RT_BK][RT_BM + RT_PAD
     }
 }
 
-// warptiled: a BM x BN tile of C per block, split into warp tiles of WM x WN,
-// each lane a (WM / 32 * 4) x (WN / 16 * 4) block of C as 4 x 4 sub-tiles (lanes
-// 8 down x 4 across a warp tile, so a quarter-warp's float4 reads of A cover 128
-// contiguous bytes and of B are one broadcast).  Shared memory is double
-// buffered: while the block multiplies tile t, the tile t + 1 of B is already
-// on its way into the other buffer by asynchronous copies (cp.async, sm_80 and
-// newer: global -> shared without passing through registers) and the tile t + 1
-// of A is in registers, stored transposed after the product; one barrier per
-// tile.  A is transposed in shared memory so a lane's 4 A values of a k are one
-// float4; its row stride (BM + 4 floats) keeps the transposing stores at 2-way
-// bank conflicts at most.  Out-of-range elements are zero-filled (cp.async
-// src-size 0), so any M, N, K works; rows that are not 16-byte aligned take
-// 4-byte copies and scalar loads.
+// cp.async (sm_80 and newer: global -> shared memory without registers), for warptiled
+// and mma; below sm_80 a plain load and store.
 __device__ __forceinline__ void cp_async16(float *smem, const float *gmem, bool full)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -304,171 +293,9 @@ __device__ __forceinline__ void cp_async_wait_all()
 #endif
 }
 
-template <int BM, int BN, int BK, int WM, int WN>
-struct Warptiled {
-    static constexpr int WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32;
-    static constexpr int SUB_M = WM / 32, SUB_N = WN / 16; // 4 x 4 sub-tiles per lane
-    static constexpr int TM = 4 * SUB_M, TN = 4 * SUB_N;
-    static constexpr int A_PAD = 4;
-    static constexpr int A_LOADS = BM * BK / 4 / THREADS, B_LOADS = BK * BN / 4 / THREADS;
-    static_assert(A_LOADS * 4 * THREADS == BM * BK && B_LOADS * 4 * THREADS == BK * BN,
-                  "tiles must split into float4 per thread");
-    static constexpr size_t SMEM = 2 * BK * (BM + A_PAD + BN) * sizeof(float);
-};
-
-template <int BM, int BN, int BK, int WM, int WN>
-__device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs)[2][BK][BN],
-                                          const float *__restrict__ A,
-                                          const float *__restrict__ B, float *__restrict__ C,
-                                          int M, int N, int K, const gm_matmul_split &sp)
-{
-    using W = Warptiled<BM, BN, BK, WM, WN>;
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int wm = (warp / W::WARPS_N) * WM, wn = (warp % W::WARPS_N) * WN;
-    const int lm = (lane % 8) * 4, ln = (lane / 8) * 4;
-    // Which tile of C, and which k tiles [kt0, kt1) of it (all, unless a slice of a split
-    // tile); where the sums go is settled after the loop (fewer registers live in it).
-    const int ktiles = (K + BK - 1) / BK;
-    int bm = blockIdx.y * BM, bn = blockIdx.x * BN, kt0 = 0, kt1 = ktiles;
-    if (sp.ws != nullptr) {
-        int tile = (int)blockIdx.x;
-        if (tile >= sp.full) {
-            const int item = tile - sp.full, z = item % sp.splits;
-            tile = sp.full + item / sp.splits;
-            kt0 = (int)((long long)z * ktiles / sp.splits);
-            kt1 = (int)((long long)(z + 1) * ktiles / sp.splits);
-        }
-        bm = (tile / sp.tiles_n) * BM;
-        bn = (tile % sp.tiles_n) * BN;
-    }
-    const bool vec_a = (K % 4) == 0 && aligned16(A), vec_b = (N % 4) == 0 && aligned16(B);
-    float acc[W::TM][W::TN] = {};
-    float4 areg[W::A_LOADS];
-
-    auto load_a = [&](int k0) { // A[bm + r][k0 + c .. + 3] -> registers
-#pragma unroll
-        for (int i = 0; i < W::A_LOADS; ++i) {
-            const int f = tid + i * W::THREADS, r = bm + f / (BK / 4), k = k0 + (f % (BK / 4)) * 4;
-            if (vec_a && r < M && k + 3 < K) {
-                areg[i] = *reinterpret_cast<const float4 *>(A + (size_t)r * K + k);
-            } else {
-                const float *a = A + (size_t)r * K + k;
-                areg[i].x = (r < M && k < K) ? a[0] : 0.0f;
-                areg[i].y = (r < M && k + 1 < K) ? a[1] : 0.0f;
-                areg[i].z = (r < M && k + 2 < K) ? a[2] : 0.0f;
-                areg[i].w = (r < M && k + 3 < K) ? a[3] : 0.0f;
-            }
-        }
-    };
-    auto store_a = [&](int buf) { // registers -> As[buf][k][r] (transposed)
-#pragma unroll
-        for (int i = 0; i < W::A_LOADS; ++i) {
-            const int f = tid + i * W::THREADS, r = f / (BK / 4), c = (f % (BK / 4)) * 4;
-            As[buf][c][r] = areg[i].x;
-            As[buf][c + 1][r] = areg[i].y;
-            As[buf][c + 2][r] = areg[i].z;
-            As[buf][c + 3][r] = areg[i].w;
-        }
-    };
-    // B's tile by cp.async: 16-byte copies where rows are 16-byte aligned (N % 4 == 0),
-    // else 4-byte ones with consecutive lanes on consecutive columns (element e = tid +
-    // q * THREADS is B[k0 + e / BN][bn + e % BN]): 128 contiguous bytes per warp.
-    auto load_b = [&](int buf, int k0) {
-        if (vec_b) {
-#pragma unroll
-            for (int i = 0; i < W::B_LOADS; ++i) {
-                const int f = tid + i * W::THREADS, kr = f / (BN / 4), c = (f % (BN / 4)) * 4;
-                const int k = k0 + kr, col = bn + c;
-                const bool in = k < K && col < N; // N % 4 == 0: all four or none
-                cp_async16(&Bs[buf][kr][c], in ? B + (size_t)k * N + col : B, in);
-            }
-        } else {
-            // rows k0 + tid / BN + q * (THREADS / BN), column bn + tid % BN
-            const int c = tid % BN, col = bn + c;
-            int kr = tid / BN;
-            const float *b = B + (size_t)(k0 + kr) * N + col;
-            const size_t step = (size_t)(W::THREADS / BN) * N;
-#pragma unroll
-            for (int q = 0; q < 4 * W::B_LOADS; ++q, kr += W::THREADS / BN, b += step) {
-                const bool in = k0 + kr < K && col < N;
-                cp_async4(&Bs[buf][kr][c], in ? b : B, in);
-            }
-        }
-        cp_async_commit();
-    };
-
-    const int tiles = kt1 - kt0;
-    if (tiles > 0) {
-        load_b(0, kt0 * BK);
-        load_a(kt0 * BK);
-        store_a(0);
-        cp_async_wait_all();
-    }
-    __syncthreads();
-    for (int t = 0; t < tiles; ++t) {
-        const int cur = t & 1;
-        const bool next = t + 1 < tiles;
-        if (next) {
-            load_b(cur ^ 1, (kt0 + t + 1) * BK);
-            load_a((kt0 + t + 1) * BK);
-        }
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            float a[W::TM], b[W::TN];
-#pragma unroll
-            for (int s = 0; s < W::SUB_M; ++s) {
-                const float4 v = *reinterpret_cast<const float4 *>(&As[cur][k][wm + s * 32 + lm]);
-                a[4 * s] = v.x, a[4 * s + 1] = v.y, a[4 * s + 2] = v.z, a[4 * s + 3] = v.w;
-            }
-#pragma unroll
-            for (int s = 0; s < W::SUB_N; ++s) {
-                const float4 v = *reinterpret_cast<const float4 *>(&Bs[cur][k][wn + s * 16 + ln]);
-                b[4 * s] = v.x, b[4 * s + 1] = v.y, b[4 * s + 2] = v.z, b[4 * s + 3] = v.w;
-            }
-#pragma unroll
-            for (int i = 0; i < W::TM; ++i)
-#pragma unroll
-                for (int j = 0; j < W::TN; ++j)
-                    acc[i][j] += a[i] * b[j];
-        }
-        if (next) {
-            store_a(cur ^ 1);
-            cp_async_wait_all();
-        }
-        __syncthreads();
-    }
-    // The sums go to C (rows N floats apart), or a slice's to its own BM x BN block of ws
-    // (rows BN floats apart, 16-byte aligned), indexed by the row and column in C less the
-    // tile's first.
-    const bool slice = sp.ws != nullptr && (int)blockIdx.x >= sp.full;
-    float *dst = slice ? sp.ws + (size_t)((int)blockIdx.x - sp.full) * BM * BN : C;
-    const size_t pitch = slice ? (size_t)BN : (size_t)N;
-    const int r_base = slice ? bm : 0, c_base = slice ? bn : 0;
-    const bool vec_c = slice || ((N % 4) == 0 && aligned16(C));
-#pragma unroll
-    for (int i = 0; i < W::TM; ++i) {
-        const int r = bm + wm + (i / 4) * 32 + lm + i % 4;
-        if (r >= M)
-            continue;
-#pragma unroll
-        for (int s = 0; s < W::SUB_N; ++s) {
-            const int c = bn + wn + s * 16 + ln;
-            float *out = dst + (size_t)(r - r_base) * pitch + (c - c_base);
-            const float *v = &acc[i][4 * s];
-            if (vec_c && c + 3 < N) {
-                // __stwb (st.global.wb.v4: the default caching): a plain float4 store here
-                // was split into four 4-byte ones by the compiler (CUDA 13, with the
-                // scalar path beside it), a quarter of the store efficiency
-                __stwb(reinterpret_cast<float4 *>(out), make_float4(v[0], v[1], v[2], v[3]));
-            } else {
-#pragma unroll
-                for (int j = 0; j < 4; ++j)
-                    if (c + j < N)
-                        out[j] = v[j];
-            }
-        }
-    }
-}
+// warptiled: block, warp and thread tiles, cp.async double buffering -- its body,
+// warptiled(), in its own file.
+#include "matmul_warptiled.cuh"
 
 // mma: tensor cores (mma.sync, TF32 in, FP32 accumulate) fed by a 3-stage cp.async
 // pipeline through swizzled shared memory -- its kernel, matmul_mma, in its own file.
@@ -516,7 +343,11 @@ __global__ void matmul_kernel(const float *__restrict__ A, const float *__restri
 // registers per thread; without it ptxas takes 147 and the kernel runs 8% slower),
 // which the kernels above must not get (it changes their register allocation):
 // the same name with a third template argument, the blocks per SM it is built for.
-template <int VARIANT, int TILE, int BLOCKS_PER_SM>
+// SPLIT: built for a launch with the split tail (sp as given); without it sp is taken
+// as empty, so the compiler drops the tile arithmetic of the slices.  Not for the
+// instructions saved: with the split code in it, the kernel's k loop got other registers
+// and ran at 0.82x cuBLAS at 4096^3 where the kernel without it runs at 0.91x (H100).
+template <int VARIANT, int TILE, int BLOCKS_PER_SM, bool SPLIT>
 __global__ void __launch_bounds__(WtCfg<TILE>::W::THREADS, BLOCKS_PER_SM)
     matmul_kernel(const float *__restrict__ A, const float *__restrict__ B,
                   float *__restrict__ C, int M, int N, int K, gm_matmul_split sp)
@@ -524,7 +355,8 @@ __global__ void __launch_bounds__(WtCfg<TILE>::W::THREADS, BLOCKS_PER_SM)
     static_assert(VARIANT == GM_MATMUL_WARPTILED, "the launch-bounded kernel is warptiled's");
     __shared__ __align__(16) float As[2][16][TILE + 4];
     __shared__ __align__(16) float Bs[2][16][TILE];
-    warptiled<TILE, TILE, 16, WtCfg<TILE>::WM, WtCfg<TILE>::WN>(As, Bs, A, B, C, M, N, K, sp);
+    warptiled<TILE, TILE, 16, WtCfg<TILE>::WM, WtCfg<TILE>::WN>(
+        As, Bs, A, B, C, M, N, K, SPLIT ? sp : gm_matmul_split{nullptr, 0, 1, 0, 0});
 }
 
 // warptiled's split tail, second step: element e of the split tiles (tile full + e /
@@ -569,14 +401,19 @@ static matmul_fn select_kernel(const gm_matmul_params *p)
         return matmul_kernel<GM_MATMUL_COARSENED, 0>;
     case GM_MATMUL_REGISTER_TILED:
         return matmul_kernel<GM_MATMUL_REGISTER_TILED, 0>;
-    case GM_MATMUL_WARPTILED:
+    case GM_MATMUL_WARPTILED: {
         // 64, else the default 128: csrc/matmul.c refuses other tiles before a launch,
-        // and kernel_attributes() passes the family's default tile (16) when given none
+        // and kernel_attributes() passes the family's default tile (16) when given none;
+        // the split tail's kernel where gm_matmul launches one (see matmul_kernel)
+        const bool split = p->splits > 1 && p->ws != nullptr;
         return gm_select<64, 128>(p->tile == 64 ? 64 : GM_MATMUL_WARPTILED_TILE,
-                                  [](auto t) -> matmul_fn {
-                                      return matmul_kernel<GM_MATMUL_WARPTILED,
-                                                           decltype(t)::value, 2>;
+                                  [split](auto t) -> matmul_fn {
+                                      constexpr int T = decltype(t)::value;
+                                      if (split)
+                                          return matmul_kernel<GM_MATMUL_WARPTILED, T, 2, true>;
+                                      return matmul_kernel<GM_MATMUL_WARPTILED, T, 2, false>;
                                   });
+    }
     case GM_MATMUL_MMA:   // their own arguments: gm_matmul_kernel and gm_matmul
     case GM_MATMUL_WGMMA:
         return nullptr;
@@ -728,7 +565,7 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
 {
     const unsigned int t = (unsigned int)(p->tile ? p->tile : 16);
     const unsigned int m = (unsigned int)p->m, n = (unsigned int)p->n;
-    const gm_matmul_split none = {nullptr, 0, 1, 0};
+    const gm_matmul_split none = {nullptr, 0, 1, 0, 0};
     switch (p->variant) {
     case GM_MATMUL_COARSENED:
         *dims = gm_dims{{(n + COARSE_TILE - 1) / COARSE_TILE, (m + COARSE_TILE - 1) / COARSE_TILE, 1},
@@ -747,12 +584,27 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
             *dims = gm_dims{{tn, tm, 1}, {threads, 1, 1}, smem};
             break;
         }
-        // the split tail: a 1-D grid (the whole tiles first, then the slices), then the sums
+        // the split tail: the whole rows of whole tiles by the kernel without the split (a
+        // 2-D grid of their own: that kernel runs at 0.91x cuBLAS at 4096^3 on an H100
+        // where the split kernel runs at 0.83x, see matmul_kernel), then a 1-D grid of the
+        // whole tiles left (under a row) and the slices, then the sums
         const long long tail = (long long)tn * tm - p->full;
-        *dims = gm_dims{{(unsigned int)(p->full + tail * p->splits), 1, 1}, {threads, 1, 1}, smem};
-        const gm_matmul_split sp = {p->ws, p->full, p->splits, (int)tn};
-        cudaError_t err = gm_run(select_kernel(p), dims, 0, stream, p->a, p->b, p->c, p->m, p->n,
-                                 p->k, sp);
+        const unsigned int rows = (unsigned int)(p->full / tn);
+        cudaError_t err = cudaSuccess;
+        if (rows > 0) {
+            gm_matmul_params q = *p;
+            q.splits = 1;
+            const gm_dims whole = {{tn, rows, 1}, {threads, 1, 1}, smem};
+            err = gm_run(select_kernel(&q), &whole, 0, stream, p->a, p->b, p->c, p->m, p->n,
+                         p->k, none);
+        }
+        if (err != cudaSuccess)
+            return err;
+        const long long base = (long long)rows * tn;
+        *dims = gm_dims{{(unsigned int)(p->full - base + tail * p->splits), 1, 1},
+                        {threads, 1, 1}, smem};
+        const gm_matmul_split sp = {p->ws, p->full, p->splits, (int)tn, (int)base};
+        err = gm_run(select_kernel(p), dims, 0, stream, p->a, p->b, p->c, p->m, p->n, p->k, sp);
         if (err != cudaSuccess)
             return err;
         const long long elements = tail * w * w;

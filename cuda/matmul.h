@@ -45,12 +45,16 @@ typedef struct {
     int pad;
 } gm_matmul_params;
 
-/* What every matmul kernel gets besides its operands (only warptiled's reads it). */
+/* What every matmul kernel gets besides its operands (only warptiled's split kernel reads
+ * it).  With the split tail, block b of the 1-D grid stands for item i = base + b: items
+ * below `full` compute tile i whole, the others slice (i - full) % splits of tile full +
+ * (i - full) / splits. */
 typedef struct {
     float *ws;   /* NULL: no split; the grid is 2-D, block (x, y) computes tile (y, x) */
-    int full;    /* the grid is 1-D: blocks < full compute tile blockIdx.x whole ... */
-    int splits;  /* ... the others slice (blockIdx.x - full) % splits of tile full + (.. / splits) */
+    int full;    /* the tiles computed whole (the first, in row-major order) */
+    int splits;  /* K slices per tile of the tail */
     int tiles_n; /* tiles in a row of C */
+    int base;    /* the item of block 0 (the whole rows before it: a launch of their own) */
 } gm_matmul_split;
 GM_FAMILY(matmul)
 

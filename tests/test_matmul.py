@@ -724,8 +724,10 @@ def test_split_tail_matches_numpy_and_the_model(rng, tile, mkn, splits, no_leak)
     w = _waves_here(M, N, K, tile)
     want = w["splits"] if splits is None else min(splits, w["steps"]) if w["tail"] else 1
     assert rec.params["splits"] == want
-    if want > 1:     # a 1-D grid: the whole tiles, then every slice of the tail's tiles
-        assert rec.grid == (w["tiles"] - w["tail"] + w["tail"] * want, 1, 1)
+    if want > 1:     # the whole rows of whole tiles first (a launch of their own), then a
+        # 1-D grid: the whole tiles left, then every slice of the tail's tiles
+        tn = -(-N // tile)
+        assert rec.grid == ((w["tiles"] - w["tail"]) % tn + w["tail"] * want, 1, 1)
         # the slices are added in order: the same operands give the same bits
         again = gm.matmul(a, b, variant="warptiled", tile=tile, splits=splits)
         np.testing.assert_array_equal(again, got)

@@ -15,7 +15,9 @@
   each warp 64 x 32 of it, each lane 8 x 8 (``tile=64``: 4 warps, 64 x 64); shared
   memory is double buffered, the next tile of B copied by ``cp.async`` (global to
   shared memory without registers, sm_80 and newer) and the next tile of A held in
-  registers while the block multiplies the current one;
+  registers while the block multiplies the current one; a lane's 64 FMAs per k go column
+  by column of its 8 x 8 block (row by row ran 7% slower on an H100: the order decides
+  the compiler's register banks);
 * ``mma``: the tensor cores (compute capability 8.0 and newer) -- ``mma.sync``
   m16n8k8 with TF32 inputs (each float32 operand rounded to 10 fraction bits) and
   float32 sums; 4 warps compute a 128 x 128 tile, each warp 64 x 64 of it as its
@@ -88,11 +90,14 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = Non
         half full (4097^3 on 132 SMs: 1,089 tiles of 128 in waves of 264, a fifth wave of
         33), its tiles are computed by ``splits`` blocks each, one slice of K apiece, into a
         buffer, and a second kernel adds the slices in order into C: that wave then takes
-        about ``1/splits`` of a whole tile's time.  Left out: as many as fill the wave's
+        about ``1/splits`` of a whole tile's time.  The whole rows of whole tiles go first,
+        in a launch of their own (the kernel without the split code runs faster: 0.91x
+        cuBLAS at 4096^3 on an H100 against 0.83x), then the whole tiles left and the
+        slices in one 1-D grid -- the record's grid.  Left out: as many as fill the wave's
         slots, at most 16, each slice at least 256 of K (none when the last wave is over
         half full).  ``gpumem.last_record().params["splits"]`` says what ran; the model's
         :func:`gpumem.model.matmul_waves` predicts it, and ``gpumem.model.predict`` counts
-        a split launch given ``splits`` and ``tail`` (how many tiles were sliced;
+        a split call given ``splits`` and ``tail`` (how many tiles were sliced;
         :func:`gpumem.model.predict_record` reads it off the record's grid): the same
         loads, the slices' stores and the sum kernel's traffic on top.  Another variant
         with splits other than 1 is a ValueError.

@@ -719,7 +719,7 @@ def _check(where: str, variant: str, p: dict) -> None:
                 f"last tail tiles (1..{tiles} here) into 2..{max(ktiles, 2)} slices of the "
                 f"{ktiles} k steps; without one, splits=1 and tail=0 "
                 "(gpumem.model.matmul_waves says what the launcher picks)")
-        if tiles + p["tail"] * (p["splits"] - 1) > GRID_MAX:
+        if _split_grid(m, p["n"], t, p["splits"], p["tail"]) > GRID_MAX:
             raise ValueError(f"{where}: the split tail's 1-D grid would exceed 2**31 - 1 "
                              "blocks")
     for name in ("m", "n", "k"):
@@ -746,20 +746,36 @@ def _launch(variant: str, p: dict) -> dict[str, tuple[int, int, int]]:
              if variant == "mma" else (_WG_THREADS, 1, 1)
              if variant == "wgmma" else (t, t, 1))
     rows = _WG_BM if variant == "wgmma" else t
-    if p["splits"] > 1:      # the split tail: one row of blocks, the whole tiles first
-        tiles = cdiv(p["n"], t) * cdiv(p["m"], t)
-        return {"grid": (tiles + p["tail"] * (p["splits"] - 1), 1, 1), "block": block}
+    if p["splits"] > 1:
+        return {"grid": (_split_grid(p["m"], p["n"], t, p["splits"], p["tail"]), 1, 1),
+                "block": block}
     return {"grid": (cdiv(p["n"], t), cdiv(p["m"], rows), 1), "block": block}
 
 
+def _split_grid(m: int, n: int, t: int, splits: int, tail: int) -> int:
+    """The blocks of warptiled's split launch: the whole tiles left after the whole rows
+    of them (those go first, in a launch of their own on a 2-D grid), then ``tail`` x
+    ``splits`` slices."""
+    tn = cdiv(n, t)
+    full = tn * cdiv(m, t) - tail
+    return full % tn + tail * splits
+
+
 def _from_record(record, params: dict) -> dict:
-    """A warptiled record says its ``splits``; how many tiles were split (``tail``) its
-    1-D grid says: whole tiles + tail x splits blocks."""
+    """A warptiled record says its ``splits``; how many tiles were split (``tail``) the
+    1-D grid of its split launch says (:func:`_split_grid` grows with the tail: one tail
+    gives it)."""
     if params.get("splits", 1) == 1 or "tail" in params or record.variant != "warptiled":
         return params
     t = params.get("tile", 128)
     tiles = cdiv(params["n"], t) * cdiv(params["m"], t)
-    return {**params, "tail": (record.grid[0] - tiles) // (params["splits"] - 1)}
+    tail = next((x for x in range(1, tiles + 1)
+                 if _split_grid(params["m"], params["n"], t, params["splits"], x)
+                 == record.grid[0]), None)
+    if tail is None:
+        raise ValueError(f"predict_record: a warptiled record of {params['splits']} splits "
+                         f"with grid {record.grid}: no split tail launches that grid")
+    return {**params, "tail": tail}
 
 
 #: The family this module models (see gpumem.model._launch for the keys).
