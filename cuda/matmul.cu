@@ -355,6 +355,10 @@ __global__ void __launch_bounds__(WtCfg<TILE>::W::THREADS, BLOCKS_PER_SM)
     static_assert(VARIANT == GM_MATMUL_WARPTILED, "the launch-bounded kernel is warptiled's");
     __shared__ __align__(16) float As[2][16][TILE + 4];
     __shared__ __align__(16) float Bs[2][16][TILE];
+    // a split call's whole tiles: the first sp.full of C's tiles in row-major order, on
+    // whole rows of blocks; the blocks past them (in the last row) have nothing to do
+    if (!SPLIT && sp.full > 0 && (int)(blockIdx.y * gridDim.x + blockIdx.x) >= sp.full)
+        return;
     warptiled<TILE, TILE, 16, WtCfg<TILE>::WM, WtCfg<TILE>::WN>(
         As, Bs, A, B, C, M, N, K, SPLIT ? sp : gm_matmul_split{nullptr, 0, 1, 0, 0});
 }
@@ -584,26 +588,25 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
             *dims = gm_dims{{tn, tm, 1}, {threads, 1, 1}, smem};
             break;
         }
-        // the split tail: the whole rows of whole tiles by the kernel without the split (a
-        // 2-D grid of their own: that kernel runs at 0.91x cuBLAS at 4096^3 on an H100
-        // where the split kernel runs at 0.83x, see matmul_kernel), then a 1-D grid of the
-        // whole tiles left (under a row) and the slices, then the sums
+        // the split tail: the whole tiles by the kernel without the split (a 2-D grid of
+        // their own, the blocks past them exit: that kernel runs at 0.91x cuBLAS at 4096^3
+        // on an H100 where the split kernel runs at 0.83x, see matmul_kernel), then the
+        // slices on a 1-D grid, then the sums
         const long long tail = (long long)tn * tm - p->full;
-        const unsigned int rows = (unsigned int)(p->full / tn);
         cudaError_t err = cudaSuccess;
-        if (rows > 0) {
+        if (p->full > 0) {
             gm_matmul_params q = *p;
             q.splits = 1;
-            const gm_dims whole = {{tn, rows, 1}, {threads, 1, 1}, smem};
+            const gm_dims whole = {{tn, (unsigned int)((p->full + tn - 1) / tn), 1},
+                                   {threads, 1, 1}, smem};
+            const gm_matmul_split first = {nullptr, p->full, 1, (int)tn, 0};
             err = gm_run(select_kernel(&q), &whole, 0, stream, p->a, p->b, p->c, p->m, p->n,
-                         p->k, none);
+                         p->k, first);
         }
         if (err != cudaSuccess)
             return err;
-        const long long base = (long long)rows * tn;
-        *dims = gm_dims{{(unsigned int)(p->full - base + tail * p->splits), 1, 1},
-                        {threads, 1, 1}, smem};
-        const gm_matmul_split sp = {p->ws, p->full, p->splits, (int)tn, (int)base};
+        *dims = gm_dims{{(unsigned int)(tail * p->splits), 1, 1}, {threads, 1, 1}, smem};
+        const gm_matmul_split sp = {p->ws, p->full, p->splits, (int)tn, p->full};
         err = gm_run(select_kernel(p), dims, 0, stream, p->a, p->b, p->c, p->m, p->n, p->k, sp);
         if (err != cudaSuccess)
             return err;

@@ -54,7 +54,8 @@ typedef struct {
     int full;    /* the tiles computed whole (the first, in row-major order) */
     int splits;  /* K slices per tile of the tail */
     int tiles_n; /* tiles in a row of C */
-    int base;    /* the item of block 0 (the whole rows before it: a launch of their own) */
+    int base;    /* the item of block 0 (the split launch: full, its whole tiles ran before it
+                  * in a launch of their own, blocks past `full` of which exit) */
 } gm_matmul_split;
 GM_FAMILY(matmul)
 

@@ -724,10 +724,9 @@ def test_split_tail_matches_numpy_and_the_model(rng, tile, mkn, splits, no_leak)
     w = _waves_here(M, N, K, tile)
     want = w["splits"] if splits is None else min(splits, w["steps"]) if w["tail"] else 1
     assert rec.params["splits"] == want
-    if want > 1:     # the whole rows of whole tiles first (a launch of their own), then a
-        # 1-D grid: the whole tiles left, then every slice of the tail's tiles
-        tn = -(-N // tile)
-        assert rec.grid == ((w["tiles"] - w["tail"]) % tn + w["tail"] * want, 1, 1)
+    if want > 1:     # the whole tiles first (a launch of their own), then a 1-D grid of
+        # every slice of the tail's tiles
+        assert rec.grid == (w["tail"] * want, 1, 1)
         # the slices are added in order: the same operands give the same bits
         again = gm.matmul(a, b, variant="warptiled", tile=tile, splits=splits)
         np.testing.assert_array_equal(again, got)
@@ -735,6 +734,32 @@ def test_split_tail_matches_numpy_and_the_model(rng, tile, mkn, splits, no_leak)
     whole = gm.matmul(a, b, variant="warptiled", tile=tile, splits=1)
     assert gm.last_record().params["splits"] == 1
     assert sum_err(whole, got.astype(np.float64), a, b) < 1e-6
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", [64, 128])
+def test_split_tail_whole_tiles_off_a_row_boundary(rng, tile, no_leak):
+    """More tiles than one wave, a thin last wave: the whole tiles (one wave's worth) go
+    first in a launch of their own whose last row of blocks is partly past them (those
+    blocks exit), then the slices. A shape sized from this GPU's slots so that the whole
+    tiles end inside a row of tiles; every element against float64, none left unwritten."""
+    probe = _waves_here(tile, tile, 32, tile)
+    slots = probe["slots"]
+    tn = next(x for x in (17, 19, 23) if slots % x)          # whole tiles end mid-row
+    tm = -(-(slots + 1) // tn)                              # tiles just past one wave
+    M, N, K = tm * tile - 3, tn * tile - 5, 64
+    w = _waves_here(M, N, K, tile)
+    assert w["tiles"] == tm * tn and 0 < w["tail"] and (w["tiles"] - w["tail"]) % tn
+    a, b, ref = _operands(rng, M, K, N)
+    out = poisoned((M, N))
+    got = gm.matmul(gm.to_device(a), gm.to_device(b), variant="warptiled", tile=tile,
+                    splits=2, out=out).get()
+    rec = gm.last_record()
+    assert rec.params["splits"] == 2 and rec.grid == (w["tail"] * 2, 1, 1)
+    assert not np.isnan(got).any(), "an output element was never written"
+    assert sum_err(got, ref, a, b) < 1e-6
+    assert gm.model.predict_record(rec) == gm.model.predict(
+        "matmul", "warptiled", m=M, n=N, k=K, tile=tile, splits=2, tail=w["tail"])
 
 
 @pytest.mark.gpu

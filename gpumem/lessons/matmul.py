@@ -90,10 +90,10 @@ def matmul(a: Array, b: Array, *, tile: Literal[8, 16, 32, 64, 128] | None = Non
         half full (4097^3 on 132 SMs: 1,089 tiles of 128 in waves of 264, a fifth wave of
         33), its tiles are computed by ``splits`` blocks each, one slice of K apiece, into a
         buffer, and a second kernel adds the slices in order into C: that wave then takes
-        about ``1/splits`` of a whole tile's time.  The whole rows of whole tiles go first,
-        in a launch of their own (the kernel without the split code runs faster: 0.91x
-        cuBLAS at 4096^3 on an H100 against 0.83x), then the whole tiles left and the
-        slices in one 1-D grid -- the record's grid.  Left out: as many as fill the wave's
+        about ``1/splits`` of a whole tile's time.  The whole tiles go first, in a launch
+        of their own (the kernel without the split code runs faster: 0.91x cuBLAS at
+        4096^3 on an H100 against 0.83x), then the slices on a 1-D grid of ``tail x
+        splits`` blocks -- the record's grid.  Left out: as many as fill the wave's
         slots, at most 16, each slice at least 256 of K (none when the last wave is over
         half full).  ``gpumem.last_record().params["splits"]`` says what ran; the model's
         :func:`gpumem.model.matmul_waves` predicts it, and ``gpumem.model.predict`` counts
@@ -344,6 +344,10 @@ def _sanitize_matmul():
             if v.name == "warptiled":       # the split tail: slices, then their sums
                 matmul(_f32(70, 300), _f32(300, 65), tile=tile, variant=v.name, splits=5)
                 matmul(_f32(33, 4096), _f32(4096, 7), tile=tile, variant=v.name)  # auto
+                # more tiles than a wave on a 132-SM GPU, the whole ones ending mid-row (their
+                # launch's last blocks exit)
+                matmul(_f32(16 * tile - 3, 32), _f32(32, 17 * tile - 5), tile=tile,
+                       variant=v.name, splits=2)
 
 
 def _sanitize() -> None:

@@ -719,7 +719,7 @@ def _check(where: str, variant: str, p: dict) -> None:
                 f"last tail tiles (1..{tiles} here) into 2..{max(ktiles, 2)} slices of the "
                 f"{ktiles} k steps; without one, splits=1 and tail=0 "
                 "(gpumem.model.matmul_waves says what the launcher picks)")
-        if _split_grid(m, p["n"], t, p["splits"], p["tail"]) > GRID_MAX:
+        if p["tail"] * p["splits"] > GRID_MAX:
             raise ValueError(f"{where}: the split tail's 1-D grid would exceed 2**31 - 1 "
                              "blocks")
     for name in ("m", "n", "k"):
@@ -747,32 +747,19 @@ def _launch(variant: str, p: dict) -> dict[str, tuple[int, int, int]]:
              if variant == "wgmma" else (t, t, 1))
     rows = _WG_BM if variant == "wgmma" else t
     if p["splits"] > 1:
-        return {"grid": (_split_grid(p["m"], p["n"], t, p["splits"], p["tail"]), 1, 1),
-                "block": block}
+        # the split launch: tail x splits slices (the whole tiles go first, in a launch of
+        # their own on a 2-D grid)
+        return {"grid": (p["tail"] * p["splits"], 1, 1), "block": block}
     return {"grid": (cdiv(p["n"], t), cdiv(p["m"], rows), 1), "block": block}
-
-
-def _split_grid(m: int, n: int, t: int, splits: int, tail: int) -> int:
-    """The blocks of warptiled's split launch: the whole tiles left after the whole rows
-    of them (those go first, in a launch of their own on a 2-D grid), then ``tail`` x
-    ``splits`` slices."""
-    tn = cdiv(n, t)
-    full = tn * cdiv(m, t) - tail
-    return full % tn + tail * splits
 
 
 def _from_record(record, params: dict) -> dict:
     """A warptiled record says its ``splits``; how many tiles were split (``tail``) the
-    1-D grid of its split launch says (:func:`_split_grid` grows with the tail: one tail
-    gives it)."""
+    1-D grid of its split launch says: tail x splits blocks."""
     if params.get("splits", 1) == 1 or "tail" in params or record.variant != "warptiled":
         return params
-    t = params.get("tile", 128)
-    tiles = cdiv(params["n"], t) * cdiv(params["m"], t)
-    tail = next((x for x in range(1, tiles + 1)
-                 if _split_grid(params["m"], params["n"], t, params["splits"], x)
-                 == record.grid[0]), None)
-    if tail is None:
+    tail, rest = divmod(record.grid[0], params["splits"])
+    if rest or tail < 1:
         raise ValueError(f"predict_record: a warptiled record of {params['splits']} splits "
                          f"with grid {record.grid}: no split tail launches that grid")
     return {**params, "tail": tail}

@@ -244,16 +244,13 @@ SPLITS = [(300, 257, 1000, 128, 3, 9), (300, 257, 1000, 128, 2, 4), (129, 130, 4
 def test_warptiled_split_tail_equals_the_thread_by_thread_reference(m, n, k, tile, splits, tail):
     """The split tail (cuda/matmul.cu: the last ``tail`` tiles cut into ``splits`` slices of
     K, the slices' sums into the workspace, matmul_split_sum adding them into C) against a
-    block-by-block reference written from the kernel; the split launch's 1-D grid (the
-    whole rows of whole tiles go first, in a launch of their own: the rest of the whole
-    tiles and the slices)."""
+    block-by-block reference written from the kernel; the split launch's 1-D grid, the
+    slices only (the whole tiles go first, in a launch of their own)."""
     assert_same("matmul", "warptiled", m=m, n=n, k=k, tile=tile, splits=splits, tail=tail)
     assert_same("matmul", "warptiled", granularity=128, m=m, n=n, k=k, tile=tile,
                 splits=splits, tail=tail)
-    tn = -(-n // tile)
-    full = -(-m // tile) * tn - tail
     assert model.launch_config("matmul", "warptiled", m=m, n=n, k=k, tile=tile, splits=splits,
-                               tail=tail)["grid"] == (full % tn + tail * splits, 1, 1)
+                               tail=tail)["grid"] == (tail * splits, 1, 1)
 
 
 def test_warptiled_split_tail_moves_only_the_sums():
@@ -294,13 +291,12 @@ def test_predict_record_reads_the_split_tail_off_the_grid():
     class Rec:
         kernel, variant = "matmul", "warptiled"
         params = {"m": 300, "n": 257, "k": 1000, "tile": 128, "splits": 3}
-        # 3 x 3 tiles, the last 4 split: 5 whole, the first row of 3 in a launch of its own,
-        # then 2 whole tiles and 4 x 3 slices
-        grid = (2 + 4 * 3, 1, 1)
+        # 3 x 3 tiles, the last 4 split: 5 whole (a launch of their own), then 4 x 3 slices
+        grid = (4 * 3, 1, 1)
 
     assert model.predict_record(Rec()) == predict("matmul", "warptiled", m=300, n=257, k=1000,
                                                   tile=128, splits=3, tail=4)
-    Rec.grid = (13, 1, 1)                       # tail 3: 6 % 3 + 9 = 9; tail 4: 14
+    Rec.grid = (13, 1, 1)                       # not a whole number of tiles' slices
     with pytest.raises(ValueError, match="no split tail launches that grid"):
         model.predict_record(Rec())
     Rec.params = {"m": 300, "n": 257, "k": 1000, "tile": 128, "splits": 1}
