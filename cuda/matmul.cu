@@ -347,7 +347,12 @@ __global__ void matmul_kernel(const float *__restrict__ A, const float *__restri
 // as empty, so the compiler drops the tile arithmetic of the slices.  Not for the
 // instructions saved: with the split code in it, the kernel's k loop got other registers
 // and ran at 0.82x cuBLAS at 4096^3 where the kernel without it runs at 0.91x (H100).
-template <int VARIANT, int TILE, int BLOCKS_PER_SM, bool SPLIT>
+// PADDED: built for operands the launcher padded (rows sp.lda, sp.ldb floats apart);
+// without it K and N.  The pitches come in as values the compiler cannot fold: with
+// B's 4-byte path taken out instead (its pitch round4(N) in the code), the k loop got
+// other registers again and ran 8% slower at 4096^3 (H100); these kernels' k loops have
+// the same FFMAs, register for register, as the one for aligned rows.
+template <int VARIANT, int TILE, int BLOCKS_PER_SM, bool SPLIT, bool PADDED>
 __global__ void __launch_bounds__(WtCfg<TILE>::W::THREADS, BLOCKS_PER_SM)
     matmul_kernel(const float *__restrict__ A, const float *__restrict__ B,
                   float *__restrict__ C, int M, int N, int K, gm_matmul_split sp)
@@ -360,7 +365,8 @@ __global__ void __launch_bounds__(WtCfg<TILE>::W::THREADS, BLOCKS_PER_SM)
     if (!SPLIT && sp.full > 0 && (int)(blockIdx.y * gridDim.x + blockIdx.x) >= sp.full)
         return;
     warptiled<TILE, TILE, 16, WtCfg<TILE>::WM, WtCfg<TILE>::WN>(
-        As, Bs, A, B, C, M, N, K, SPLIT ? sp : gm_matmul_split{nullptr, 0, 1, 0, 0});
+        As, Bs, A, B, C, M, N, K, PADDED ? sp.lda : K, PADDED ? sp.ldb : N,
+        SPLIT ? sp : gm_matmul_split{nullptr, 0, 1, 0, 0, 0, 0});
 }
 
 // warptiled's split tail, second step: element e of the split tiles (tile full + e /
@@ -409,14 +415,16 @@ static matmul_fn select_kernel(const gm_matmul_params *p)
         // 64, else the default 128: csrc/matmul.c refuses other tiles before a launch,
         // and kernel_attributes() passes the family's default tile (16) when given none;
         // the split tail's kernel where gm_matmul launches one (see matmul_kernel)
-        const bool split = p->splits > 1 && p->ws != nullptr;
-        return gm_select<64, 128>(p->tile == 64 ? 64 : GM_MATMUL_WARPTILED_TILE,
-                                  [split](auto t) -> matmul_fn {
-                                      constexpr int T = decltype(t)::value;
-                                      if (split)
-                                          return matmul_kernel<GM_MATMUL_WARPTILED, T, 2, true>;
-                                      return matmul_kernel<GM_MATMUL_WARPTILED, T, 2, false>;
-                                  });
+        const bool split = p->splits > 1 && p->ws != nullptr, padded = p->pad != 0;
+        return gm_select<64, 128>(
+            p->tile == 64 ? 64 : GM_MATMUL_WARPTILED_TILE, [split, padded](auto t) -> matmul_fn {
+                constexpr int T = decltype(t)::value, V = GM_MATMUL_WARPTILED;
+                if (padded)
+                    return split ? matmul_kernel<V, T, 2, true, true>
+                                 : matmul_kernel<V, T, 2, false, true>;
+                return split ? matmul_kernel<V, T, 2, true, false>
+                             : matmul_kernel<V, T, 2, false, false>;
+            });
     }
     case GM_MATMUL_MMA:   // their own arguments: gm_matmul_kernel and gm_matmul
     case GM_MATMUL_WGMMA:
@@ -459,8 +467,8 @@ static cudaError_t wgmma_ready()
     return opt_in((const void *)matmul_wgmma, WG_SMEM, 9, ready);
 }
 
-// The launcher's padded copy of one operand (mma, wgmma): dst[r][c] = src[r][c] for
-// c < cols and 0 for cols <= c < pitch (pitch = cols rounded up to a multiple of 4).
+// The launcher's padded copy of one operand (mma, wgmma; warptiled's B): dst[r][c] =
+// src[r][c] for c < cols and 0 for cols <= c < pitch (pitch: cols rounded up to 4's).
 // Block (x, y) copies columns 1024 x .. 1024 x + 1023 of rows y, y + gridDim.y, ...:
 // thread t column 1024 x + 256 j + t, j = 0..3, all four loads before the stores
 // (4-byte accesses: src rows are off the 16-byte grid; a warp's are 128 bytes in a
@@ -500,22 +508,21 @@ static cudaError_t pad_copy(const float *src, float *dst, size_t rows, size_t co
     return cudaGetLastError();
 }
 
-// mma and wgmma: the operands whose rows are off the 16-byte grid (p->pad says which)
-// copied into ws by matmul_pad_rows, rows padded with zeros to a multiple of 4 floats
-// (A: M x round4(K) first, then B: K x round4(N)); *a, *b, *lda, *ldb say where each
-// operand is read then.  mma's 16-byte copies read the zeros; wgmma's tensor maps end
-// at K and N.
-static cudaError_t pad_rows(const gm_matmul_params *p, const float **a, size_t *lda,
-                            const float **b, size_t *ldb, cudaStream_t stream)
+// The operands whose rows are off the 16-byte grid (p->pad says which) copied into ws
+// (p->ws, or past warptiled's slices) by matmul_pad_rows, rows padded with zeros to a
+// multiple of 4 floats (A: M x round4(K) first, then B: K x round4(N) from the next
+// 256-byte boundary); *a, *b, *lda, *ldb say where each operand is read then.  mma's
+// 16-byte copies read the zeros (warptiled's too); wgmma's tensor maps end at K and N.
+static cudaError_t pad_rows(const gm_matmul_params *p, float *ws, const float **a,
+                            size_t *lda, const float **b, size_t *ldb, cudaStream_t stream)
 {
     const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
     const size_t kp = (K + 3) / 4 * 4, np = (N + 3) / 4 * 4;
     cudaError_t err = cudaSuccess;
-    float *ws = p->ws;
     *a = p->a, *b = p->b, *lda = K, *ldb = N;
-    if ((p->pad & 1) && K > 0) {
+    if ((p->pad & 1) && K > 0) { // B's copy from the next 256 bytes on (as the model has it)
         err = pad_copy(p->a, ws, M, K, stream);
-        *a = ws, *lda = kp, ws += M * kp;
+        *a = ws, *lda = kp, ws += (M * kp + 63) / 64 * 64;
     }
     if ((p->pad & 2) && K > 0 && err == cudaSuccess) {
         err = pad_copy(p->b, ws, K, N, stream);
@@ -533,7 +540,7 @@ static cudaError_t launch_wgmma(const gm_matmul_params *p, gm_dims *dims, cudaSt
     const size_t M = (size_t)p->m, N = (size_t)p->n, K = (size_t)p->k;
     const float *a, *b;
     size_t lda, ldb;
-    err = pad_rows(p, &a, &lda, &b, &ldb, stream);
+    err = pad_rows(p, p->ws, &a, &lda, &b, &ldb, stream);
     CUtensorMap map_a, map_b;
     memset(&map_a, 0, sizeof map_a);
     memset(&map_b, 0, sizeof map_b);
@@ -546,6 +553,56 @@ static cudaError_t launch_wgmma(const gm_matmul_params *p, gm_dims *dims, cudaSt
     *dims = gm_dims{{(unsigned)((N + WG_BN - 1) / WG_BN), (unsigned)((M + WG_BM - 1) / WG_BM), 1},
                     {WG_THREADS, 1, 1}, WG_SMEM};
     return gm_run(matmul_wgmma, dims, WG_SMEM, stream, map_a, map_b, p->c, p->m, p->n, p->k);
+}
+
+// warptiled: the operands padded into ws first where p->pad says so (rows off the 16-byte
+// grid: the kernel for them reads the copies by float4 loads and 16-byte cp.async, rows
+// lda and ldb apart), then the launch, or with the split tail: the whole
+// tiles by the kernel without the split (a 2-D grid of their own, the blocks past them
+// exit: that kernel runs at 0.91x cuBLAS at 4096^3 on an H100 where the split kernel runs
+// at 0.83x, see matmul_kernel), then the slices on a 1-D grid (into ws, before the padded
+// B), then the sums.
+static cudaError_t launch_warptiled(const gm_matmul_params *p, gm_dims *dims,
+                                    cudaStream_t stream)
+{
+    const unsigned int w = p->tile == 64 ? 64 : 128;
+    const unsigned int threads = w == 64 ? WtCfg<64>::W::THREADS : WtCfg<128>::W::THREADS;
+    const size_t smem = w == 64 ? WtCfg<64>::W::SMEM : WtCfg<128>::W::SMEM;
+    const unsigned int tn = (p->n + w - 1) / w, tm = (p->m + w - 1) / w;
+    const long long tail = (long long)tn * tm - p->full;
+    // the padded copies after the slices (their blocks of tile^2 floats keep them aligned)
+    const float *a, *b;
+    size_t lda, ldb;
+    float *pads = p->ws + (p->splits > 1 ? (size_t)tail * p->splits * w * w : 0);
+    cudaError_t err = pad_rows(p, pads, &a, &lda, &b, &ldb, stream);
+    if (err != cudaSuccess)
+        return err;
+    if (p->splits <= 1) {
+        *dims = gm_dims{{tn, tm, 1}, {threads, 1, 1}, smem};
+        const gm_matmul_split none = {nullptr, 0, 1, 0, 0, (int)lda, (int)ldb};
+        return gm_run(select_kernel(p), dims, 0, stream, a, b, p->c, p->m, p->n, p->k, none);
+    }
+    if (p->full > 0) {
+        gm_matmul_params q = *p;
+        q.splits = 1;
+        const gm_dims whole = {{tn, (unsigned int)((p->full + tn - 1) / tn), 1},
+                               {threads, 1, 1}, smem};
+        const gm_matmul_split first = {nullptr, p->full, 1, (int)tn, 0, (int)lda, (int)ldb};
+        err = gm_run(select_kernel(&q), &whole, 0, stream, a, b, p->c, p->m, p->n, p->k,
+                     first);
+    }
+    if (err != cudaSuccess)
+        return err;
+    *dims = gm_dims{{(unsigned int)(tail * p->splits), 1, 1}, {threads, 1, 1}, smem};
+    const gm_matmul_split sp = {p->ws, p->full, p->splits, (int)tn, p->full, (int)lda,
+                                (int)ldb};
+    err = gm_run(select_kernel(p), dims, 0, stream, a, b, p->c, p->m, p->n, p->k, sp);
+    if (err != cudaSuccess)
+        return err;
+    const long long elements = tail * w * w;
+    const gm_dims sum = {{(unsigned int)((elements + 255) / 256), 1, 1}, {256, 1, 1}, 0};
+    return gm_run(matmul_split_sum, &sum, 0, stream, (const float *)p->ws, p->c, p->m, p->n,
+                  (int)w, p->splits, p->full, (int)tn, elements);
 }
 
 extern "C" const void *gm_matmul_kernel(const gm_matmul_params *p)
@@ -569,7 +626,7 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
 {
     const unsigned int t = (unsigned int)(p->tile ? p->tile : 16);
     const unsigned int m = (unsigned int)p->m, n = (unsigned int)p->n;
-    const gm_matmul_split none = {nullptr, 0, 1, 0, 0};
+    const gm_matmul_split none = {nullptr, 0, 1, 0, 0, 0, 0};
     switch (p->variant) {
     case GM_MATMUL_COARSENED:
         *dims = gm_dims{{(n + COARSE_TILE - 1) / COARSE_TILE, (m + COARSE_TILE - 1) / COARSE_TILE, 1},
@@ -579,42 +636,8 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
         *dims = gm_dims{{(n + RT_BN - 1) / RT_BN, (m + RT_BM - 1) / RT_BM, 1}, {16, 16, 1},
                         (RT_BK * (RT_BM + RT_PAD) + RT_BK * RT_BN) * sizeof(float)};
         break;
-    case GM_MATMUL_WARPTILED: {
-        const unsigned int w = p->tile == 64 ? 64 : 128;
-        const unsigned int threads = w == 64 ? WtCfg<64>::W::THREADS : WtCfg<128>::W::THREADS;
-        const size_t smem = w == 64 ? WtCfg<64>::W::SMEM : WtCfg<128>::W::SMEM;
-        const unsigned int tn = (n + w - 1) / w, tm = (m + w - 1) / w;
-        if (p->splits <= 1 || p->ws == nullptr) {
-            *dims = gm_dims{{tn, tm, 1}, {threads, 1, 1}, smem};
-            break;
-        }
-        // the split tail: the whole tiles by the kernel without the split (a 2-D grid of
-        // their own, the blocks past them exit: that kernel runs at 0.91x cuBLAS at 4096^3
-        // on an H100 where the split kernel runs at 0.83x, see matmul_kernel), then the
-        // slices on a 1-D grid, then the sums
-        const long long tail = (long long)tn * tm - p->full;
-        cudaError_t err = cudaSuccess;
-        if (p->full > 0) {
-            gm_matmul_params q = *p;
-            q.splits = 1;
-            const gm_dims whole = {{tn, (unsigned int)((p->full + tn - 1) / tn), 1},
-                                   {threads, 1, 1}, smem};
-            const gm_matmul_split first = {nullptr, p->full, 1, (int)tn, 0};
-            err = gm_run(select_kernel(&q), &whole, 0, stream, p->a, p->b, p->c, p->m, p->n,
-                         p->k, first);
-        }
-        if (err != cudaSuccess)
-            return err;
-        *dims = gm_dims{{(unsigned int)(tail * p->splits), 1, 1}, {threads, 1, 1}, smem};
-        const gm_matmul_split sp = {p->ws, p->full, p->splits, (int)tn, p->full};
-        err = gm_run(select_kernel(p), dims, 0, stream, p->a, p->b, p->c, p->m, p->n, p->k, sp);
-        if (err != cudaSuccess)
-            return err;
-        const long long elements = tail * w * w;
-        const gm_dims sum = {{(unsigned int)((elements + 255) / 256), 1, 1}, {256, 1, 1}, 0};
-        return gm_run(matmul_split_sum, &sum, 0, stream, (const float *)p->ws, p->c, p->m, p->n,
-                      (int)w, p->splits, p->full, (int)tn, elements);
-    }
+    case GM_MATMUL_WARPTILED:
+        return launch_warptiled(p, dims, stream);
     case GM_MATMUL_WGMMA:
         return launch_wgmma(p, dims, stream);
     case GM_MATMUL_MMA: { // the operands padded first where p->pad says so, one launch
@@ -622,7 +645,7 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
         size_t lda, ldb;
         cudaError_t err = mma_ready();
         if (err == cudaSuccess)
-            err = pad_rows(p, &a, &lda, &b, &ldb, stream);
+            err = pad_rows(p, p->ws, &a, &lda, &b, &ldb, stream);
         if (err != cudaSuccess)
             return err;
         *dims = gm_dims{{(n + MMA_BN - 1) / MMA_BN, (m + MMA_BM - 1) / MMA_BM, 1},

@@ -38,15 +38,14 @@ typedef struct {
      * slices in order into C.  splits 1 (or 0): every block computes a whole tile. */
     int splits;
     int full;
-    float *ws; /* the call's workspace: the split tail's slices, or the padded copies */
-    /* mma, wgmma: which operands the launcher first copies into ws with rows padded to a
-     * multiple of 4 floats (16-byte copies and the tensor maps' rows lie on the 16-byte
-     * grid): bit 0 A (M x round4(K)), bit 1 B (K x round4(N), after A's) */
+    float *ws; /* the call's workspace: warptiled's split tail's slices, the padded copies */
+    /* which operands the launcher first copies into ws with rows padded to a multiple of 4
+     * floats (16-byte copies and the tensor maps' rows lie on the 16-byte grid): bit 0 A
+     * (M x round4(K)), bit 1 B (K x round4(N), after A's, from a 256-byte boundary) */
     int pad;
 } gm_matmul_params;
 
-/* What every matmul kernel gets besides its operands (only warptiled's split kernel reads
- * it).  With the split tail, block b of the 1-D grid stands for item i = base + b: items
+/* What every matmul kernel gets besides its operands (only warptiled's kernels read it).  With the split tail, block b of the 1-D grid stands for item i = base + b: items
  * below `full` compute tile i whole, the others slice (i - full) % splits of tile full +
  * (i - full) / splits. */
 typedef struct {
@@ -56,6 +55,9 @@ typedef struct {
     int tiles_n; /* tiles in a row of C */
     int base;    /* the item of block 0 (the split launch: full, its whole tiles ran before it
                   * in a launch of their own, blocks past `full` of which exit) */
+    int lda;     /* warptiled's kernels for padded operands (gm_matmul_params.pad != 0): A's */
+    int ldb;     /* and B's rows lda and ldb floats apart (K or round4(K), N or round4(N));
+                  * the others take K and N */
 } gm_matmul_split;
 GM_FAMILY(matmul)
 

@@ -12,8 +12,8 @@
 // tile.  A is transposed in shared memory so a lane's 4 A values of a k are one
 // float4; its row stride (BM + 4 floats) keeps the transposing stores at 2-way
 // bank conflicts at most.  Out-of-range elements are zero-filled (cp.async
-// src-size 0), so any M, N, K works; rows that are not 16-byte aligned take
-// 4-byte copies and scalar loads.
+// src-size 0), so any M, N, K works; rows off the 16-byte grid are padded by the
+// launcher first (the float4 loads and 16-byte copies then read its copies).
 
 template <int BM, int BN, int BK, int WM, int WN>
 struct Warptiled {
@@ -31,7 +31,8 @@ template <int BM, int BN, int BK, int WM, int WN>
 __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs)[2][BK][BN],
                                           const float *__restrict__ A,
                                           const float *__restrict__ B, float *__restrict__ C,
-                                          int M, int N, int K, const gm_matmul_split &sp)
+                                          int M, int N, int K, int ka, int nb,
+                                          const gm_matmul_split &sp)
 {
     using W = Warptiled<BM, BN, BK, WM, WN>;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -52,7 +53,9 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
         bm = (tile / sp.tiles_n) * BM;
         bn = (tile % sp.tiles_n) * BN;
     }
-    const bool vec_a = (K % 4) == 0 && aligned16(A), vec_b = (N % 4) == 0 && aligned16(B);
+    // A's rows ka floats apart, B's nb: K and N, or round4(K) and round4(N) where the
+    // launcher padded the operand (zeros past K and N, so A's loads run to ka)
+    const bool vec_a = (ka % 4) == 0 && aligned16(A), vec_b = (nb % 4) == 0 && aligned16(B);
     float acc[W::TM][W::TN] = {};
     float4 areg[W::A_LOADS];
 
@@ -60,14 +63,14 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
 #pragma unroll
         for (int i = 0; i < W::A_LOADS; ++i) {
             const int f = tid + i * W::THREADS, r = bm + f / (BK / 4), k = k0 + (f % (BK / 4)) * 4;
-            if (vec_a && r < M && k + 3 < K) {
-                areg[i] = *reinterpret_cast<const float4 *>(A + (size_t)r * K + k);
+            if (vec_a && r < M && k + 3 < ka) {
+                areg[i] = *reinterpret_cast<const float4 *>(A + (size_t)r * ka + k);
             } else {
-                const float *a = A + (size_t)r * K + k;
-                areg[i].x = (r < M && k < K) ? a[0] : 0.0f;
-                areg[i].y = (r < M && k + 1 < K) ? a[1] : 0.0f;
-                areg[i].z = (r < M && k + 2 < K) ? a[2] : 0.0f;
-                areg[i].w = (r < M && k + 3 < K) ? a[3] : 0.0f;
+                const float *a = A + (size_t)r * ka + k;
+                areg[i].x = (r < M && k < ka) ? a[0] : 0.0f;
+                areg[i].y = (r < M && k + 1 < ka) ? a[1] : 0.0f;
+                areg[i].z = (r < M && k + 2 < ka) ? a[2] : 0.0f;
+                areg[i].w = (r < M && k + 3 < ka) ? a[3] : 0.0f;
             }
         }
     };
@@ -90,18 +93,18 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
             for (int i = 0; i < W::B_LOADS; ++i) {
                 const int f = tid + i * W::THREADS, kr = f / (BN / 4), c = (f % (BN / 4)) * 4;
                 const int k = k0 + kr, col = bn + c;
-                const bool in = k < K && col < N; // N % 4 == 0: all four or none
-                cp_async16(&Bs[buf][kr][c], in ? B + (size_t)k * N + col : B, in);
+                const bool in = k < K && col < nb; // nb % 4 == 0: all four or none
+                cp_async16(&Bs[buf][kr][c], in ? B + (size_t)k * nb + col : B, in);
             }
         } else {
             // rows k0 + tid / BN + q * (THREADS / BN), column bn + tid % BN
             const int c = tid % BN, col = bn + c;
             int kr = tid / BN;
-            const float *b = B + (size_t)(k0 + kr) * N + col;
-            const size_t step = (size_t)(W::THREADS / BN) * N;
+            const float *b = B + (size_t)(k0 + kr) * nb + col;
+            const size_t step = (size_t)(W::THREADS / BN) * nb;
 #pragma unroll
             for (int q = 0; q < 4 * W::B_LOADS; ++q, kr += W::THREADS / BN, b += step) {
-                const bool in = k0 + kr < K && col < N;
+                const bool in = k0 + kr < K && col < nb;
                 cp_async4(&Bs[buf][kr][c], in ? b : B, in);
             }
         }

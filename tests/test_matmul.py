@@ -205,9 +205,11 @@ def test_matmul_out_must_match_and_not_alias(rng):
 @pytest.mark.parametrize("variant, tile", [("register_tiled", 64), ("warptiled", 64),
                                            ("warptiled", 128)])
 def test_vector_variants_on_aligned_and_unaligned_rows(rng, no_leak, variant, tile):
-    # float4 loads (and, for warptiled, 16-byte cp.async copies of B) and float4 stores
-    # where K and N are multiples of 4, scalar ones (4-byte copies) elsewhere; both paths,
-    # partial tiles, K over several 16-wide steps, and a view 4 bytes past an aligned start
+    # float4 loads and stores where K and N are multiples of 4, scalar ones elsewhere
+    # (warptiled: float4 loads of A and 16-byte cp.async copies of B always, from the
+    # launcher's padded copies where K or N % 4 != 0 or a base is off the 16-byte grid);
+    # both paths, partial tiles, K over several 16-wide steps, and a view 4 bytes past an
+    # aligned start
     for m_, k_, n_ in ((128, 64, 128), (130, 68, 132), (65, 67, 63), (3, 4, 5), (200, 1, 300),
                        (257, 48, 260), (129, 35, 131)):
         a = rng.standard_normal((m_, k_)).astype(np.float32)
@@ -225,7 +227,7 @@ def test_vector_variants_on_aligned_and_unaligned_rows(rng, no_leak, variant, ti
     b = rng.standard_normal((64, 36)).astype(np.float32)
     got = gm.matmul(gm.from_dlpack(a), gm.to_device(b), variant=variant, tile=tile).get()
     assert rel_err(got, cupy.asnumpy(a).astype(np.float64) @ b) < 1e-5
-    # B misaligned too: every copy of B takes the 4-byte path
+    # B misaligned too: register_tiled's loads of B take the scalar path, warptiled pads B
     bb = cupy.asarray(rng.standard_normal(64 * 36 + 1).astype(np.float32))[1:].reshape(64, 36)
     got = gm.matmul(gm.to_device(cupy.asnumpy(a)), gm.from_dlpack(bb), variant=variant,
                     tile=tile).get()
@@ -396,7 +398,7 @@ def test_mma_fragment_mapping_emulated_on_the_cpu(rng):
     np.testing.assert_allclose(C, A @ B, rtol=1e-12, atol=1e-12)
 
 
-#: (M, K, N): partial tiles, K and N not multiples of 4 (4-byte copies, scalar stores),
+#: (M, K, N): partial tiles, K and N not multiples of 4 (padded copies, scalar stores),
 #: K under one slice of 32 and over several, odd N (scalar stores), one row or column.
 MMA_SHAPES = MATMUL_SHAPES + [(128, 32, 128), (130, 68, 132), (129, 35, 131), (257, 48, 260),
                               (3, 4, 5), (200, 1, 300), (65, 67, 63), (256, 130, 2)]
@@ -491,25 +493,26 @@ def test_mma_on_unaligned_rows_and_views(rng, no_leak):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["mma", "wgmma"])
+@pytest.mark.parametrize("variant", ["mma", "wgmma", "warptiled"])
 def test_padded_rows_last_floats_count_as_zeros(rng, variant, no_leak):
     """The padded copies' rows end in 1-3 floats past K or N: mma's 16-byte copies read
-    them, so the launcher's padding kernel writes zeros there (wgmma's tensor maps end at
-    K and N: it never reads them).  The workspace is made of memory just freed full of
-    NaN: no NaN comes out."""
-    _needs_mma() if variant == "mma" else _needs_wgmma()
+    them (warptiled's of B too), so the launcher's padding kernel writes zeros there
+    (wgmma's tensor maps end at K and N: it never reads them).  The workspace is made of
+    memory just freed full of NaN: no NaN comes out."""
+    if variant != "warptiled":
+        _needs_mma() if variant == "mma" else _needs_wgmma()
     m, k, n = 130, 67, 131
     a = gm.to_device(rng.standard_normal((m, k)).astype(F))
     b = gm.to_device(rng.standard_normal((k, n)).astype(F))
     ha, hb = a.get(), b.get()
     for _ in range(3):
         out = poisoned((m, n))
-        junk = poisoned((m * 68 + k * 132,))   # the workspace's size: A's, then B's rows
+        junk = poisoned(((m * 68 + 63) // 64 * 64 + k * 132,))   # the workspace: A's, B's rows
         del junk                               # back to the pool, NaN inside
         gm.matmul(a, b, variant=variant, out=out)
         got = out.get()
         assert not np.isnan(got).any()
-        bound = tf32_bound(ha, hb) if variant == "mma" else wgmma_bound(ha, hb)
+        bound = {"mma": tf32_bound, "wgmma": wgmma_bound}.get(variant, fp32_bound)(ha, hb)
         assert (np.abs(got - ha.astype(np.float64) @ hb) <= bound).all()
 
 
@@ -584,6 +587,14 @@ def wgmma_bound(a, b):
     k = a.shape[1]
     absab = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
     return MMA_C * absab * (1.5 * 2.0 ** -10 + k * 2.0 ** -23)
+
+
+def fp32_bound(a, b):
+    """Elementwise bound on |a @ b (float32 products and sums, any order) - a @ b
+    (float64)|: K roundings of 2^-24 each, twice over."""
+    k = a.shape[1]
+    absab = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    return 2.0 * absab * (k + 1) * 2.0 ** -24
 
 
 def truncate_tf32(x):

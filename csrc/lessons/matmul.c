@@ -184,42 +184,55 @@ static long long tail_splits(long long tiles, long long ktiles, long long slots,
     return s;
 }
 
-/* mma and wgmma read whole 16-byte chunks of the operands' rows (cp.async of 16 bytes;
- * the tensor maps of wgmma), so rows must start on the 16-byte grid: an operand whose rows
- * do not (K or N not a multiple of 4, or a base off the grid, as in a view) is copied
- * first into c->tmp with its rows padded to a multiple of 4. */
-static int row_pads(gm_call *c)
+/* mma, wgmma and warptiled read whole 16-byte chunks of the operands' rows (cp.async of 16
+ * bytes, float4 loads; the tensor maps of wgmma): rows must start on the 16-byte grid.  An
+ * operand whose rows do not (K or N not a multiple of 4, or a base off the grid, as in a
+ * view) is copied first into c->tmp with its rows padded to a multiple of 4 (`which`: bit 0
+ * A, bit 1 B).  Returns the floats of those copies and sets c->v[PAD]. */
+static long long row_pads(gm_call *c, int which)
 {
     const long long M = c->out_shape[0], N = c->out_shape[1], K = gm_dim(c, A, 1);
-    const int pad_a = K % 4 != 0 || ((uintptr_t)gm_in(c, A) & 15) != 0;
-    const int pad_b = N % 4 != 0 || ((uintptr_t)gm_in(c, B) & 15) != 0;
-    const long long floats = (pad_a ? M * ((K + 3) / 4 * 4) : 0) + (pad_b ? K * ((N + 3) / 4 * 4) : 0);
+    const int pad_a = (which & 1) && (K % 4 != 0 || ((uintptr_t)gm_in(c, A) & 15) != 0);
+    const int pad_b = (which & 2) && (N % 4 != 0 || ((uintptr_t)gm_in(c, B) & 15) != 0);
+    if (c->work == 0 || K == 0)
+        return 0;
     c->v[PAD] = pad_a | pad_b << 1;
-    return floats > 0 && c->work > 0 ? gm_new_tmp(c, (npy_intp)floats, NPY_FLOAT32) : 0;
+    /* B's copy starts on a 256-byte boundary (cuda/matmul.cu, pad_rows) */
+    return (pad_a ? (M * ((K + 3) / 4 * 4) + 63) / 64 * 64 : 0) +
+           (pad_b ? K * ((N + 3) / 4 * 4) : 0);
+}
+
+static int pad_tmp(gm_call *c, long long floats)
+{
+    return floats > 0 ? gm_new_tmp(c, (npy_intp)floats, NPY_FLOAT32) : 0;
 }
 
 /* mma's instructions (mma.sync with TF32, cp.async) need compute capability 8.0, wgmma's
  * (sm_90a) 9.0 exactly (Blackwell has other tensor-core instructions): an other GPU is
  * refused here, before the launch, naming both capabilities; then their padded rows
- * (above).  warptiled: the split tail (above), its slices' buffer in c->tmp. */
+ * (above).  warptiled: the split tail (above) and the padded rows, in c->tmp in that
+ * order. */
 static int prepare(gm_call *c)
 {
     c->v[FULL] = 0;
     c->v[PAD] = 0;
     if (c->variant->select == GM_MATMUL_MMA)
         return gm_need_cc("matmul", "variant='mma'", 8, 0,
-                          "mma.sync with TF32 and cp.async: sm_80") < 0 ? -1 : row_pads(c);
+                          "mma.sync with TF32 and cp.async: sm_80") < 0
+                   ? -1
+                   : pad_tmp(c, row_pads(c, 3));
     if (c->variant->select == GM_MATMUL_WGMMA)
         return gm_need_cc_exactly("matmul", "variant='wgmma'", 9, 0,
                                   "wgmma.mma_async and the tensor copy: sm_90a") < 0
                    ? -1
-                   : row_pads(c);
+                   : pad_tmp(c, row_pads(c, 3));
     if (c->variant->select != GM_MATMUL_WARPTILED) {
         c->v[SPLITS] = 1;
         return 0;
     }
     const long long M = c->out_shape[0], N = c->out_shape[1], K = gm_dim(c, A, 1);
     const long long t = c->v[TILE], tiles = ((M + t - 1) / t) * ((N + t - 1) / t);
+    const long long padded = row_pads(c, 3);
     const long long given = c->given[SPLITS] ? c->v[SPLITS] : 0; /* 0: the rule decides */
     long long slots = 0;
     if (given != 1) {
@@ -238,12 +251,9 @@ static int prepare(gm_call *c)
     c->v[SPLITS] = s;
     if (gm_record(c, "splits", s) < 0)
         return -1;
-    if (s > 1) {
+    if (s > 1)
         c->v[FULL] = full;
-        if (gm_new_tmp(c, (npy_intp)((tiles - full) * s * t * t), NPY_FLOAT32) < 0)
-            return -1;
-    }
-    return 0;
+    return pad_tmp(c, padded + (s > 1 ? (tiles - full) * s * t * t : 0));
 fail:
     return -1;
 }

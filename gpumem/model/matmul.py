@@ -327,11 +327,11 @@ def _warp_blocks(axis, m: int, n: int, k: int, t: int, thr: int, bk: int):
 
 
 def _gen_matmul_warptiled(tally, axis, p):
-    """cuda/matmul.cu ``warptiled``: per k step, A (``tile`` rows x 16) by float4 or
-    four predicated scalar loads into registers, B (16 x ``tile``) by cp.async into
-    shared memory -- one 16-byte copy per lane where N % 4 == 0, else 4-byte ones, a
-    warp's 32 on consecutive columns; lanes outside B copy nothing (src-size 0:
-    zero-fill) and count nothing --
+    """cuda/matmul.cu ``warptiled``: per k step, A (``tile`` rows x 16) by float4 loads
+    into registers, B (16 x ``tile``) by cp.async into shared memory, one 16-byte copy per
+    lane -- from the operands' rows padded to round4(K) and round4(N) floats where K or N
+    is not a multiple of 4 (the launcher's copies first, :func:`_pad_copies`); lanes
+    outside A or B load and copy nothing (src-size 0: zero-fill) and count nothing --
     and at the end C by float4 or scalar stores, every (i, s) pair of a lane's
     sub-tiles its own warp instruction.  Every step's tiles are loaded once per
     block (the prologue loads step 0, iteration t loads t + 1)."""
@@ -346,31 +346,29 @@ def _gen_matmul_warptiled(tally, axis, p):
         _wt_split(tally, m, n, t, p["splits"], p["tail"])
     if k == 0:
         return
-    st, wst = axis(steps, period(4 * _WT_K, 4 * _WT_K * n), (steps - 1,))
+    st, wst = axis(steps, period(4 * _WT_K, 4 * _WT_K * _round4(n)), (steps - 1,))
     # ---- A: f = tid + i * threads; row bm + f / 4, columns k0 + 4 (f % 4) .. + 3, every
-    # block column
+    # block column: a float4 where the row is inside A and the column inside its rows of
+    # round4(k) floats (the launcher's padded copy where k % 4 != 0: _pad_copies)
+    _pad_copies(tally, axis, m, n, k)
     K0 = st[None, :, None, None] * _WT_K                 # (1, ns, 1, 1)
     wa = wmul(wby[:, None], wst[None, :], gx)
     for i in range(t * _WT_K // 4 // thr):
         f = tid + i * thr
         r, kk = BM + f // 4, K0 + (f % 4) * 4
-        ok = r < m
-        vec = ok & (kk + 3 < k) if k % 4 == 0 else np.zeros(np.broadcast(r, kk).shape, bool)
-        _vec_or_scalar(tally, "ld", r, kk, BM + (WARP * w + i * thr) // 4, 4 * k, vec,
-                       lambda j: ok & (kk + j < k), wa)
+        _rows_stream(tally, "ld", r, kk, BM + (WARP * w + i * thr) // 4, 4 * _round4(k),
+                     (r < m) & (kk < k), 16, wa)
     # ---- B (cp.async), every block row: copy e = tid + i * threads of the tile is row
-    # k0 + e / per_row, columns bn + (e % per_row) * floats: float4s where N % 4 == 0 (all
-    # four or none), else single floats, a warp's 32 on consecutive columns
-    width = 16 if n % 4 == 0 else 4
-    floats = width // 4
-    per_row = t // floats                                # copies per row of the B tile
+    # k0 + e / (t / 4), columns bn + 4 (e % (t / 4)) .. + 3, 16 bytes each, rows round4(n)
+    # floats apart (where n % 4 != 0 the launcher padded B first)
+    per_row = t // 4                                     # copies per row of the B tile
     K0b = st[:, None, None, None] * _WT_K                # (ns, 1, 1, 1)
     wb = wmul(wst[:, None], wbx[None, :], gy)
     for i in range(_WT_K * per_row // thr):
         e = tid + i * thr
-        kr, c = K0b + e // per_row, BN + (e % per_row) * floats
-        _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * n,
-                     (kr < k) & (c < n), width, wb)
+        kr, c = K0b + e // per_row, BN + (e % per_row) * 4
+        _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row,
+                     4 * _round4(n), (kr < k) & (c < n), 16, wb)
 
 
 def _wt_stores(tally, m: int, n: int, t: int, BM, BN, weight, slice_: bool = False) -> None:
@@ -511,20 +509,23 @@ def _gen_matmul_mma(tally, axis, p):
 
 
 def _round4(x: int) -> int:
-    """Floats between the rows of an operand the launcher padded (mma, wgmma): x rounded
+    """Floats between the rows of an operand the launcher padded (mma, wgmma, warptiled):
+    x rounded
     up to a multiple of 4."""
     return cdiv(x, 4) * 4
 
 
 def _padded(m: int, n: int, k: int) -> list[tuple[int, int]]:
-    """The operands mma and wgmma's launcher pads, as (rows, cols): A (m x k) where k is
-    not a multiple of 4, B (k x n) where n is not; none where the call has no work."""
+    """The operands mma, wgmma and warptiled's launcher pads, as (rows, cols): A (m x k)
+    where k is not a multiple of 4, B (k x n) where n is not; none where the call has no
+    work."""
     return [(r, c) for r, c in ((m, k), (k, n)) if c % 4] if m and n and k else []
 
 
 def _pad_copies(tally, axis, m: int, n: int, k: int) -> None:
-    """mma and wgmma's launcher first copies A where k is not a multiple of 4 (m rows of
-    k floats) and B where n is not (k rows of n) into the workspace, rows padded with
+    """mma, wgmma and warptiled's launcher first copies A where k is not a multiple of 4
+    (m rows of k floats) and B where n is not (k rows of n) into the workspace, rows
+    padded with
     zeros to round4 floats: cuda/matmul.cu's matmul_pad_rows, a kernel of its own that
     the counters see beside the matmul's.  Lane l of warp w, step j of block x copies
     column 1024 x + 256 j + 32 w + l of its row: a 4-byte load where the column is
@@ -795,12 +796,14 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
         B too: :func:`predict` counts the copies in ``gld_bytes_requested`` (as the
         H100's load counters do) and again, alone, in ``gldgsts_bytes_requested``;
         mma's copies are whole 16-byte chunks, so where k or n is not a multiple of 4
-        they bring the zeros of the padded rows along (rows of round4(k), round4(n)).
+        they bring the zeros of the padded rows along (rows of round4(k), round4(n)),
+        and so do warptiled's float4 loads of A and copies of B.
         wgmma's block rows are 256 (its tiles of C are 256 x 128), and its tiles come by
         the tensor copy, which no load counter sees: here they are the bytes the engine
         reads (its boxes' zero fill past the edges not included).  mma and wgmma's
         launches start with the padding copy where k or n is not a multiple of 4 (A, B
-        into the workspace, rows of round4 floats): its loads and stores are counted too.
+        into the workspace, rows of round4 floats), and so do warptiled's: its loads and
+        stores are counted too.
     tile : {8, 16, 32, 64, 128}, default 16 (prefetch: 16 or 32; coarsened: 32 only;
         register_tiled: 64 only; warptiled: 128, the default, or 64; mma, wgmma: 128 only)
 
@@ -827,12 +830,12 @@ def matmul_traffic(m: int, n: int, k: int, variant: str = "tiled",
         loads = 0
     elif variant == "naive":
         loads = 2 * m * n * k                   # every thread: K of A and K of B
-    elif variant == "mma":                      # whole 16-byte copies: the padding's zeros too
+    elif variant in ("mma", "warptiled"):       # whole 16 bytes: the padding's zeros too
         loads = gx * m * _round4(k) + gy * k * _round4(n)
     else:
         loads = k * (gx * m + gy * n)           # every block column reads A once, every block row B
     stores = m * n
-    if variant in ("mma", "wgmma"):             # the padding copies' (_pad_copies)
+    if variant in ("mma", "wgmma", "warptiled"):   # the padding copies' (_pad_copies)
         for rows, cols in _padded(m, n, k):
             loads, stores = loads + rows * cols, stores + rows * _round4(cols)
     flops = 2 * m * n * k

@@ -58,10 +58,10 @@ COUNTERS = {
 #: counts are.  Their requests are exact; their sectors are exact for the 4-byte copies
 #: (cache_access) but not for the 16-byte ones (cache_bypass): measured 1,018,080 and
 #: 1,023,136 in two runs of one 1024^3 launch for the 1,048,576 the addresses need, and
-#: more than needed where lanes zero-fill (src-size 0): those are compared only where
-#: warptiled's B rows take the 4-byte path (n % 4 != 0); mma has none (its rows off the
-#: 16-byte grid are padded first), so its copies' sectors are held here only through the
-#: load counters (l1tex op_ld, which count them exactly: gld_transactions).
+#: more than needed where lanes zero-fill (src-size 0).  gpumem's matmul copies are all
+#: 16-byte ones (warptiled and mma pad rows off the 16-byte grid first), so their sectors
+#: are held here only through the load counters (l1tex op_ld, which count them exactly:
+#: gld_transactions), and a launch without copies must read 0.
 LDGSTS_COUNTERS = {
     "sm__sass_l1tex_t_requests_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_requests",
     "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts.sum": "gldgsts_transactions",
@@ -202,17 +202,19 @@ AVERAGES = {
 
 def merge_helpers(launches, helper: str, metrics):
     """Launches of a ``helper`` kernel (one whose name contains it) are part of the call
-    that follows them -- mma and wgmma's padding copy (matmul_pad_rows) runs before the
-    matmul, and the model counts both: each one's ``metrics`` added into the next
+    that follows them -- the padding copy (matmul_pad_rows) runs before mma, wgmma and
+    warptiled, and the model counts both: each one's ``metrics`` added into the next
     launch (averages weighted by their sectors; a launch whose average reads 0 made no
-    such access and weighs nothing), which keeps its name, grid and block."""
+    such access and weighs nothing), which keeps its name, grid and block; the helpers'
+    launches and its own unmerged stay in it under ``"helpers"`` and ``"own"`` (see
+    :func:`reweigh_load_average`)."""
     out, pending = [], []
     for d in launches:
         if helper in d["kernel"]:
             pending.append(d)
             continue
         if pending:
-            group, d = pending + [d], dict(d)
+            group, own, d = pending + [d], d, dict(d)
             for m in metrics:
                 if m in AVERAGES:
                     sec, less = AVERAGES[m]
@@ -222,10 +224,26 @@ def merge_helpers(launches, helper: str, metrics):
                     d[m] = repr(avg)
                 else:
                     d[m] = repr(sum(number(g[m]) for g in group))
-            pending = []
+            d["helpers"], d["own"], pending = pending, own, []
         out.append(d)
     assert not pending, f"{helper} launched last, with no launch after it"
     return out
+
+
+def reweigh_load_average(launch, ld_sectors: int) -> None:
+    """The merged load average of a launch whose own kernel both loads and copies by
+    16-byte cp.async (warptiled after its padding copy): its weight in
+    :func:`merge_helpers` is its ld sectors less its copies' SASS-level sectors, which are
+    not exact for 16-byte copies (above).  Taken instead over ``ld_sectors``, the call's
+    load sectors without the copies' (the model's, whose sector counts this test holds
+    exact): the helpers' own (they only load) and the rest the kernel's."""
+    m = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct"
+    sec = AVERAGES[m][0]
+    parts = [(number(g[m]), number(g[sec])) for g in launch["helpers"] if number(g[m])]
+    own = ld_sectors - sum(s for _, s in parts)
+    parts.append((number(launch["own"][m]), own))
+    total = sum(s for _, s in parts)
+    launch[m] = repr(sum(a * s for a, s in parts) / total if total else 0.0)
 
 
 def dims(text: str) -> tuple:

@@ -29,7 +29,9 @@ def _warptiled_streams(p, A, B, C, WS):
     """cuda/matmul.cu's warptiled<BM = BN = T, BK = 16, WM, WN>, line by line, block by
     block (row-major tiles 0 .. full - 1 whole; with the split tail, ``splits`` slices of
     each of the last ``tail``, then matmul_split_sum thread by thread: the workspace WS
-    holds slice j's T x T block at j T^2 floats)."""
+    holds slice j's T x T block at j T^2 floats).  A and B are read with rows lda and ldb
+    floats apart: K and N, or round4 of them where the launcher padded the operand (into
+    WS after the slices, B from a 256-byte boundary on)."""
     M, N, K, T = p["m"], p["n"], p["k"], p.get("tile", 128)
     splits, tail = p.get("splits", 1), p.get("tail", 0)
     WM, WN = {128: (64, 32), 64: (32, 32)}[T]
@@ -42,7 +44,17 @@ def _warptiled_streams(p, A, B, C, WS):
     warp, lane = tid // 32, tid % 32
     wm, wn = (warp // WARPS_N) * WM, (warp % WARPS_N) * WN
     lm, ln = (lane % 8) * 4, (lane // 8) * 4
-    out = []
+    out, lda, ldb = [], K, N
+    if K and M and N:                                   # the launcher's padded copies
+        dst = WS + 4 * tail * splits * T * T            # after the slices
+        if K % 4:
+            lda = -(-K // 4) * 4
+            out += _pad_streams(A, M, K, dst)
+            A, dst = dst, dst + -(-4 * M * lda // 256) * 256
+        if N % 4:
+            ldb = -(-N // 4) * 4
+            out += _pad_streams(B, K, N, dst)
+            B = dst
     for b in range(full + tail * splits):
         tile, kt0, kt1 = b, 0, ktiles
         if b >= full:
@@ -55,20 +67,15 @@ def _warptiled_streams(p, A, B, C, WS):
             for i in range(T * BK // 4 // THREADS):         # A: float4 or 4 scalars
                 f = tid + i * THREADS
                 r, k = bm + f // 4, k0 + (f % 4) * 4
-                vec = (K % 4 == 0) & (r < M) & (k + 3 < K)
-                out.append(("ld", A + 4 * (r * K + k), vec, 16))
+                vec = (lda % 4 == 0) & (r < M) & (k + 3 < lda)
+                out.append(("ld", A + 4 * (r * lda + k), vec, 16))
                 for j in range(4):
-                    out.append(("ld", A + 4 * (r * K + k + j), ~vec & (r < M) & (k + j < K), 4))
-            if N % 4 == 0:                                  # B: cp.async 16 or 4 bytes
-                for i in range(BK * T // 4 // THREADS):
-                    f = tid + i * THREADS
-                    k, col = k0 + f // (T // 4), bn + (f % (T // 4)) * 4
-                    out.append(("cp", B + 4 * (k * N + col), (k < K) & (col < N), 16))
-            else:
-                for q in range(BK * T // THREADS):
-                    e = tid + q * THREADS
-                    k, col = k0 + e // T, bn + e % T
-                    out.append(("cp", B + 4 * (k * N + col), (k < K) & (col < N), 4))
+                    out.append(("ld", A + 4 * (r * lda + k + j), ~vec & (r < M) & (k + j < lda),
+                                4))
+            for i in range(BK * T // 4 // THREADS):         # B: cp.async, 16 bytes
+                f = tid + i * THREADS
+                k, col = k0 + f // (T // 4), bn + (f % (T // 4)) * 4
+                out.append(("cp", B + 4 * (k * ldb + col), (k < K) & (col < N), 16))
         slice_ = b >= full
         base = WS + 4 * (b - full) * T * T if slice_ else C
         pitch = T if slice_ else N
@@ -96,27 +103,33 @@ def _warptiled_streams(p, A, B, C, WS):
     return out
 
 
+def _pad_streams(src, rows, cols, dst):
+    """cuda/matmul.cu, matmul_pad_rows: rows x cols floats at src copied to dst with rows of
+    round4(cols) floats; block x, thread t, step j: column 1024 x + 256 j + t of each row,
+    loaded where inside the row, stored where inside the padded one."""
+    t, out = np.arange(256).reshape(-1, WARP), []
+    pitch = -(-cols // 4) * 4
+    for r in range(rows):
+        for bx in range(-(-pitch // 1024)):
+            for j in range(4):
+                c = bx * 1024 + j * 256 + t
+                out += [("ld", src + 4 * (r * cols + c), c < cols, 4),
+                        ("st", dst + 4 * (r * pitch + c), c < pitch, 4)]
+    return out
+
+
 def simulate(family, variant, granularity=32, **p):
     """Every warp-wide instruction of the launch, built thread by thread from the
     kernel source, counted by coalesce_warps.  Slow; for small launches."""
     streams = []   # (op, addresses (W, 32), active (W, 32), width)
     A, B, C = BASES[:3]
     if family == "matmul" and variant in ("mma", "wgmma") and p["k"] and p["m"] and p["n"]:
-        # cuda/matmul.cu, matmul_pad_rows: A (m x k) where k % 4, B (k x n) where n % 4,
-        # copied into the workspace with rows of round4 floats; block x, thread t, step j:
-        # column 1024 x + 256 j + t of each row, loaded where inside the row, stored where
-        # inside the padded one
-        t = np.arange(256).reshape(-1, WARP)
+        # the launcher pads A (m x k) where k % 4, then B (k x n) where n % 4
+        dst = BASES[3]
         for src, rows, cols in ((A, p["m"], p["k"]), (B, p["k"], p["n"])):
-            if cols % 4 == 0:
-                continue
-            pitch = -(-cols // 4) * 4
-            for r in range(rows):
-                for bx in range(-(-pitch // 1024)):
-                    for j in range(4):
-                        c = bx * 1024 + j * 256 + t
-                        streams += [("ld", src + 4 * (r * cols + c), c < cols, 4),
-                                    ("st", BASES[3] + 4 * (r * pitch + c), c < pitch, 4)]
+            if cols % 4:
+                streams += _pad_streams(src, rows, cols, dst)
+                dst += -(-4 * rows * (-(-cols // 4) * 4) // 256) * 256   # B's on 256 bytes
     if family in ("read_offset", "write_offset", "vec_add"):
         n, block = p["n"], p.get("block", 512)
         off = p.get("offset", 0)

@@ -18,8 +18,8 @@ from ._reference import assert_fast_equals_reference, assert_same
                             ("mma", 128), ("wgmma", 128)])
 def test_matmul_equals_the_thread_by_thread_reference(variant, tile):
     # (130, 129, 33): just over a 128 tile and two 64 tiles, N and K not multiples of 4
-    # (scalar loads, 4-byte copies, scalar stores); (129, 132, 36): the same with the
-    # float4 paths and the partial last tiles
+    # (scalar stores; padded copies of the operands for warptiled, mma and wgmma);
+    # (129, 132, 36): the same with the float4 paths and the partial last tiles
     for m, n, k in ((1, 1, 1), (33, 17, 5), (17, 70, 40), (64, 64, 64), (40, 9, 3), (5, 33, 9),
                     (130, 129, 33), (129, 132, 36)):
         assert_same("matmul", variant, m=m, n=n, k=k, tile=tile)
@@ -233,7 +233,7 @@ def test_matmul_naive_broadcasts_count_once():
 
 #: Split tails (m, n, k, tile, splits, tail): several slices of a few tiles, all tiles
 #: sliced, K not a multiple of the slices (uneven slices), N and K off the 16-byte grid
-#: (4-byte copies, scalar stores; the slices' stores are float4s where inside C), a lone
+#: (padded copies, scalar stores; the slices' stores are float4s where inside C), a lone
 #: element, a whole tile.
 SPLITS = [(300, 257, 1000, 128, 3, 9), (300, 257, 1000, 128, 2, 4), (129, 130, 4096, 128, 16, 4),
           (70, 33, 40, 64, 3, 2), (1, 1, 2000, 64, 7, 1), (257, 131, 513, 64, 2, 5),
