@@ -32,7 +32,11 @@ WORKLOAD = textwrap.dedent("""
         gm.vec_add(a, b, block=256)
         gm.matmul(A, B, tile=16, variant="tiled")
         gm.matmul(A, B, tile=8, variant="naive")
-        gm.matmul(A, B, variant="warptiled")       # cp.async: the gldgsts_* aliases
+        # cp.async: the gldgsts_* aliases.  Rows on the 16-byte grid: elsewhere warptiled
+        # pads them first, by a kernel of its own, which ncu would profile apart
+        A2 = gm.to_device(rng.standard_normal((300, 256)).astype(np.float32))
+        B2 = gm.to_device(rng.standard_normal((256, 256)).astype(np.float32))
+        gm.matmul(A2, B2, variant="warptiled")
         if "read_offset" in {v.family for v in gm.variants()}:
             gm.read_offset(a, b, offset=11, block=512)
 """)
@@ -82,6 +86,13 @@ STATE_DEPENDENT = {
     # points, 25 for launches of under a million global-load sectors.
     "l2_hit_rate": lambda ref, mine: 15.0 if mine["gld_transactions"] >= 1e6 else 25.0,
     "achieved_occupancy": lambda ref, mine: 3.0,
+    # 16-byte cp.async copies (warptiled's, since its rows off the 16-byte grid are padded
+    # first: no 4-byte copies are left): their SASS-level sectors are not exact and vary
+    # run to run (counters.py; 1,018,080 and 1,023,136 in two runs of one 1024^3 launch
+    # on an H100, for 1,048,576).  The WORKLOAD's 300 x 256 x 256 (24,576 sectors), H100,
+    # two test runs: gpumem 24,320 and 24,208, ncu 24,384, 24,224, 24,272 and 24,368.
+    # Bound: 2%.
+    "gldgsts_transactions": lambda ref, mine: 0.02 * abs(ref),
 }
 
 
