@@ -19,7 +19,7 @@
   by column of its 8 x 8 block (row by row ran 7% slower on an H100: the order decides
   the compiler's register banks); A comes by float4 loads and B by 16-byte copies, an
   operand whose rows are off the 16-byte grid copied first into the call's workspace with
-  padded rows, as for ``mma`` (the scalar loads and 4-byte copies that replaces ran
+  padded rows, as for ``mma`` (the scalar loads and 4-byte copies this replaces ran
   4000 x 4001 x 3999 3% slower on an H100);
 * ``mma``: the tensor cores (compute capability 8.0 and newer) -- ``mma.sync``
   m16n8k8 with TF32 inputs (each float32 operand rounded to 10 fraction bits) and
