@@ -366,7 +366,7 @@ __global__ void __launch_bounds__(WtCfg<TILE>::W::THREADS, BLOCKS_PER_SM)
         return;
     warptiled<TILE, TILE, 16, WtCfg<TILE>::WM, WtCfg<TILE>::WN>(
         As, Bs, A, B, C, M, N, K, PADDED ? sp.lda : K, PADDED ? sp.ldb : N,
-        SPLIT ? sp : gm_matmul_split{nullptr, 0, 1, 0, 0, 0, 0});
+        SPLIT ? sp : gm_matmul_split{nullptr, 0, 1, 0, 0, 0});
 }
 
 // warptiled's split tail, second step: element e of the split tiles (tile full + e /
@@ -579,7 +579,7 @@ static cudaError_t launch_warptiled(const gm_matmul_params *p, gm_dims *dims,
         return err;
     if (p->splits <= 1) {
         *dims = gm_dims{{tn, tm, 1}, {threads, 1, 1}, smem};
-        const gm_matmul_split none = {nullptr, 0, 1, 0, 0, (int)lda, (int)ldb};
+        const gm_matmul_split none = {nullptr, 0, 1, 0, (int)lda, (int)ldb};
         return gm_run(select_kernel(p), dims, 0, stream, a, b, p->c, p->m, p->n, p->k, none);
     }
     if (p->full > 0) {
@@ -587,15 +587,14 @@ static cudaError_t launch_warptiled(const gm_matmul_params *p, gm_dims *dims,
         q.splits = 1;
         const gm_dims whole = {{tn, (unsigned int)((p->full + tn - 1) / tn), 1},
                                {threads, 1, 1}, smem};
-        const gm_matmul_split first = {nullptr, p->full, 1, (int)tn, 0, (int)lda, (int)ldb};
+        const gm_matmul_split first = {nullptr, p->full, 1, (int)tn, (int)lda, (int)ldb};
         err = gm_run(select_kernel(&q), &whole, 0, stream, a, b, p->c, p->m, p->n, p->k,
                      first);
     }
     if (err != cudaSuccess)
         return err;
     *dims = gm_dims{{(unsigned int)(tail * p->splits), 1, 1}, {threads, 1, 1}, smem};
-    const gm_matmul_split sp = {p->ws, p->full, p->splits, (int)tn, p->full, (int)lda,
-                                (int)ldb};
+    const gm_matmul_split sp = {p->ws, p->full, p->splits, (int)tn, (int)lda, (int)ldb};
     err = gm_run(select_kernel(p), dims, 0, stream, a, b, p->c, p->m, p->n, p->k, sp);
     if (err != cudaSuccess)
         return err;
@@ -626,7 +625,7 @@ extern "C" cudaError_t gm_matmul(const gm_matmul_params *p, gm_dims *dims, cudaS
 {
     const unsigned int t = (unsigned int)(p->tile ? p->tile : 16);
     const unsigned int m = (unsigned int)p->m, n = (unsigned int)p->n;
-    const gm_matmul_split none = {nullptr, 0, 1, 0, 0, 0, 0};
+    const gm_matmul_split none = {nullptr, 0, 1, 0, 0, 0};
     switch (p->variant) {
     case GM_MATMUL_COARSENED:
         *dims = gm_dims{{(n + COARSE_TILE - 1) / COARSE_TILE, (m + COARSE_TILE - 1) / COARSE_TILE, 1},

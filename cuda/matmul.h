@@ -45,16 +45,15 @@ typedef struct {
     int pad;
 } gm_matmul_params;
 
-/* What every matmul kernel gets besides its operands (only warptiled's kernels read it).  With the split tail, block b of the 1-D grid stands for item i = base + b: items
- * below `full` compute tile i whole, the others slice (i - full) % splits of tile full +
- * (i - full) / splits. */
+/* What every matmul kernel gets besides its operands (only warptiled's kernels read it).
+ * A split call runs its first `full` tiles of C (row-major order) whole, on a 2-D grid of
+ * whole rows of blocks, those past `full` exiting (ws NULL); then the slices on a 1-D grid
+ * (ws set): block b is slice b % splits of tile full + b / splits. */
 typedef struct {
-    float *ws;   /* NULL: no split; the grid is 2-D, block (x, y) computes tile (y, x) */
+    float *ws;   /* NULL: no slices; the grid is 2-D, block (x, y) computes tile (y, x) */
     int full;    /* the tiles computed whole (the first, in row-major order) */
     int splits;  /* K slices per tile of the tail */
     int tiles_n; /* tiles in a row of C */
-    int base;    /* the item of block 0 (the split launch: full, its whole tiles ran before it
-                  * in a launch of their own, blocks past `full` of which exit) */
     int lda;     /* warptiled's kernels for padded operands (gm_matmul_params.pad != 0): A's */
     int ldb;     /* and B's rows lda and ldb floats apart (K or round4(K), N or round4(N));
                   * the others take K and N */

@@ -42,14 +42,10 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
     // tile); where the sums go is settled after the loop (fewer registers live in it).
     const int ktiles = (K + BK - 1) / BK;
     int bm = blockIdx.y * BM, bn = blockIdx.x * BN, kt0 = 0, kt1 = ktiles;
-    if (sp.ws != nullptr) {
-        int tile = sp.base + (int)blockIdx.x;
-        if (tile >= sp.full) {
-            const int item = tile - sp.full, z = item % sp.splits;
-            tile = sp.full + item / sp.splits;
-            kt0 = (int)((long long)z * ktiles / sp.splits);
-            kt1 = (int)((long long)(z + 1) * ktiles / sp.splits);
-        }
+    if (sp.ws != nullptr) { // block b: slice b % splits of tile full + b / splits
+        const int z = (int)blockIdx.x % sp.splits, tile = sp.full + (int)blockIdx.x / sp.splits;
+        kt0 = (int)((long long)z * ktiles / sp.splits);
+        kt1 = (int)((long long)(z + 1) * ktiles / sp.splits);
         bm = (tile / sp.tiles_n) * BM;
         bn = (tile % sp.tiles_n) * BN;
     }
@@ -156,11 +152,10 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
         __syncthreads();
     }
     // The sums go to C (rows N floats apart), or a slice's to its own BM x BN block of ws
-    // (rows BN floats apart, 16-byte aligned), indexed by the row and column in C less the
-    // tile's first.
-    const int item = sp.base + (int)blockIdx.x;
-    const bool slice = sp.ws != nullptr && item >= sp.full;
-    float *dst = slice ? sp.ws + (size_t)(item - sp.full) * BM * BN : C;
+    // (block b's, rows BN floats apart, 16-byte aligned), indexed by the row and column in
+    // C less the tile's first.
+    const bool slice = sp.ws != nullptr;
+    float *dst = slice ? sp.ws + (size_t)blockIdx.x * BM * BN : C;
     const size_t pitch = slice ? (size_t)BN : (size_t)N;
     const int r_base = slice ? bm : 0, c_base = slice ? bn : 0;
     const bool vec_c = slice || ((N % 4) == 0 && aligned16(C));
