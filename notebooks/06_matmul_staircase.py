@@ -659,8 +659,11 @@ else:
 # `gm.model.predict_record` reads both off a launch's record). At 1024³, where all 64 tiles are
 # sliced, that is a quarter more bytes loaded and five times the bytes stored (the slices'
 # sums) for four times the blocks at work (256 instead of 64, in 264 slots on an H100); at
-# 4097³ next to nothing, as the 33 tiles it slices hold one row of C each. On a GPU the
-# counters of the default launch at 1024³ stand beside the model.
+# 4097³ next to nothing, as the 33 tiles it slices hold one row of C each. (There the bytes
+# stored are three times C's 67 MB either way: rows of 4,097 floats are off the 16-byte
+# grid, so the launcher first copies A and B into the workspace with rows of 4,100 floats,
+# and the kernel's `float4` loads and 16-byte copies read those.) On a GPU the counters of
+# the default launch at 1024³ stand beside the model.
 
 # %%
 rows = []
