@@ -552,8 +552,8 @@ else:
     print("(these counters need a GPU and gm.profile)")
 
 # %% [markdown]
-# On an H100 `warptiled` kept the FMA pipe busy about 68% of the time with the schedulers
-# issuing in about 79% of cycles (`register_tiled`: 49% and 61%). The waiting is mostly gone;
+# On an H100 `warptiled` kept the FMA pipe busy about 72% of the time with the schedulers
+# issuing in about 83% of cycles (`register_tiled`: 49% and 61%). The waiting is mostly gone;
 # about one issued instruction in seven is not an FMA, and those are the slots cuBLAS keeps
 # for FMAs.
 
