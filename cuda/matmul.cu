@@ -467,7 +467,7 @@ static cudaError_t wgmma_ready()
     return opt_in((const void *)matmul_wgmma, WG_SMEM, 9, ready);
 }
 
-// The launcher's padded copy of one operand (mma, wgmma; warptiled's B): dst[r][c] =
+// The launcher's padded copy of one operand (mma, wgmma, warptiled): dst[r][c] =
 // src[r][c] for c < cols and 0 for cols <= c < pitch (pitch: cols rounded up to 4's).
 // Block (x, y) copies columns 1024 x .. 1024 x + 1023 of rows y, y + gridDim.y, ...:
 // thread t column 1024 x + 256 j + t, j = 0..3, all four loads before the stores

@@ -80,9 +80,11 @@ __device__ __forceinline__ void warptiled(float (&As)[2][BK][BM + 4], float (&Bs
             As[buf][c + 3][r] = areg[i].w;
         }
     };
-    // B's tile by cp.async: 16-byte copies where rows are 16-byte aligned (N % 4 == 0),
+    // B's tile by cp.async: 16-byte copies where rows are 16-byte aligned (nb % 4 == 0),
     // else 4-byte ones with consecutive lanes on consecutive columns (element e = tid +
-    // q * THREADS is B[k0 + e / BN][bn + e % BN]): 128 contiguous bytes per warp.
+    // q * THREADS is B[k0 + e / BN][bn + e % BN]): 128 contiguous bytes per warp.  gpumem's
+    // launcher pads B's rows off the grid, so the 4-byte branch is not taken; it stays
+    // because taking it out gave the k loop other registers, 8% slower (see matmul_kernel).
     auto load_b = [&](int buf, int k0) {
         if (vec_b) {
 #pragma unroll
