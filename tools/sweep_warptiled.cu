@@ -1,28 +1,35 @@
 // tools/sweep_warptiled.cu -- how warptiled's tile shapes were chosen: every
 // configuration below runs cuda/matmul.cu's warptiled() on the same inputs, is
 // checked against the first one (the same k order: equal bits) and timed with
-// CUDA events (median of 20 after 3 warm-ups) at 1024^3, 2048^3 and 4096^3.
-//   nvcc -O3 -std=c++17 -arch=sm_90 -Icuda tools/sweep_warptiled.cu -o /tmp/sweep && /tmp/sweep
-// On the H100 (80GB HBM3, driver 580.159.04, 2026-11-23) it printed (TFLOP/s):
+// CUDA events (median of 20 after 3 warm-ups) at 1024^3, 2048^3 and 4096^3.  Build the
+// extension first (setup.py writes gm_lesson_headers.inc into the build's temp folder):
+//   nvcc -O3 -std=c++17 -arch=sm_90 -Icuda -I$(ls -d build/temp.*/gm_generated | head -1) \
+//        tools/sweep_warptiled.cu -o /tmp/sweep && /tmp/sweep
+// On the H100 (80GB HBM3, driver 580.159.04, 2026-11-27, the FMAs column by column as
+// warptiled has them since then) it printed (TFLOP/s):
 //   configuration                   threads regs  1024  2048  4096
-//   128x128 bk16 warp 64x32 minb2     256   127   18.4  42.2  43.6   <- warptiled tile=128
-//   128x128 bk8  warp 64x32 minb2     256   123   16.5  39.4  40.3
-//   128x128 bk16 warp 32x64 minb2     256   125   17.8  41.1  42.4
-//   128x128 bk16 warp 64x32 minb1     256   147   18.5  39.3  40.3
-//   128x64  bk16 warp 64x32 minb2     128   163   28.0  37.3  40.8
-//   128x64  bk16 warp 64x32 minb3     128   163   27.4  37.3  40.6
-//   64x128  bk16 warp 32x64 minb2     128   155   26.8  30.9  40.4
-//   64x64   bk16 warp 32x32 minb2     128    95   27.7  37.1  39.5   <- warptiled tile=64
-//   64x64   bk16 warp 32x32 minb4     128    95   27.1  36.9  39.6
-//   128x128 bk8  warp 32x64 minb2     256   117   15.1  38.3  39.3
-//   128x64  bk8  warp 64x32 minb3     128   147   24.2  23.6  32.5
-// (cuBLAS SGEMM in the same session: 30.1 / 47.9 / 49.8.)  These runs had warptiled's
-// FMAs row by row; since 2026-11-27 they go column by column (README: "warptiled: the
-// order of the FMAs"), and tile=128 runs at 45.6 TFLOP/s at 4096^3 there, 0.90-0.92x
-// cuBLAS: the other shapes were not measured again.  Every output equal to
-// the first configuration's.  128 x 128 wins from 2048 on; at 1024^3 its 64
-// blocks leave half the 132 SMs idle, and 64 x 64 (256 blocks) is within 1% of
-// the best there, so tile=64 is the second configuration gpumem builds.
+//   128x128 bk16 warp 64x32 minb2     256   128   19.1  44.0  45.7   <- warptiled tile=128
+//   128x128 bk8  warp 64x32 minb2     256   128   16.9  40.3  41.4
+//   128x128 bk16 warp 32x64 minb2     256   121   17.3  41.0  42.2
+//   128x128 bk16 warp 64x32 minb1     256   139   18.7  39.9  41.0
+//   128x64  bk16 warp 64x32 minb2     128   154   27.6  31.8  42.0
+//   128x64  bk16 warp 64x32 minb3     128   154   27.6  31.9  42.0
+//   64x128  bk16 warp 32x64 minb2     128   157   25.5  38.6  42.2
+//   64x64   bk16 warp 32x32 minb2     128   103   28.3  37.3  38.7   <- warptiled tile=64
+//   64x64   bk16 warp 32x32 minb4     128   103   28.5  37.3  38.8
+//   128x128 bk8  warp 32x64 minb2     256   117   15.1  37.3  38.4
+//   128x64  bk8  warp 64x32 minb3     128   139   23.2  23.3  32.3
+//   128x128 bk16 warp 64x64 minb2     128   219   10.0  35.5  36.5
+//   128x128 bk8  warp 64x64 minb2     128   255   16.2  40.0  40.7
+//   128x128 bk16 warp 128x32 minb2    128   237    9.8  39.5  41.3
+//   128x128 bk8  warp 128x32 minb2    128   217   16.7  40.2  40.9
+//   128x128 bk16 warp 32x128 minb2    128   217    9.6  38.2  39.3
+// (cuBLAS SGEMM the same hour, CuPy: 46.4-48.1 at 2048^3, 49.5-51.1 at 4096^3.)  Every
+// output equal to the first configuration's.  The last five give a lane 128 outputs
+// (4 warps per 128 x 128 tile, as cuBLAS's SGEMM tiles are said to): 200-255 registers,
+// 8 warps per SM, 0.80-0.91x of the first.  128 x 128 with 8 warps of 64 x 32 wins from
+// 2048 on; at 1024^3 its 64 blocks leave half the 132 SMs idle, and 64 x 64 (256 blocks)
+// is within 1% of the best there, so tile=64 is the second configuration gpumem builds.
 #include "../cuda/matmul.cu"
 
 #include <algorithm>
@@ -37,7 +44,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)
 {
     __shared__ __align__(16) float As[2][BK][BM + 4];
     __shared__ __align__(16) float Bs[2][BK][BN];
-    warptiled<BM, BN, BK, WM, WN>(As, Bs, A, B, C, M, N, K, gm_matmul_split{nullptr, 0, 1, 0});
+    warptiled<BM, BN, BK, WM, WN>(As, Bs, A, B, C, M, N, K, K, N,
+                                  gm_matmul_split{nullptr, 0, 1, 0, 0, 0});
 }
 
 struct Config {
@@ -80,6 +88,9 @@ int main()
         CFG(128, 128, 16, 64, 32, 1), CFG(128, 64, 16, 64, 32, 2),  CFG(128, 64, 16, 64, 32, 3),
         CFG(64, 128, 16, 32, 64, 2),  CFG(64, 64, 16, 32, 32, 2),   CFG(64, 64, 16, 32, 32, 4),
         CFG(128, 128, 8, 32, 64, 2),  CFG(128, 64, 8, 64, 32, 3),
+        // 4 warps of 64 x 64 (or 128 x 32, 32 x 128) per 128 x 128 tile: 128 outputs a lane
+        CFG(128, 128, 16, 64, 64, 2), CFG(128, 128, 8, 64, 64, 2),
+        CFG(128, 128, 16, 128, 32, 2), CFG(128, 128, 8, 128, 32, 2), CFG(128, 128, 16, 32, 128, 2),
     };
     const int sizes[] = {1024, 2048, 4096};
     const int nmax = 4096;
