@@ -653,6 +653,58 @@ else:
     print("(the timings need a GPU: the model's waves above are what they would test)")
 
 # %% [markdown]
+# ### The wave the split leaves alone
+#
+# 4096³'s fourth wave is 232 tiles of 264: the rule does not split it (more than half full),
+# and the model says what that costs, 3%: efficiency 0.970. Set beside shapes of 992, 1,024
+# and 1,056 tiles (M = 3968, 4096, 4224; N = K = 4096), the last four whole waves, each
+# shape's speed over the whole-wave shape's should be the model's efficiency if the wave is
+# all that differs. cuBLAS SGEMM runs the same shapes, and `splits=9` runs 4096³ with that
+# wave cut into 9 slices (the model's efficiency 0.993): what the split's stores and its sum
+# kernel cost there.
+
+# %%
+WAVE_PROBE = [(3968, 4096, 4096), (4096, 4096, 4096), (4224, 4096, 4096)]   # M, K, N
+if HAVE_GPU:
+    rows, whole_wave = [], None
+    for m, k, n in WAVE_PROBE[::-1]:                 # the whole-wave shape first
+        A = gm.to_device(rng.standard_normal((m, k), dtype=np.float32))
+        B = gm.to_device(rng.standard_normal((k, n), dtype=np.float32))
+        C = gm.empty((m, n), np.float32)
+        for splits in ((1, 9) if m == 4096 else (1,)):
+            r = gm.bench(gm.matmul, A, B, variant="warptiled", tile=128, splits=splits,
+                         out=C, repeat=5, warmup=1)
+            whole_wave = whole_wave or r.gflops
+            w = waves(m, k, n, splits=splits)
+            row = {"M x K x N": f"{m} x {k} x {n}", "tiles": w["tiles"], "splits": splits,
+                   "GFLOP/s": r.gflops, "x whole waves": r.gflops / whole_wave,
+                   "efficiency (model)": w["efficiency_after"]}
+            if cupy is not None:
+                ms = cublas_ms(cupy.asarray(A), cupy.asarray(B), 5)
+                row["x cuBLAS"] = r.gflops / (2 * m * k * n / (ms * 1e-3) / 1e9)
+            rows.append(row)
+        del A, B, C
+    rows.sort(key=lambda r: (r["tiles"], r["splits"]))
+    display(gm.Table(rows, sources={"tiles": "model", "splits": "runtime", "GFLOP/s": "measured",
+                                    "x whole waves": "measured", "efficiency (model)": "model",
+                                    "x cuBLAS": "measured"},
+                     title=f"warptiled-128 near 4096^3: the last wave, {gm.device().name}"))
+else:
+    print("(the timings need a GPU) the model's efficiencies: " + ", ".join(
+        f"{m} x {k} x {n} {waves(m, k, n)['efficiency_after']:.3f}" for m, k, n in WAVE_PROBE)
+        + f"; 4096^3 with splits=9 {waves(4096, 4096, 4096, splits=9)['efficiency_after']:.3f}")
+
+# %% [markdown]
+# On an H100 the ratios to the whole-wave shape came out at 0.937–0.939 and 0.968–0.969
+# against the model's 0.939 and 0.970 (tools/probe_waves.py, twice): the fourth wave is
+# 4096³'s whole 3%. At 4,224 × 4,096 × 4,096, all waves full, `warptiled` ran at 0.94–0.96x
+# cuBLAS, where 4096³ ran at 0.90–0.92x. Cutting that wave into 9 slices *lost* 3% instead
+# (44,250 against 45,500 GFLOP/s): Nsight Compute timed the 2,088 slices at 965 µs where the
+# model's 8 ninths of a wave were 830 (the slices' own prologues and stores of 64 KiB each),
+# and the sum kernel at 53 µs. Only the part of a wave the split saves pays for that, so the
+# rule splits a last wave at most half full.
+
+# %% [markdown]
 # The split is not free in memory: each slice stores its 128 × 128 sums into a workspace, and
 # a second kernel reads the slices back and stores their sum into C. The model counts that
 # launch too (`gm.model.predict` with `splits` and `tail`, the tiles sliced;
