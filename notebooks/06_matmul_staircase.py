@@ -695,12 +695,13 @@ else:
         + f"; 4096^3 with splits=9 {waves(4096, 4096, 4096, splits=9)['efficiency_after']:.3f}")
 
 # %% [markdown]
-# On an H100 the ratios to the whole-wave shape came out at 0.937–0.939 and 0.968–0.969
-# against the model's 0.939 and 0.970 (tools/probe_waves.py, twice): the fourth wave is
-# 4096³'s whole 3%. At 4,224 × 4,096 × 4,096, all waves full, `warptiled` ran at 0.94–0.96x
-# cuBLAS, where 4096³ ran at 0.90–0.92x. Cutting that wave into 9 slices *lost* 3% instead
-# (44,250 against 45,500 GFLOP/s): Nsight Compute timed the 2,088 slices at 965 µs where the
-# model's 8 ninths of a wave were 830 (the slices' own prologues and stores of 64 KiB each),
+# On an H100 (the outputs above) the ratios to the whole-wave shape are the model's
+# efficiencies to three digits, 0.939 and 0.970 (`tools/probe_waves.py`, twice the same day:
+# 0.937–0.939 and 0.968–0.969): the fourth wave is 4096³'s whole 3%. At 4,224 × 4,096 ×
+# 4,096, all waves full, `warptiled` ran at 0.95x cuBLAS (0.94–0.96x in the probe's runs),
+# where 4096³ ran at 0.90x (0.90–0.92x). Cutting that wave into 9 slices *lost* 3% instead
+# (44,768 against 46,053 GFLOP/s): Nsight Compute timed the 2,088 slices at 965 µs where the
+# model's 8 ninths of a wave were 830 (the slices' own prologues, and stores of 64 KiB each),
 # and the sum kernel at 53 µs. Only the part of a wave the split saves pays for that, so the
 # rule splits a last wave at most half full.
 
