@@ -26,6 +26,11 @@
 // The segment kernel runs 8-12% slower than the whole-tile kernel (128 registers both, no
 // spill; another schedule of the same FFMAs), which eats the wave it gives back: stream-K
 // gains only where the last wave is emptier (3968: 200 of 264), and loses at 4096^3.
+// Not the persistent loop: the same segment() over whole tiles, one block a tile from
+// blockIdx (bm, bn from blockIdx.y/x, k from 0), ran 0.88x (0.89x with warptiled()'s own
+// scalar and 4-byte copy paths in it; then the stream-K kernel spilled 92 bytes), and
+// gpumem's split instance of warptiled (matmul_kernel<.., SPLIT = true, ..>) on whole tiles
+// 41.0-42.5 TFLOP/s against 45.8: the k loop's schedule moves with what surrounds it.
 #include "../cuda/matmul.cu"
 #include <algorithm>
 #include <cstdio>
