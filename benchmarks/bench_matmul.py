@@ -14,7 +14,9 @@ wgmma on the same shapes beside their 4096^3 (no target: rows off the 16-byte gr
 quantization: warptiled with its split tail (``splits`` left out: the last wave's tiles
 sliced along K when that wave is at most half full) beside ``splits=1`` at 1024^3 and
 4097^3, with the model's waves (``gpumem.model.matmul_waves``: the efficiency of the waves
-before and after) on the same row.
+before and after) on the same row; and, without a target, warptiled beside cuBLAS at a
+shape whose tiles fill whole waves (4224 x 4096 x 4096 on 132 SMs), where 4096^3 loses its
+last wave (the model's efficiency 0.970).
 The tensor-core step, ``mma`` (TF32 in, float32 sums, mma.sync; compute capability
 8.0+), beside cuBLAS with TF32 allowed (CuPy in a child process with ``CUPY_TF32=1``,
 which CuPy reads at import; the row says which precision it actually got, from its
@@ -113,6 +115,14 @@ def measure(a, b, ref, variant: str, tile: int, repeat: int, size, cublas_ms,
     return row
 
 
+def whole_wave_m() -> int | None:
+    """The M from 4096 to 8192 whose 128 x 128 tiles (N = 4096: 32 a row) fill whole waves
+    of warptiled's slots on this GPU (4224 on 132 SMs: 1,056 tiles, 4 waves of 264)."""
+    slots = gm.kernel_occupancy("matmul", "warptiled", 256, tile=128).blocks_per_sm * \
+        gm.device().multiprocessors
+    return next((r * 128 for r in range(32, 65) if (r * 32) % slots == 0), None)
+
+
 def waves(m: int, n: int, k: int, tile: int, splits: int | None) -> dict:
     """gpumem.model.matmul_waves with this GPU's SMs and warptiled's resident blocks."""
     per_sm = gm.kernel_occupancy("matmul", "warptiled", 256 if tile == 128 else 128,
@@ -172,6 +182,20 @@ def run(out_dir: str, quick: bool) -> bool:
                 rows.append(measure(a, b, ref, v, 128, 10, f"{mm}x{kk}x{nn}", None))
                 tc_ragged.append(((mm, kk, nn), v, rows[-1]["GFLOP/s"]))
             del a, b
+    whole = None                       # warptiled where its waves are whole, beside cuBLAS
+    mw = whole_wave_m()
+    if not quick and cp is not None and mw is not None:
+        ha, hb, a, b = operands(rng, mw, 4096, 4096)
+        ca, cb = cp.asarray(ha), cp.asarray(hb)
+        ref = cp.asnumpy(ca @ cb)
+        ms = time_cupy(cp, lambda: ca @ cb, 10)
+        label = f"{mw}x4096x4096"
+        rows.append({"size": label, "variant": "cuBLAS SGEMM (CuPy)", "tile": None,
+                     "median_ms": ms, "GFLOP/s": 2 * mw * 4096**2 / ms / 1e6,
+                     "x cuBLAS": 1.0, "rel err": None})
+        rows.append(measure(a, b, ref, "warptiled", 128, 10, label, ms))
+        whole = rows[-1]
+        del a, b, ca, cb
     errors = [r["rel err"] for r in rows
               if r["rel err"] is not None and r["variant"] not in TENSOR]
     tf32_errors = [r["rel err"] for r in rows if r["variant"] in TENSOR]
@@ -233,6 +257,12 @@ def run(out_dir: str, quick: bool) -> bool:
         # rows first (mma and wgmma)
         notes.append(f"info: {v} at {mm}x{kk}x{nn} {g:,.0f} GFLOP/s, {g / at[(v, 128)]:.2f}x "
                      "its GFLOP/s at 4096^3 (no target)")
+    if whole is not None and big == 4096:
+        w4096 = waves(4096, 4096, 4096, 128, None)
+        notes.append(f"info: warptiled at {whole['size']} (whole waves: the model's efficiency "
+                     f"{whole['wave efficiency (model)']:.3f}) {whole['x cuBLAS']:.2f}x cuBLAS at "
+                     f"that shape; at 4096^3 the model's efficiency is "
+                     f"{w4096['efficiency_after']:.3f} (no target)")
     if cp is None:
         notes.append("CuPy not importable: no cuBLAS anchor in this run")
     write(out_dir, "matmul", {"stamp": stamp(), "rows": rows, "targets": checks, "met": met},
