@@ -119,7 +119,8 @@ H100_RUN = [(1024, 1, 351), (2048, 1, 688), (4096, 1, 1310), (8192, 1, 2249), (4
             (65536, 4, 3075), (65536, 2, 3007), (131072, 8, 3018)]
 
 
-#: The six of them the README quotes, on which DRAM_ROUND_NS and DRAM_SPREAD_NS were fitted.
+#: The six of them the measurement log (docs/measurements.md) quotes, on which
+#: DRAM_ROUND_NS and DRAM_SPREAD_NS were fitted.
 H100_FIT = [(1024, 1, 351), (8192, 1, 2249), (16384, 16, 2521), (8192, 1, 2136),
             (16384, 4, 2699), (65536, 4, 3075)]
 #: The H200 bench_dram run of 2026-11-26 (the same points; ladder latency 333.5 ns, device
