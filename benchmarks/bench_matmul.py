@@ -118,8 +118,7 @@ def measure(a, b, ref, variant: str, tile: int, repeat: int, size, cublas_ms,
 def whole_wave_m() -> int | None:
     """The M from 4096 to 8192 whose 128 x 128 tiles (N = 4096: 32 a row) fill whole waves
     of warptiled's slots on this GPU (4224 on 132 SMs: 1,056 tiles, 4 waves of 264)."""
-    slots = gm.kernel_occupancy("matmul", "warptiled", 256, tile=128).blocks_per_sm * \
-        gm.device().multiprocessors
+    slots = waves(4096, 4096, 4096, 128, 1)["slots"]
     return next((r * 128 for r in range(32, 65) if (r * 32) % slots == 0), None)
 
 
