@@ -400,6 +400,63 @@ def _sanitize() -> None:
     _sanitize_copy()
 
 
+# ---- what the shared tests read: a fake GPU's measurements, the model's largest launches ----
+def _stand_ins(gpu) -> dict:
+    """On the tests' fake GPU (:attr:`Lesson.stand_ins`): the float4 copy at the fake's
+    streaming time, offset 11 a quarter slower than offset 0, with their counters."""
+    return {"copy": gpu.kernel("copy", {"float4": gpu.COPY_MS},
+                               counters={"float4": {"dram_read_bytes": 4.0 * 2**26}}),
+            "read_offset": gpu.kernel("read_offset", {0: 1.0, 11: 1.25},
+                                      select=lambda args, kw: kw.get("offset", 0),
+                                      counters={0: {"gld_efficiency": 100.0},
+                                                11: {"gld_efficiency": 80.0}})}
+
+
+def _model_launches() -> dict:
+    """Every variant at the largest launch gpumem accepts (2^31 - 1 blocks of 1024) and at
+    n = 2^31 (:attr:`Lesson.model_launches`)."""
+    from .. import model
+
+    g = 2**31 - 1
+    largest = [("vec_add", "default", dict(n=g * 1024, block=1024)),
+               ("read_offset", "unroll1", dict(n=g * 1024, block=1024, offset=11)),
+               ("read_offset", "unroll4", dict(n=g * 4096, block=1024, offset=g * 1000)),
+               ("write_offset", "unroll1", dict(n=g * 1024, block=1024, offset=3)),
+               ("write_offset", "unroll4", dict(n=g * 4000 - 5, block=1000, offset=33)),
+               ("copy", "float", dict(n=g * 1024, block=1024)),
+               ("copy", "float4", dict(n=4 * g * 1024 - 9, block=1024))]
+    large = [(f, v, dict(n=2**31)) for f in LESSON.model for v in model.families()[f]]
+    return {"largest": largest, "large": large, "copy_engine": [], "left_out": {}}
+
+
+
+def _model_counters(cc) -> dict:
+    """Launches for Nsight Compute's counters (:attr:`Lesson.model_counters`): every offset
+    with both unrolls, every block size at a misaligned offset, the load paths at offsets 0
+    and 11; copy (with tails of 1, 2 and 3 floats) and vec_add over sizes and blocks."""
+    from ..model.names import CACHE_PATHS as paths
+
+    offsets = (0, 1, 2, 4, 8, 11, 16, 31, 32, 33, 64, 127, 128)
+    blocks, ns = (32, 100, 256, 512, 1024), (1 << 20, 1_000_003)
+    cases = []
+    for fam in ("read_offset", "write_offset"):
+        for x, off in enumerate(offsets):
+            for unroll in (1, 4):
+                cases.append((fam, f"unroll{unroll}", dict(n=ns[x % 2], offset=off,
+                                                           block=blocks[(x + unroll) % 5])))
+        cases += [(fam, f"unroll{unroll}", dict(n=n, offset=11, block=block))
+                  for block in blocks for unroll in (1, 4) for n in ns]
+        if fam == "read_offset":                      # the load paths: same sectors
+            cases += [(fam, "unroll1", dict(n=ns[1], offset=off, block=512, cache=cache))
+                      for cache in paths for off in (0, 11)]
+            cases.append((fam, "unroll4", dict(n=ns[1], offset=33, block=100, cache="cg")))
+    cases += [("copy", v, dict(n=n, block=b)) for v in ("float", "float4") for n in ns
+              for b in blocks]
+    cases += [("copy", "float4", dict(n=n, block=b))          # tails of 1, 2, 3 floats
+              for n, b in ((1_000_001, 256), (1_000_002, 100), (37, 32), (3, 1024))]
+    cases += [("vec_add", "default", dict(n=n, block=b)) for n in ns + (77,) for b in blocks]
+    return {"cases": cases, "helpers": (), "over": {}}
+
 LESSON = Lesson(
     name='access',
     idea='coalescing: offsets, load paths, unrolling and idle lanes against sectors per request',
@@ -412,4 +469,7 @@ LESSON = Lesson(
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
     model=('vec_add', 'read_offset', 'write_offset', 'copy'),
+    stand_ins=_stand_ins,
+    model_launches=_model_launches,
+    model_counters=_model_counters,
 )

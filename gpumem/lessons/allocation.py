@@ -502,6 +502,20 @@ class _View:
                                          "typestr": "<f4", "version": 3, "strides": None}
 
 
+# ---- what the shared tests read: a fake GPU's measurements -------------------------------------
+def _stand_ins(gpu) -> dict:
+    """On the tests' fake GPU (:attr:`Lesson.stand_ins`): the pool allocates and frees in
+    0.5 us, the rest in 20 and 30 us; a first write at 2.5 GB/s."""
+    from types import SimpleNamespace
+
+    return {"_core": SimpleNamespace(
+                _alloc_cost=lambda kind, nbytes, r, w: {
+                    "alloc": [{"pool": 0.5}.get(kind, 20.0)] * r,
+                    "free": [{"pool": 0.5}.get(kind, 30.0)] * r}),
+            "_touch_ms": lambda touch, nbytes, fresh, repeat: [
+                SimpleNamespace(ms=nbytes / 2.5e9, bytes=float(nbytes))] * repeat}
+
+
 LESSON = Lesson(
     name="allocation",
     idea="what allocating costs (cudaMalloc, a stream-ordered pool, managed, pinned), "
@@ -517,4 +531,5 @@ LESSON = Lesson(
     sanitize=_sanitize,
     card=_card,
     model=(),
+    stand_ins=_stand_ins,
 )

@@ -425,6 +425,30 @@ def _sanitize() -> None:
                 tile_transpose(a, variant=v, tiles=tiles)
 
 
+# ---- what the shared tests read: a fake GPU's measurements, the model's largest launches ----
+def _stand_ins(gpu) -> dict:
+    """On the tests' fake GPU (:attr:`Lesson.stand_ins`): each way of filling the tile a
+    little closer to the copy's time, the swizzled tensor copy's transpose nearly at it."""
+    return {"tile_copy": gpu.kernel("tile_copy", {"ldg_sts": 1.25, "cp_async16": 1.1,
+                                                  "tensor": 1.05, "tensor_swizzle128": 1.02}),
+            "tile_transpose": gpu.kernel("tile_transpose", {
+                "ldg_sts": 2.0, "cp_async16": 1.8, "tensor": 1.6, "tensor_swizzle128": 1.04}),
+            "device_copy": gpu.device_copy}
+
+
+def _model_launches() -> dict:
+    """Every variant at the largest launch gpumem accepts (65535 block rows of tiles) and at
+    65536^2 (:attr:`Lesson.model_launches`); the bulk and tensor copies read through the copy
+    engine."""
+    from .. import model
+
+    largest = [(f, v, dict(m=65535 * 32, n=2**29)) for f in FAMILIES
+               for v in model.families()[f]]
+    large = [(f, v, dict(m=65536, n=65536)) for f in FAMILIES for v in model.families()[f]]
+    engine = [(f, v) for f in FAMILIES for v in ("bulk", "tensor", "tensor_swizzle128")]
+    return {"largest": largest, "large": large, "copy_engine": engine, "left_out": {}}
+
+
 LESSON = Lesson(
     name="async_copy",
     idea="filling a shared-memory tile: through registers, cp.async, the bulk copy engine and "
@@ -437,5 +461,7 @@ LESSON = Lesson(
     headline=_headline,
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
-    model=(),
+    model=FAMILIES,
+    stand_ins=_stand_ins,
+    model_launches=_model_launches,
 )

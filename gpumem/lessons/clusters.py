@@ -673,6 +673,22 @@ def _sanitize() -> None:
         dsmem_pipeline(y, variant=v, block=64, clusters=3)
 
 
+# ---- what the shared tests read: a fake GPU's measurements, argument strategies ----------------
+def _stand_ins(gpu) -> dict:
+    """On the tests' fake GPU (:attr:`Lesson.stand_ins`): a local load 30 cycles, a remote
+    one 200; DSMEM at 6,000 GB/s; the cluster's histogram 4x faster than global atomics."""
+    return {"device_copy": gpu.device_copy,
+            "_chase_cycles": lambda v, steps: {"local": 30.0}.get(v, 200.0),
+            "_stream_gbps": lambda quick: 6000.0,
+            "_histogram_ms": lambda x, bins, v, quick: {"cluster": 0.1}.get(v, 0.4)}
+
+
+def _arguments(st) -> dict:
+    """cluster_histogram counts uint32 values (:attr:`Lesson.arguments`)."""
+    return {"cluster_histogram": st.integers(1, 4096).map(
+        lambda n: {"x": np.ones(n, np.uint32)})}
+
+
 LESSON = Lesson(
     name="clusters",
     idea="distributed shared memory (compute capability 9.0+): a load from another block's "
@@ -688,4 +704,6 @@ LESSON = Lesson(
     sanitize=_sanitize,
     model=(),
     card=_card,
+    stand_ins=_stand_ins,
+    arguments=_arguments,
 )

@@ -709,6 +709,49 @@ def _sanitize() -> None:
         dram_channels(_f32(16411), streams, **kw)
 
 
+# ---- what the shared tests read: a fake GPU's measurements, argument strategies, the model's
+# largest launches -----------------------------------------------------------------------------
+def _stand_ins(gpu) -> dict:
+    """On the tests' fake GPU (:attr:`Lesson.stand_ins`): the stream's time falls with the
+    unroll up to 4; a lone 32-byte piece costs 64 DRAM bytes; 8 blocks per SM."""
+    from types import SimpleNamespace
+
+    return {"dram_stream": gpu.kernel("dram_stream", {u: 4.0 / min(u, 4) for u in (1, 2, 4, 8, 16)},
+                                      select="unroll"),
+            "dram_burst": gpu.kernel("dram_burst", {32: 1.0}, select="piece", counters={32: {
+                "gld_transactions": 1000.0, "gld_requests": 63.0, "dram_read_bytes": 64000.0}}),
+            "device_copy": gpu.device_copy,
+            "kernel_occupancy": lambda fam, v, block, **kw: SimpleNamespace(blocks_per_sm=8)}
+
+
+def _arguments(st) -> dict:
+    """dram_channels' streams each read a whole chunk (64 KiB by default) of a
+    (:attr:`Lesson.arguments`)."""
+    return {"dram_channels": st.integers(1, 16).map(
+        lambda s: {"streams": s, "a": np.ones(s * 65536 // 4, np.float32)})}
+
+
+def _model_launches() -> dict:
+    """Every variant at the largest launch gpumem accepts and at n = 2^31
+    (:attr:`Lesson.model_launches`); dram_burst left out."""
+    from .. import model
+
+    largest = [("dram_stream", v, dict(n=2**61 - 1, unroll=u, grid=1 << 20, block=1024))
+               for v in ("float", "float2", "float4") for u in (1, 16)]
+    largest += [("dram_channels", "strided", dict(n=2**61 - 1, streams=(1 << 22) - 1,
+                                                  stride=1 << 40, chunk=1 << 30, block=1024)),
+                ("dram_channels", "strided", dict(n=2**61 - 1, streams=1 << 24, stride=32,
+                                                  chunk=1 << 30, block=1024)),
+                ("dram_channels", "random", dict(n=2**61 - 1, streams=1 << 24, chunk=1 << 30,
+                                                 block=1024))]
+    large = [("dram_stream", v, dict(n=2**31)) for v in model.families()["dram_stream"]]
+    large += [("dram_channels", v, dict(n=2**31, streams=4096))
+              for v in model.families()["dram_channels"]]
+    return {"largest": largest, "large": large, "copy_engine": [], "left_out": {
+        "dram_burst": "its sectors depend on every piece's random slot, so it is counted piece by "
+                      "piece (tests/model/test_dram.py times it at 2^24 pieces)"}}
+
+
 LESSON = Lesson(
     name="dram",
     idea="DRAM: bytes in flight against bandwidth (Little's law), bursts and sectors, channels",
@@ -721,4 +764,7 @@ LESSON = Lesson(
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
     model=("dram_stream", "dram_burst", "dram_channels"),
+    stand_ins=_stand_ins,
+    arguments=_arguments,
+    model_launches=_model_launches,
 )

@@ -386,6 +386,15 @@ def _sanitize() -> None:
             _core._hot_cold_window(hot, cold, None, 3, hit)
 
 
+# ---- what the shared tests read: a fake GPU's measurements -------------------------------------
+def _stand_ins(gpu) -> dict:
+    """On the tests' fake GPU (:attr:`Lesson.stand_ins`): the window lifts the hit rate from
+    40% to 65% and takes a fifth off the time."""
+    return {"_head_rows": lambda quick: [{"case": "none", "ms": 0.5, "l2_hit_rate": 40.0},
+                                         {"case": "window hit_ratio=1", "ms": 0.4,
+                                          "l2_hit_rate": 65.0}]}
+
+
 LESSON = Lesson(
     name="l2_persistence",
     idea="keeping a working set in L2: a hot set reused while a cold stream flows past it, "
@@ -399,4 +408,5 @@ LESSON = Lesson(
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
     model=(),
+    stand_ins=_stand_ins,
 )

@@ -260,6 +260,51 @@ def _sanitize() -> None:
     _sanitize_distance()
 
 
+# ---- what the shared tests read: a fake GPU's measurements, argument strategies, the model's
+# largest launches -----------------------------------------------------------------------------
+def _stand_ins(gpu) -> dict:
+    """On the tests' fake GPU (:attr:`Lesson.stand_ins`): AoS at half the speed and half the
+    load efficiency of SoA."""
+    return {"struct_update": gpu.kernel(
+        "struct_update", {"aos": 2.0, "soa": 1.0}, select="layout",
+        counters={"aos": {"gld_efficiency": 50.0}, "soa": {"gld_efficiency": 100.0}})}
+
+
+def _arguments(st) -> dict:
+    """An array of structs is (n, 2) or (n, 3) floats (:attr:`Lesson.arguments`)."""
+    n = st.integers(1, 300)
+    return {"struct_update": n.map(lambda k: {"data": np.ones((k, 2), np.float32)}),
+            "distance": n.map(lambda k: {"points": np.ones((k, 3), np.float32)})}
+
+
+def _model_launches() -> dict:
+    """Every variant at the largest launch gpumem accepts (2^31 - 1 blocks of 1024) and at
+    n = 2^31 (:attr:`Lesson.model_launches`)."""
+    from .. import model
+
+    g = 2**31 - 1
+    largest = [("strided_read", "default", dict(n=g * 1024 * 64, block=1024, stride=64)),
+               ("struct_update", "aos", dict(n=g * 1024, block=1024)),
+               ("struct_update", "soa", dict(n=g * 1024 - 7, block=1024)),
+               ("distance", "aos", dict(n=g * 1024, block=1024)),
+               ("distance", "soa", dict(n=g * 1024 - 1, block=1024))]
+    large = [(f, v, dict(n=2**31)) for f in LESSON.model for v in model.families()[f]]
+    return {"largest": largest, "large": large, "copy_engine": [], "left_out": {}}
+
+
+
+def _model_counters(cc) -> dict:
+    """Launches for Nsight Compute's counters (:attr:`Lesson.model_counters`): every
+    stride, strides 3 and 64 at every block size, both layouts over sizes and blocks."""
+    blocks, ns = (32, 100, 256, 512, 1024), (1 << 20, 1_000_003)
+    cases = [("strided_read", "default", dict(n=ns[x % 2], stride=s, block=blocks[x % 5]))
+             for x, s in enumerate((1, 2, 3, 4, 8, 16, 32, 64))]
+    cases += [("strided_read", "default", dict(n=ns[1], stride=s, block=b))
+              for s in (3, 64) for b in blocks]
+    cases += [(f, v, dict(n=n, block=b)) for f in ("struct_update", "distance")
+              for v in ("aos", "soa") for n in ns for b in blocks]
+    return {"cases": cases, "helpers": (), "over": {}}
+
 LESSON = Lesson(
     name='layout',
     idea='data layout: strides, and arrays of structs against structs of arrays',
@@ -272,4 +317,8 @@ LESSON = Lesson(
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
     model=('strided_read', 'struct_update', 'distance'),
+    stand_ins=_stand_ins,
+    arguments=_arguments,
+    model_launches=_model_launches,
+    model_counters=_model_counters,
 )

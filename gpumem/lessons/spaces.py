@@ -484,6 +484,39 @@ def _sanitize() -> None:
     _sanitize_divergence()
 
 
+# ---- what the shared tests read: a fake GPU's measurements, argument strategies ----------------
+def _stand_ins(gpu) -> dict:
+    """On the tests' fake GPU (:attr:`Lesson.stand_ins`): local memory 3x slower than
+    registers, the 32-register cap spilling 160 bytes a thread for 8 blocks per SM against
+    3, the odd/even branch twice the warp-uniform one."""
+    from types import SimpleNamespace
+
+    return {"thread_histogram": gpu.kernel(
+                "thread_histogram", {"local": 3.0, "registers": 1.0},
+                counters={"local": {"local_load_transactions": 5e6},
+                          "registers": {"local_load_transactions": 0.0}}),
+            "register_pressure": gpu.kernel(
+                "register_pressure", {"uncapped": 2.0, "cap32": 1.6},
+                counters={"uncapped": {"local_load_transactions": 0.0},
+                          "cap32": {"local_load_transactions": 2e6}}),
+            "divergence": gpu.kernel("divergence", {"odd_even": 2.0, "warp": 1.0}),
+            "kernel_attributes": lambda fam, v: SimpleNamespace(
+                local_bytes_per_thread={"local": 64, "cap32": 160}.get(v, 0),
+                registers_per_thread={"cap32": 32, "uncapped": 72}.get(v, 24)),
+            "kernel_occupancy": lambda fam, v, block: SimpleNamespace(
+                blocks_per_sm={"cap32": 8, "uncapped": 3}[v])}
+
+
+def _arguments(st) -> dict:
+    """register_pressure's x is (64, n) (REGCAP_LIVE rows); lifetimes sets value and counter
+    before its first launch, so its Python defaults are ints where the kernel's table has
+    None (:attr:`Lesson.arguments`)."""
+    return {"register_pressure": st.integers(1, 64).map(
+                lambda n: {"x": np.ones((REGCAP_LIVE, n), np.float32)}),
+            "lifetimes": st.fixed_dictionaries({"value": st.integers(-2**31, 2**31 - 1),
+                                                "counter": st.integers(0, 2**62)})}
+
+
 LESSON = Lesson(
     name='spaces',
     idea='memory spaces: local memory against registers, variable lifetimes, register caps and occupancy, divergence',
@@ -497,4 +530,6 @@ LESSON = Lesson(
     sanitize=_sanitize,
     card=_card,
     model=(),
+    stand_ins=_stand_ins,
+    arguments=_arguments,
 )

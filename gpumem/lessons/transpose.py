@@ -341,6 +341,29 @@ def _sanitize() -> None:
     _sanitize_shared_stride()
 
 
+# ---- what the shared tests read: a fake GPU's measurements, the model's largest launches ----
+def _stand_ins(gpu) -> dict:
+    """On the tests' fake GPU (:attr:`Lesson.stand_ins`): the naive transpose 6x the copy's
+    time, shared memory 2x with its bank conflicts, padded and coarsened near the copy."""
+    return {"transpose": gpu.kernel(
+                "transpose", {"naive_row": 6.0, "shared": 2.0, "padded": 1.1, "coarsened": 1.05},
+                counters={v: {"shared_load_bank_conflict": c} for v, c in (
+                    ("naive_row", 0.0), ("shared", 1.6e7), ("padded", 0.0), ("coarsened", 0.0))}),
+            "device_copy": gpu.device_copy}
+
+
+def _model_launches() -> dict:
+    """Every transpose variant at the largest launch gpumem accepts (65535 block rows of 32)
+    and at 65536^2 (:attr:`Lesson.model_launches`); shared_stride left out."""
+    from .. import model
+
+    largest = [("transpose", v, dict(m=65535 * 32, n=2**31 - 65))
+               for v in model.families()["transpose"]]
+    large = [("transpose", v, dict(m=65536, n=65536)) for v in model.families()["transpose"]]
+    return {"largest": largest, "large": large, "copy_engine": [], "left_out": {
+        "shared_stride": "moves no global loads: its sizes are tested in tests/test_transpose.py"}}
+
+
 LESSON = Lesson(
     name='transpose',
     idea='transpose through shared memory: coalesced both ways, and the bank conflicts padding removes',
@@ -353,4 +376,6 @@ LESSON = Lesson(
     report_sweeps=_report_sweeps,
     sanitize=_sanitize,
     model=('transpose', 'shared_stride'),
+    stand_ins=_stand_ins,
+    model_launches=_model_launches,
 )
