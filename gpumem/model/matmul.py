@@ -6,6 +6,10 @@ Block columns move B and C by ``4t`` bytes, block rows A by ``4tk`` and C by
 ``4tn``, tile steps A by ``4t`` and B by ``4tn``: each axis is walked through
 its representatives (gpumem.model._tally), cut at the last, partial, column,
 row and step.
+
+The tensor-core variants (``mma``, ``wgmma``) are modelled in
+:mod:`gpumem.model._matmul_tensor`; what several variants share (warp instructions
+streamed row by row, the launcher's padding copies) in :mod:`gpumem.model._matmul_rows`.
 """
 from __future__ import annotations
 
@@ -14,10 +18,13 @@ import numpy as np
 
 from ._check import index
 from ._launch import BYTES_MAX, DIM_MAX, GRID_MAX, GRID_Y_MAX, REQUIRED, resolve
-from ._tally import (DECIMALS, LINE, WARP, Axis, Tally, cdiv, dot, global_warps, period,
-                     shared_warps,
-                     wmul)
-from .coalescing import coalesce_warps, runs_units
+from ._matmul_rows import (_pad_copies, _padded, _round4, _rows_stream, _vec_or_scalar,
+                           _warp_blocks)
+from ._matmul_tensor import (_MMA_K, _MMA_THREADS, _MMA_WM, _MMA_WN, _WG_BM, _WG_K, _WG_THREADS,
+                             _gen_matmul_mma, _gen_matmul_wgmma, _mma_a_at, _mma_b_at,
+                             _mma_phantom_loads, _wg_col, _wg_frag_at, _wgmma_shared_edges)
+from ._tally import DECIMALS, WARP, Axis, Tally, cdiv, dot, period, shared_warps, wmul
+from .coalescing import runs_units
 
 __all__ = ["matmul_traffic", "matmul_waves"]
 
@@ -223,45 +230,6 @@ def _matmul_shared_per_step(variant: str, t: int):
 _RT, _RT_K = 64, 16                      # C tile edge, k per step
 
 
-def _rows_stream(tally, op: str, row, col, row_base, row_bytes: int, act, width: int,
-                 weight) -> None:
-    """Warp instructions whose lane l touches ``row[.., l] * row_bytes + 4 * col[.., l]``
-    (``width`` bytes), ``act`` lanes only; ``weight`` (the leading axes, without the
-    warp axis) says how many instructions each stands for.
-    Addresses are taken relative to the warp's ``row_base`` row (at its offset
-    modulo the 128-byte line), so sizes past 2^62 bytes count exactly.
-
-    16-byte cp.async copies are taken a quarter warp (8 lanes, 128 bytes) at a time:
-    their sectors are counted per quarter, so a sector two quarters touch counts twice.
-    Measured on the H100 (mma's padded rows, 16 or 32 bytes apart: at 17 x 200 x 3, 109
-    load sectors where the warp's distinct sectors are 93; 33 x 65 x 7 102 for 96;
-    257 x 129 x 70 8,616 for 8,301 -- the quarters' count, exactly)."""
-    row, col, act = np.broadcast_arrays(row, col, act)
-    row_base = np.broadcast_to(row_base, row.shape)
-    # (row_base * row_bytes) mod 128, without forming the product
-    off = (row_base % LINE) * (row_bytes % LINE) % LINE
-    addr = off + (row - row_base) * row_bytes + 4 * col
-    addr = np.where(act, addr, 0).reshape(-1, WARP)
-    res = coalesce_warps(addr, width, tally.g[op], act.reshape(-1, WARP))
-    sectors = res.transactions
-    if op == "cp" and width == 16:
-        quarters = coalesce_warps(addr.reshape(-1, 8), width, tally.g[op],
-                                  act.reshape(-1, 8)).transactions
-        sectors = quarters.reshape(-1, 4).sum(axis=1)
-    wt = np.broadcast_to(np.asarray(weight)[..., None], row.shape[:-1]).reshape(-1)
-    tally.add(op, dot(res.requests, wt), dot(sectors, wt),
-              dot(res.bytes_requested, wt))
-
-
-def _vec_or_scalar(tally, op, row, col, row_base, row_bytes, ok_vec, ok_lane, weight):
-    """A float4 access where ``ok_vec`` holds, else four predicated scalar ones
-    (``ok_lane(j)``: lane's element j in bounds), as the kernel branches."""
-    _rows_stream(tally, op, row, col, row_base, row_bytes, ok_vec, 16, weight)
-    for j in range(4):
-        _rows_stream(tally, op, row, col + j, row_base, row_bytes, ~ok_vec & ok_lane(j), 4,
-                     weight)
-
-
 def _gen_matmul_register_tiled(tally, axis, p):
     m, n, k = p["m"], p["n"], p["k"]
     if m == 0 or n == 0:
@@ -307,23 +275,6 @@ def _gen_matmul_register_tiled(tally, axis, p):
 _WT_K = 16                               # k per step (BK)
 #: warptiled's configurations by tile (BM = BN): threads, warp tile rows WM, columns WN
 _WT = {128: (256, 64, 32), 64: (128, 32, 32)}
-
-
-def _warp_blocks(axis, m: int, n: int, k: int, t: int, thr: int, bk: int):
-    """What warptiled and mma share: ``t`` x ``t`` blocks of C of ``thr`` threads, K in
-    steps of ``bk``.  Returns the blocks along x and y, the k steps, each lane's thread index
-    (warps x 32), the warp index (a column), the blocks' weights along x and y (blocks of
-    one kind stand for their like, :class:`~gpumem.model._tally.Axis`) and their first
-    row and column, shaped (nby, 1, 1, 1) and (1, nbx, 1, 1)."""
-    nw = thr // WARP
-    gx, gy, steps = cdiv(n, t), cdiv(m, t), cdiv(k, bk)
-    tid = np.arange(thr, dtype=np.int64).reshape(nw, WARP)        # warps of 32 lanes
-    w = np.arange(nw, dtype=np.int64)[:, None]
-    bx, wbx = axis(gx, period(4 * t), (gx - 1,))
-    by, wby = axis(gy, period(4 * t * k, 4 * t * n), (gy - 1,))
-    BM = by[:, None, None, None] * t                     # (nby, 1, 1, 1)
-    BN = bx[None, :, None, None] * t                     # (1, nbx, 1, 1)
-    return gx, gy, steps, tid, w, wbx, wby, BM, BN
 
 
 def _gen_matmul_warptiled(tally, axis, p):
@@ -424,209 +375,6 @@ def _wt_split(tally, m: int, n: int, t: int, splits: int, tail: int) -> None:
         ok = (r < m) & (c < n)                           # (tiles, warps, 32)
         _rows_stream(tally, "ld", rl, cl, 0 * rl, 4 * t, ok, 4, splits)
         _rows_stream(tally, "st", r, c, r, 4 * n, ok, 4, 1)
-
-
-# ---- matmul mma: tensor cores (mma.sync m16n8k8 TF32), A and B by cp.async ---------------
-_MMA_K, _MMA_THREADS, _MMA_WM, _MMA_WN = 32, 128, 64, 64    # k slice, threads, warp tile
-
-
-def _mma_a_at(r, c):
-    """Float offset of A[r][c] in a stage of cuda/matmul_mma.cuh (rows of 32 floats, the
-    16-byte chunk c / 4 of row r stored at chunk (c / 4) ^ 2 (r % 4))."""
-    return r * _MMA_K + ((((c >> 2) ^ ((r & 3) << 1)) << 2) | (c & 3))
-
-
-def _mma_b_at(k, c):
-    """Float offset of B[k][c] in a stage (rows of 128 floats, chunk c / 4 of row k
-    stored at chunk (c / 4) ^ 2 ((k / 2) % 4))."""
-    return k * 128 + ((((c >> 2) ^ (((k >> 1) & 3) << 1)) << 2) | (c & 3))
-
-
-def _mma_phantom_loads(m: int, n: int, k: int) -> int:
-    """Shared load instructions that are counted and never executed: before each k slice's
-    copies the compiler (CUDA 13, sm_90a) puts three ``@!PT LDS RZ, [RZ]``, which
-    smsp__inst_executed_op_shared_ld counts with no wavefront (as in warptiled): 3 per warp
-    and k slice copied, on the fast path and the general one alike."""
-    return (_MMA_THREADS // WARP) * 3 * cdiv(m, 128) * cdiv(n, 128) * cdiv(k, _MMA_K)
-
-
-def _gen_matmul_mma(tally, axis, p):
-    """cuda/matmul_mma.cuh: per k slice of 32, A (128 rows x 32) and B (32 x 128 columns)
-    by cp.async into shared memory, 16-byte copies all: where K (for A) or N (for B) is
-    not a multiple of 4 the launcher first copies the operand into the workspace with rows
-    padded to a multiple of 4 floats, the padding zeroed (rows round4(K) or round4(N)
-    floats apart; that copy is a kernel of its own, counted by :func:`_pad_copies`).  A
-    copy starting inside the matrix takes its 16 bytes (past K or N: padding); lanes
-    outside copy nothing (src-size 0) and count nothing.  At the end C from the
-    accumulator fragments (the warps compute C's transpose): lane (g, t) of each 8-row x
-    16-column tile of C writes rows 2t and 2t + 1, columns 2g and 2g + 1, as one 8-byte
-    store each where N is even, else two predicated 4-byte ones.  Each slice is copied
-    once per block (the pipeline's prologue copies slices 0 and 1, iteration s copies
-    s + 2)."""
-    m, n, k, t = p["m"], p["n"], p["k"], p["tile"]
-    thr, bk = _MMA_THREADS, _MMA_K
-    tally.ldgsts = True                  # the variant's keys, zeros included
-    if m == 0 or n == 0:
-        return                                           # gpumem launches nothing
-    gx, gy, steps, tid, w, wbx, wby, BM, BN = _warp_blocks(axis, m, n, k, t, thr, bk)
-    # ---- C: warp w's tile at (wm, wn); tile (i, j), half h: row wm + 8i + 2t + h,
-    # columns wn + 16j + 2g, + 1 -- the 64 (i, h, j) stores of a lane on a leading axis
-    wm, wn = (w // (t // _MMA_WN)) * _MMA_WM, (w % (t // _MMA_WN)) * _MMA_WN
-    g, tq = tid % WARP // 4, tid % WARP % 4
-    i, h, j = (x.reshape(-1, 1, 1, 1, 1) for x in np.meshgrid(
-        np.arange(_MMA_WM // 8), np.arange(2), np.arange(_MMA_WN // 16), indexing="ij"))
-    wc = wmul(wby[:, None], wbx[None, :])               # (nby, nbx)
-    r0 = BM + wm + 8 * i + h                             # the warp's first row
-    r, c = r0 + 2 * tq, BN + wn + 16 * j + 2 * g
-    ok = r < m
-    vec = ok & (c + 1 < n) if n % 2 == 0 else np.zeros(np.broadcast(r, c).shape, bool)
-    _rows_stream(tally, "st", r, c, r0, 4 * n, vec, 8, wc)
-    for e in range(2):
-        _rows_stream(tally, "st", r, c + e, r0, 4 * n, ~vec & ok & (c + e < n), 4, wc)
-    if k == 0:
-        return
-    _pad_copies(tally, axis, m, n, k)
-    st, wst = axis(steps, period(4 * bk, 4 * bk * _round4(n)), (steps - 1,))
-    # ---- A, every block column: 16-byte copy f = tid + i * threads is row f / 8, columns
-    # 4 (f % 8) .. + 3 (i on a leading axis)
-    K0 = st[None, :, None, None] * bk                    # (1, ns, 1, 1)
-    wa = wmul(wby[:, None], wst[None, :], gx)
-    per_row = bk // 4
-    i = np.arange(bk * t // 4 // thr, dtype=np.int64).reshape(-1, 1, 1, 1, 1)
-    e = tid + i * thr
-    r, kk = BM + e // per_row, K0 + (e % per_row) * 4
-    _rows_stream(tally, "cp", r, kk, BM + (WARP * w + i * thr) // per_row, 4 * _round4(k),
-                 (r < m) & (kk < k), 16, wa)
-    # ---- B, every block row: copy e is row e / per_row, columns 4 (e % per_row) .. + 3
-    K0b = st[:, None, None, None] * bk                   # (ns, 1, 1, 1)
-    wb = wmul(wst[:, None], wbx[None, :], gy)
-    per_row = t // 4
-    i = np.arange(bk * t // 4 // thr, dtype=np.int64).reshape(-1, 1, 1, 1, 1)
-    e = tid + i * thr
-    kr, c = K0b + e // per_row, BN + (e % per_row) * 4
-    _rows_stream(tally, "cp", kr, c, K0b + (WARP * w + i * thr) // per_row, 4 * _round4(n),
-                 (kr < k) & (c < n), 16, wb)
-
-
-def _round4(x: int) -> int:
-    """Floats between the rows of an operand the launcher padded (mma, wgmma, warptiled):
-    x rounded
-    up to a multiple of 4."""
-    return cdiv(x, 4) * 4
-
-
-def _padded(m: int, n: int, k: int) -> list[tuple[int, int]]:
-    """The operands mma, wgmma and warptiled's launcher pads, as (rows, cols): A (m x k)
-    where k is not a multiple of 4, B (k x n) where n is not; none where the call has no
-    work."""
-    return [(r, c) for r, c in ((m, k), (k, n)) if c % 4] if m and n and k else []
-
-
-def _pad_copies(tally, axis, m: int, n: int, k: int) -> None:
-    """mma, wgmma and warptiled's launcher first copies A where k is not a multiple of 4
-    (m rows of k floats) and B where n is not (k rows of n) into the workspace, rows
-    padded with
-    zeros to round4 floats: cuda/matmul.cu's matmul_pad_rows, a kernel of its own that
-    the counters see beside the matmul's.  Lane l of warp w, step j of block x copies
-    column 1024 x + 256 j + 32 w + l of its row: a 4-byte load where the column is
-    inside the row, a 4-byte store where it is inside the padded row (warps with no
-    such lane make no access).  An operand off the 16-byte grid for its base address
-    alone (a view) is padded too; the model takes gpumem's own, aligned, arrays."""
-    for rows, cols in _padded(m, n, k):
-        pitch = _round4(cols)
-        r, wr = axis(rows, period(4 * cols, 4 * pitch))
-        # a warp's 32 columns: 128 bytes on from the last warp's, alike but at the row's end
-        nq = cdiv(pitch, WARP)
-        q, wq = axis(nq, 1, (cdiv(cols, WARP) - 1, nq - 1))
-        r = r[:, None, None, None]
-        c = q[None, :, None, None] * WARP + np.arange(WARP, dtype=np.int64)
-        wt = wmul(wr[:, None], wq[None, :])
-        _rows_stream(tally, "ld", r, c, r, 4 * cols, c < cols, 4, wt)
-        _rows_stream(tally, "st", r, c, r, 4 * pitch, c < pitch, 4, wt)
-
-
-# ---- matmul wgmma: warpgroup MMA (TF32) fed by the tensor copy (TMA) -------------------------
-_WG_BM, _WG_BN, _WG_K, _WG_THREADS, _WG_STAGES, _WG_C_PITCH = 256, 128, 32, 256, 4, 130
-
-
-def _wg_col(warp, g, h):
-    """The tile column wgmma's row 16 (warp % 4) + g + 8 h of warpgroup warp / 4 stands
-    for (two chunk groups per fragment load: 32 banks with the swizzle)."""
-    w = warp % 4
-    return 64 * (warp // 4) + 32 * (w // 2) + 8 * (w % 2) + g % 4 + 4 * h + 16 * (g // 4)
-
-
-def _wgmma_shared_edges(tally, m: int, n: int) -> None:
-    """wgmma's shared accesses outside the k loop: the last block column zeroes, in every
-    stage, the boxes of B wholly past N (never copied: 32 consecutive floats a warp
-    instruction, one wavefront); every block stages its tile of C (each lane's 128
-    accumulators, 4-byte stores to rows of 130 floats: 32 banks a warp) and reads it back
-    as float2s, half a tile row a warp, the lanes whose element is inside C."""
-    gx, gy = cdiv(n, _WG_BN), cdiv(m, _WG_BM)
-    if n % _WG_BN and cdiv(n % _WG_BN, 32) < _WG_BN // 32:
-        inst = _WG_STAGES * (_WG_BN // 32 - cdiv(n % _WG_BN, 32)) * 1024 // WARP
-        tally.shared_access("st", inst * gy, inst * gy)
-    lane = np.arange(WARP, dtype=np.int64)
-    warp = np.arange(_WG_THREADS // WARP, dtype=np.int64)[:, None]
-    g, tq = lane // 4, lane % 4
-    for h in (0, 1):
-        for e in (0, 1):
-            for j in range(32):
-                addr = 4 * ((8 * j + 2 * tq + e) * _WG_C_PITCH + _wg_col(warp, g, h))
-                shared_warps(tally, "st", addr, None, 4, gx * gy)
-    # the read back: iteration it of warp w covers tile row 4 it + w / 2, columns
-    # 2 (32 (w % 2) + lane), + 1
-    for by, wy in ((0, gy - 1), (gy - 1, 1)) if gy > 1 else ((0, 1),):
-        for bx, wx in ((0, gx - 1), (gx - 1, 1)) if gx > 1 else ((0, 1),):
-            if wx * wy == 0:
-                continue
-            r = 4 * np.arange(_WG_BM // 4)[:, None, None] + warp[None] // 2
-            c = 2 * (32 * (warp[None] % 2) + lane)
-            ok = (by * _WG_BM + r < m) & (bx * _WG_BN + c < n)
-            shared_warps(tally, "ld", (4 * (r * _WG_C_PITCH + c) + 0 * ok).reshape(-1, WARP),
-                         ok.reshape(-1, WARP), 8, wx * wy)
-
-
-def _wg_frag_at(nl, kl):
-    """Byte offset in a stage of cuda/matmul_wgmma.cuh of B[k0 + kl][bn + nl]: after the A
-    tile (32 KiB), box nl / 32 (4 KiB: 32 rows of 128 bytes, the 128-byte swizzle puts
-    chunk j of row kl at j ^ (kl % 8))."""
-    c = nl % 32
-    return (_WG_BM * _WG_K * 4 + (nl // 32) * 4096 + kl * 128 + (((c // 4) ^ (kl % 8)) << 4)
-            + (c % 4) * 4)
-
-
-def _gen_matmul_wgmma(tally, axis, p):
-    """cuda/matmul_wgmma.cuh: A and B reach shared memory by the tensor copy (TMA), which
-    makes no load instructions -- ``gld_*`` are the padding copies' alone (see
-    :func:`_pad_copies`, where k or n is not a multiple of 4), and the engine's reads are
-    L2/DRAM bytes (``matmul_traffic`` counts them: every block column reads A once, every
-    block row B once).  C, staged in shared memory, leaves as float2 stores, half a row of the
-    256 x 128 tile per warp instruction (iteration it of warp w: row 4 it + w / 2, columns
-    2 (32 (w % 2) + lane), + 1), where N is even and C 8-byte aligned; else two
-    predicated 4-byte stores."""
-    m, n = p["m"], p["n"]
-    tally.shared = True
-    if m == 0 or n == 0:
-        return                                           # gpumem launches nothing
-    _pad_copies(tally, axis, m, n, p["k"])
-    gx, gy = cdiv(n, _WG_BN), cdiv(m, _WG_BM)
-    bx, wbx = axis(gx, period(4 * _WG_BN), (gx - 1,))
-    by, wby = axis(gy, period(4 * _WG_BM * n), (gy - 1,))
-    lane = np.arange(WARP, dtype=np.int64)
-    warp = np.arange(_WG_THREADS // WARP, dtype=np.int64)[:, None]
-    r = (4 * np.arange(_WG_BM // 4)[:, None, None] + warp[None] // 2).reshape(-1, 1)
-    c = (2 * (32 * (warp % 2) + lane))[None].repeat(_WG_BM // 4, 0).reshape(-1, WARP)
-    for x, wx in zip(bx.tolist(), wbx.tolist()):
-        col = x * _WG_BN + c
-        for y, wy in zip(by.tolist(), wby.tolist()):
-            row = y * _WG_BM + r + 0 * col
-            ok = (row < m) & (col < n)
-            vec = ok & (col + 1 < n) if n % 2 == 0 else np.zeros(ok.shape, bool)
-            global_warps(tally, "st", 4 * (row * n + col), vec, 8, wx * wy)
-            global_warps(tally, "st", 4 * (row * n + col), ok & ~vec, 4, wx * wy)
-            global_warps(tally, "st", 4 * (row * n + col + 1), ok & ~vec & (col + 1 < n), 4,
-                         wx * wy)
 
 
 def _naive_loads(tally, axis, p, bl):
