@@ -634,4 +634,25 @@ LESSON = Lesson(
     sanitize=_sanitize,
     card=_card,
     model=(),
+    # the tests' fake GPU (Lesson.stand_ins): a load 30 cycles from L1 (16 KiB), 260 from L2
+    # (4 MiB), 700 beyond; shared memory read at 30,000 GB/s, L1 at 25,000, L2 at 7,000 and
+    # device memory (50 MiB on) at 3,000, at 1,980 MHz
+    stand_ins=lambda gpu: {
+        "latency": lambda ws, variant, steps: gpu.record(
+            cycles_per_load={16 * 2**10: 30.0, 4 * 2**20: 260.0}.get(ws, 700.0),
+            ns_per_load={16 * 2**10: 30.0, 4 * 2**20: 260.0}.get(ws, 700.0) / 1.98),
+        "_measure_bandwidth": lambda v, scope, ws, repeat, sms: {
+            "GB/s": {("shared", "block"): 30000.0, ("read", "block"): 25000.0}.get(
+                (v, scope), 7000.0 if ws < 50 * 2**20 else 3000.0),
+            "clock MHz": 1980.0}},
+    # on a GPU, cache_sizes() with no table measures a whole latency ladder (6 s) on every
+    # valid draw of the property tests: the ladder's own arguments are drawn under
+    # latency_ladder, so there the first ladder of each set of arguments is kept and handed
+    # back (Lesson.cheap; 82 s -> a few)
+    cheap=lambda function, kept={}, real=latency_ladder: {} if function != "cache_sizes" else {
+        "latency_ladder": lambda **kw: kept[k] if (k := repr(sorted(kw.items()))) in kept
+        else kept.setdefault(k, real(**kw))},
+    # the property tests (Lesson.arguments): a ring is a whole number of strides (128 bytes
+    # by default)
+    arguments=lambda st: {"latency": st.integers(1, 64).map(lambda k: {"working_set": 128 * k})},
 )
