@@ -8,7 +8,8 @@ Every import is resolved (``import gpumem``, ``from gpumem import x``, relative
 name) and must point down or sideways within a layer, never up; no lesson
 imports another lesson; no circle among modules.  And a lesson is a plug-in:
 its declaration (``LESSON``) names files that exist, families the core offers,
-and everything that lists lessons reads the declarations.
+and everything that lists lessons reads the declarations.  No source file of a
+checkout (gpumem/, csrc/, cuda/, tests/, benchmarks/, tools/) has over 800 lines.
 """
 from __future__ import annotations
 
@@ -213,3 +214,39 @@ def test_readme_lists_every_lesson_with_its_stems():
         assert d.idea in row, f"README's {d.name} row does not say the declared idea"
         for nb in d.notebooks:
             assert nb in row, f"README's {d.name} row does not name {nb}"
+
+
+# ---- no source file over 800 lines (issue 48) ---------------------------------------------
+MAX_LINES = 800
+#: The folders of a checkout held to it, and the files in them that count (any depth).
+SOURCE_DIRS = ("gpumem", "csrc", "cuda", "tests", "benchmarks", "tools")
+SOURCE_SUFFIXES = (".py", ".c", ".h", ".cu", ".cuh")
+
+
+def long_files(repo: pathlib.Path, limit: int = MAX_LINES) -> list[str]:
+    """``"path: N lines"`` for every source file under :data:`SOURCE_DIRS` of ``repo``
+    with more than ``limit`` lines, in path order."""
+    found = []
+    for folder in SOURCE_DIRS:
+        for path in sorted((repo / folder).rglob("*")):
+            if path.suffix in SOURCE_SUFFIXES and path.is_file():
+                n = len(path.read_text(errors="replace").splitlines())
+                if n > limit:
+                    found.append(f"{path.relative_to(repo).as_posix()}: {n} lines")
+    return found
+
+
+@pytest.mark.skipif(not SOURCE_TREE, reason="the sources beside the package: a source checkout")
+def test_no_source_file_over_800_lines():
+    found = long_files(REPO)
+    assert not found, (f"over {MAX_LINES} lines -- split each into cohesive modules:\n  "
+                       + "\n  ".join(found))
+
+
+def test_the_line_limit_names_each_long_file_and_its_count(tmp_path):
+    for rel, n in (("tests/deep/x.py", 801), ("cuda/y.cuh", 800), ("csrc/z.h", 900),
+                   ("tools/w.txt", 900), ("docs/v.py", 900), ("gpumem/u.c", 1)):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n" * n)
+    assert long_files(tmp_path) == ["csrc/z.h: 900 lines", "tests/deep/x.py: 801 lines"]
