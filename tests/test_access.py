@@ -17,6 +17,9 @@ from gpumem.tools import sweep as _sweep
 from gpumem.lessons import access
 from gpumem import experiments as ex
 from _helpers import awkward_n, f32, huge, m, poisoned
+from gpumem import model, report
+from gpumem.__main__ import main
+from _fake_gpu import FakeGPU
 
 OFFSETS = [0, 1, 11, 31, 32, 33, 127, 128]
 BLOCKS = [1, 33, 100, 512, 1024]
@@ -548,3 +551,138 @@ def test_kernels_refuse_none_arrays_and_array_ints():
         gm.read_offset(m(8), m(8), offset=np.array([1]))
     with pytest.raises(TypeError, match=r"copy: block must be an int, not bool"):
         gm.copy(m(8), block=np.True_)
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# gpumem report: the headline on the model, on the fake GPU (the stand-ins access declares), on a GPU
+def test_report_headline_without_a_gpu_is_the_models_offset_11():
+    (row,) = access.LESSON.headline(False, False)
+    m = row["model"]
+    assert m["offset11_gld_efficiency"] == 80.0 and m["offset0_gld_efficiency"] == 100.0
+    assert m["offset11_gld_transactions_per_request"] == pytest.approx(5.0, abs=1e-3)
+
+
+def test_the_report_prints_offset_11s_efficiency(no_gpu, capsys, monkeypatch):
+    monkeypatch.setattr(report, "no_gpu_reason", lambda: "forced by the test")
+    monkeypatch.setenv("COLUMNS", "250")          # every cell on one line, to find it
+    assert main([]) == 0
+    assert "80% at offset 11" in capsys.readouterr().out
+
+
+def test_report_lesson_access_prints_the_offset_sweep(no_gpu, capsys, monkeypatch):
+    monkeypatch.setattr(report, "no_gpu_reason", lambda: "forced by the test")
+    monkeypatch.setenv("COLUMNS", "250")          # one line per row, to parse
+    assert main(["report", "--lesson", "access", "--quick", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "offset sweep: read" in out and "gld_efficiency [model]" in out
+    lines = [ln.split() for ln in out.splitlines() if ln.startswith("read_offset")]
+    assert len(lines) == 33                                         # offsets 0..32
+    by_offset = {int(f[3]): float(f[4]) for f in lines}             # kernel unroll cache offset eff
+    assert by_offset[0] == 100 and by_offset[11] == 80 and by_offset[32] == 100
+
+
+def test_report_headline_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    (row,) = access.LESSON.headline(True, True)
+    assert "offset 11: gld efficiency 80% measured / 80% model" in row["measured_text"]
+    assert row["measured"]["offset11_gld_efficiency"] == 80.0
+    assert row["measured"]["offset11_GB/s"] == pytest.approx(row["measured"]["offset0_GB/s"] / 1.25)
+    assert "offset 11 runs at 0.80x the aligned bandwidth" in row["takeaway"]
+
+
+@pytest.mark.gpu
+def test_report_headline_on_a_gpu():
+    (row,) = access.LESSON.headline(True, False)
+    acc = row["measured"]
+    if gm.profiler_available():
+        assert abs(acc["offset11_gld_efficiency"] - 80) < 0.5
+        assert abs(acc["offset0_gld_efficiency"] - 100) < 0.5
+    else:
+        assert "offset11_gld_efficiency" not in acc
+
+
+# gpumem.model.predict of this lesson's families: closed forms, refusals, launch configurations
+GMAX = 2 ** 31 - 1       # blocks of a grid (gridDim.x)
+
+
+def test_predict_vec_add_at_the_largest_launches_has_the_closed_form_counts():
+    # vec_add, n = 2^31: 2^26 full warps, 2 loads and a store of 4 sectors each
+    r = model.predict("vec_add", "default", n=2 ** 31)
+    assert (r["gld_requests"], r["gld_transactions"], r["gst_transactions"]) == \
+        (2 ** 27, 2 ** 29, 2 ** 28)
+    assert r["gld_bytes_requested"] == 2 * 4 * 2 ** 31 and r["gld_efficiency"] == 100.0
+    # the largest vec_add: 2^31 - 1 blocks of 32 full warps
+    r = model.predict("vec_add", "default", n=GMAX * 1024, block=1024)
+    assert (r["gst_requests"], r["gst_transactions"]) == (GMAX * 32, GMAX * 128)
+
+
+def test_predict_refuses_launches_gpumem_cannot_make():
+    # one past the largest grid (2^31 - 1 blocks), as the C entry points refuse it
+    for family, variant, per in (("vec_add", "default", 1024), ("read_offset", "unroll4", 4096),
+                                 ("copy", "float4", 4 * 1024)):
+        ok = model.predict(family, variant, n=GMAX * per, block=1024)
+        assert ok["gst_requests"] > 0
+        for n in (GMAX * per + 1, 2 ** 50):
+            with pytest.raises(ValueError, match=rf"model.predict\({family}/{variant}\): "
+                                                 rf"n={n} needs .* blocks of block=1024"):
+                model.predict(family, variant, n=n, block=1024)
+        with pytest.raises(ValueError, match="model.launch_config.*2\\*\\*31 - 1"):
+            model.launch_config(family, variant, n=GMAX * per + 1, block=1024)
+    # n past 2^63 bytes: no array can hold it
+    with pytest.raises(ValueError, match=r"n=2305843009213693952 elements of \d+ bytes exceed"):
+        model.predict("vec_add", "default", n=2 ** 61)
+
+
+def test_predict_read_offset_to_four_places():
+    # 8388520 bytes in 327676 sectors: 80.00013733...% -> 80.0001, 4.99993896... -> 4.9999
+    r = model.predict("read_offset", "unroll4", n=2 ** 20, offset=11, block=256)
+    assert (r["gld_bytes_requested"], r["gld_transactions"], r["gld_requests"]) == \
+        (8_388_520, 327_676, 65_536)
+    assert (r["gld_efficiency"], r["gld_transactions_per_request"]) == (80.0001, 4.9999)
+    assert r["gst_efficiency"] == 99.9997                             # 99.99971...
+
+
+def test_predict_refuses_offsets_caches_and_blocks_by_name():
+    with pytest.raises(ValueError, match=r"read_offset/unroll1\): offset=1001 .* 0..1000"):
+        model.predict("read_offset", "unroll1", n=1000, offset=1001)
+    assert model.predict("write_offset", "unroll4", n=1000, offset=1000)["gst_requests"] == 0
+    with pytest.raises(TypeError, match="cache must be a str, not int"):
+        model.predict("read_offset", "unroll1", n=10, cache=1)
+    with pytest.raises(TypeError, match="block must be an int, not bool"):
+        model.predict("copy", "float", n=10, block=True)
+    # NumPy integers are integers, everywhere
+    assert model.predict("read_offset", "unroll4", n=np.int64(10_000), offset=np.uint8(11),
+                         block=np.int32(96), granularity=np.int16(128)) == \
+        model.predict("read_offset", "unroll4", n=10_000, offset=11, block=96, granularity=128)
+    assert model.launch_config("vec_add", "default", n=np.int64(1000), block=np.int16(100)) == \
+        {"grid": (10, 1, 1), "block": (100, 1, 1)}
+    with pytest.raises(ValueError, match="variant='unroll2'.*'unroll1', 'unroll4'"):
+        model.predict("read_offset", "unroll2", n=1)
+    with pytest.raises(ValueError, match="'stride' is unknown.*n, offset, block, cache"):
+        model.predict("read_offset", "unroll1", n=1, stride=2)
+    with pytest.raises(ValueError, match="block=0"):
+        model.predict("copy", "float", n=10, block=0)
+    with pytest.raises(ValueError, match="cache='L3'"):
+        model.predict("read_offset", "unroll1", n=4, cache="L3")
+    with pytest.raises(ValueError, match="needs parameter 'n'"):
+        model.predict("vec_add", "default")
+    with pytest.raises(TypeError, match="n must be an int"):
+        model.predict("vec_add", "default", n=4.0)
+
+
+def test_predict_the_load_paths_agree_and_a_record_carries_its_cache():
+    ref = model.predict("read_offset", "unroll4", n=100_003, offset=5, block=256)
+    assert tuple(ref) == model.METRICS
+    for c in ("ca", "cg", "ldg", "cs"):
+        assert model.predict("read_offset", "unroll4", n=100_003, offset=5, block=256,
+                             cache=c) == ref
+    rec = types.SimpleNamespace(kernel="read_offset", variant="unroll1",
+                                params={"n": 1000, "offset": 3, "block": 256, "cache": "cg"})
+    assert model.predict_record(rec) == model.predict("read_offset", "unroll1", n=1000,
+                                                      offset=3, block=256)
+
+
+def test_launch_config_matches_the_launchers():
+    assert model.launch_config("read_offset", "unroll4", n=1000, block=100) == \
+        {"grid": (3, 1, 1), "block": (100, 1, 1)}
+    assert model.launch_config("copy", "float4", n=1003, block=256)["grid"] == (1, 1, 1)

@@ -19,6 +19,7 @@ from gpumem.lessons import allocation
 from gpumem.lessons.allocation import first_touch_reference
 
 from _helpers import poisoned
+from _fake_gpu import FakeGPU
 
 gpu = pytest.mark.gpu
 MiB = 1 << 20
@@ -313,3 +314,21 @@ def test_sanitizer_calls_cover_every_variant(no_leak):
         allocation._sanitize()
     assert {(r.kernel, r.variant) for r in recs} == {("first_touch", "write"),
                                                       ("first_touch", "page")}
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# the memory card: the pool against cudaMalloc, on the fake GPU (the stand-ins allocation declares)
+def test_card_rows_on_a_fake_gpu(monkeypatch):
+    assert [r["level"] for r in allocation.LESSON.card(False, True)] == [
+        "pool, 1 MiB", "cudaMalloc, 1 MiB"]
+    FakeGPU(monkeypatch)
+    by = {r["level"]: r for r in allocation.LESSON.card(True, True)}
+    assert by["pool, 1 MiB"]["ns"] == pytest.approx(1000.0)        # 0.5 + 0.5 us
+    assert by["cudaMalloc, 1 MiB"]["ns"] == pytest.approx(50000.0)
+    assert by["pool, 1 MiB"]["size_text"] == "64 MiB reserved"
+
+
+@pytest.mark.gpu
+def test_card_rows_on_a_gpu():
+    by = {r["level"]: r for r in allocation.LESSON.card(True, True)}
+    assert by["pool, 1 MiB"]["ns"] < by["cudaMalloc, 1 MiB"]["ns"]

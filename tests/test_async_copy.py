@@ -21,6 +21,7 @@ from gpumem.lessons import async_copy as ac
 from gpumem.lessons.async_copy import tensor_view, tile_copy_reference, tile_transpose_reference
 
 from _helpers import poisoned
+from _fake_gpu import FakeGPU, first_with
 
 gpu = pytest.mark.gpu
 VARIANTS = ("ldg_sts", "cp_async4", "cp_async16", "bulk", "tensor", "tensor_swizzle128")
@@ -458,3 +459,13 @@ def test_the_next_call_works_after_a_refusal(no_leak):
     with pytest.raises(ValueError, match="whole 16-byte chunks"):
         gm.tile_copy(a, variant="bulk")
     np.testing.assert_array_equal(gm.tile_copy(a, variant="ldg_sts"), a)
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# gpumem report: the headline on the fake GPU (the stand-ins async_copy declares)
+def test_report_headline_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    tma = first_with(ac.LESSON.headline(True, True),
+                     "transpose_tensor_swizzle128_x_copy")["measured"]
+    assert tma["transpose_tensor_swizzle128_x_copy"] == pytest.approx(1 / 1.04)
+    assert tma["copy_ldg_sts_x_copy"] == pytest.approx(1 / 1.25)

@@ -22,6 +22,7 @@ from gpumem.lessons.clusters import (chase_hop, cluster_histogram_reference,
                                      dsmem_stream_reference)
 
 from _helpers import poisoned
+from _fake_gpu import FakeGPU, first_with
 
 gpu = pytest.mark.gpu
 
@@ -533,3 +534,21 @@ def test_references_refuse_a_sequence_too_long_to_build(call):
     machine that overcommits memory, for hours)."""
     with pytest.raises(ValueError, match=r"_reference: x has more than 2\*\*31 elements"):
         call(range(2**40))
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# gpumem report: the headline on the fake GPU (the stand-ins clusters declares); the card's row
+def test_report_headline_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    rows = clusters.LESSON.headline(True, True)
+    dsm = first_with(rows, "remote_over_local")["measured"]
+    assert dsm["remote_over_local"] == pytest.approx(200 / 30)
+    assert first_with(rows, "global_over_cluster")["measured"]["global_over_cluster"] == \
+        pytest.approx(4.0)
+
+
+def test_card_row_is_distributed_shared_memory(monkeypatch):
+    assert [r["level"] for r in clusters.LESSON.card(False, True)] == ["distributed shared"]
+    FakeGPU(monkeypatch)
+    (row,) = clusters.LESSON.card(True, True)
+    assert row["cycles"] == 200.0 and row["lesson"] == "clusters"

@@ -10,6 +10,7 @@ import gpumem as gm
 from gpumem.lessons import dram
 from gpumem.model import dram as dm
 from _helpers import f32, m, poisoned
+from _fake_gpu import FakeGPU, first_with
 
 gpu = pytest.mark.gpu
 
@@ -396,3 +397,12 @@ def test_stream_bandwidth_grows_with_bytes_in_flight():
     t = dram.little_sweep("unroll", n=1 << 26, repeat=5)
     gb = t["GB/s"]
     assert gb[2] > 1.5 * gb[0]          # unroll 4 against unroll 1 at 8 warps per SM
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# gpumem report: the headline on the fake GPU (the stand-ins dram declares)
+def test_report_headline_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    dr = first_with(dram.LESSON.headline(True, True), "dram_bytes_per_sector")
+    assert dr["measured"]["dram_bytes_per_sector"] == 64.0
+    assert "a lone 32-byte piece costs 64 DRAM bytes" in dr["measured_text"]

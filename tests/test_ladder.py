@@ -16,6 +16,8 @@ import gpumem as gm
 from gpumem.lessons import ladder
 from gpumem.lessons.ladder import (KiB, MiB, bandwidth_reference, cache_sizes, chain_image, chain_order,
                            latency_chain, latency_levels, latency_reference)
+from gpumem import report
+from _fake_gpu import FakeGPU, first_with
 
 X = np.ones(100, np.float32)
 VARIANTS = ["ca", "cg", "ldg", "shared", "constant", "tma"]
@@ -697,3 +699,64 @@ def test_cache_sizes_of_a_ladder_measured_without_a_gpu_says_so(no_gpu):
     t = ladder.latency_ladder([1024, 4096, 1 << 20], variants=("ca",), progress=False)
     with pytest.raises(ValueError, match=r"cache_sizes: the table's ca rows were not measured"):
         cache_sizes(t, device=H100)
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# gpumem report: the headline and the memory card's rows on the model, on the fake GPU (the
+# stand-ins the ladder declares), on a GPU
+LEVELS = ["shared", "constant", "L1", "L2 near", "L2 far", "L2 near, TMA", "device memory"]
+
+
+def test_report_headline_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    lad = first_with(ladder.LESSON.headline(True, True), "L1_cycles")["measured"]
+    assert (lad["L1_cycles"], lad["L2 near_cycles"], lad["device memory_cycles"]) == (
+        30.0, 260.0, 700.0)
+
+
+def test_card_rows_without_a_gpu_are_the_published_figures():
+    rows = ladder.LESSON.card(False, True)
+    by = {r["level"]: r for r in rows}
+    assert list(by) == LEVELS and {r["lesson"] for r in rows} == {"ladder"}
+    assert [r["level"] for r in sorted(rows, key=lambda r: r["depth"])] == [
+        "shared", "constant", "L1", "L2 near", "L2 near, TMA", "L2 far", "device memory"]
+    assert by["L1"]["published"] == "32-40 cyc, 128 B/clk/SM"
+    assert by["L2 far"]["size"] == 50 * 2**20 and by["L2 near"]["size_text"] == "25 MiB"
+    assert by["device memory"]["published_GB/s"] == 3350.0
+    assert by["device memory"]["size_text"] == "80 GB"
+    text = report.card_table(rows, report.card_title(False)).to_text(0)
+    assert "570-860 cyc, 3,350 GB/s" in text
+
+
+def test_card_rows_on_a_gpu_without_published_figures(monkeypatch):
+    FakeGPU(monkeypatch)
+    by = {r["level"]: r for r in ladder.LESSON.card(True, True)}
+    assert by["L1"]["cycles"] == 30.0 and by["L2 near"]["cycles"] == 260.0
+    assert by["L1"]["GB/s"] == 25000.0 and by["device memory"]["GB/s"] == 3000.0
+    assert by["device memory"]["size"] == 80 * 2**30
+    assert all(r["published"] == "" and r["GB/s_ratio"] is None for r in by.values())
+
+
+def test_card_rows_on_an_h100_set_ratios(monkeypatch):
+    FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
+    by = {r["level"]: r for r in ladder.LESSON.card(True, False)}
+    assert by["L1"]["cycles_ratio"] == pytest.approx(30.0 / 36.0)
+    # 128 bytes/clk/SM at the clock the read saw: 132 x 128 x 1.98 GB/s
+    assert by["L1"]["GB/s_ratio"] == pytest.approx(25000.0 / (132 * 128 * 1.98))
+    assert by["device memory"]["GB/s_ratio"] == pytest.approx(3000.0 / 3350.0)
+    assert by["shared"]["cycles_ratio"] == pytest.approx(30.0 / 29.5)
+    assert by["L2 near"]["GB/s_ratio"] is None          # no published L2 bandwidth for it
+    cells = {r["level"]: r for r in report.card_table(list(by.values()))}
+    assert cells["device memory"]["x published"] == "0.98 lat, 0.90 BW"     # 700 / 715 cycles
+
+
+@pytest.mark.gpu
+def test_card_rows_on_a_gpu_climb_the_hierarchy():
+    by = {r["level"]: r for r in ladder.LESSON.card(True, True)}
+    lat = [by[k]["cycles"] for k in ("L1", "L2 near", "L2 far", "device memory")]
+    assert lat == sorted(lat) and lat[0] < 100 and lat[-1] > 3 * lat[0], lat
+    assert by["shared"]["cycles"] < by["L2 near"]["cycles"]
+    bw = [by[k]["GB/s"] for k in ("L1", "L2 near", "device memory")]
+    assert bw == sorted(bw, reverse=True), bw
+    if gm.runtime.published.published(gm.device().name) is not None:
+        assert 0.3 < by["device memory"]["GB/s_ratio"] < 1.1

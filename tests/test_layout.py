@@ -12,6 +12,8 @@ import pytest
 import gpumem as gm
 from gpumem.lessons import layout
 from _helpers import awkward_n, f32, poisoned
+from gpumem import model
+from _fake_gpu import FakeGPU
 
 BLOCKS = [1, 33, 100, 512, 1024]
 A = np.zeros(100, np.float32)
@@ -233,3 +235,62 @@ def test_layout_sweeps_check_everything_first(no_gpu):
         gm.strided_read(None)
     with pytest.raises(TypeError, match=r"struct_update: block must be an int, not float"):
         gm.struct_update(np.ones((4, 2), np.float32), block=32.0)
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# gpumem report: the headline on the model, on the fake GPU (the stand-ins layout declares), on a GPU
+def test_report_headline_without_a_gpu_is_half_the_efficiency_for_aos():
+    (row,) = layout.LESSON.headline(False, False)
+    assert (row["model"]["aos_gld_efficiency"], row["model"]["soa_gld_efficiency"]) == (50.0, 100.0)
+
+
+def test_report_headline_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    (row,) = layout.LESSON.headline(True, True)
+    assert "gld efficiency AoS 50% measured / 50% model, SoA 100% measured / 100% model" in \
+        row["measured_text"]
+    assert row["measured"]["aos_GB/s"] == pytest.approx(row["measured"]["soa_GB/s"] / 2)
+
+
+@pytest.mark.gpu
+def test_report_headline_on_a_gpu():
+    (row,) = layout.LESSON.headline(True, False)
+    if gm.profiler_available():
+        assert abs(row["measured"]["aos_gld_efficiency"] - 50) < 0.5
+    assert row["measured"]["aos_GB/s"] > 0 and row["measured"]["soa_GB/s"] > 0
+
+
+# gpumem.model.predict of this lesson's families: closed forms, refusals, launch configurations
+GMAX = 2 ** 31 - 1       # blocks of a grid (gridDim.x)
+
+
+def test_predict_struct_update_at_n_2_31_has_the_closed_form_counts():
+    # struct_update aos: every warp spans 8 sectors for 4 of bytes, loads and stores
+    r = model.predict("struct_update", "aos", n=2 ** 31)
+    assert (r["gld_requests"], r["gld_transactions"]) == (2 * 2 ** 26, 2 * 8 * 2 ** 26)
+
+
+def test_predict_refuses_launches_gpumem_cannot_make():
+    for family, variant, p, per in (("strided_read", "default", {"stride": 64}, 64 * 1024),
+                                    ("distance", "soa", {}, 1024)):
+        ok = model.predict(family, variant, n=GMAX * per, block=1024, **p)
+        assert ok["gst_requests"] > 0
+        for n in (GMAX * per + 1, 2 ** 50):
+            with pytest.raises(ValueError, match=rf"model.predict\({family}/{variant}\): "
+                                                 rf"n={n} needs .* blocks of block=1024"):
+                model.predict(family, variant, n=n, block=1024, **p)
+        with pytest.raises(ValueError, match="model.launch_config.*2\\*\\*31 - 1"):
+            model.launch_config(family, variant, n=GMAX * per + 1, block=1024, **p)
+    # n past 2^63 bytes: no array can hold it
+    for family in ("distance", "struct_update"):
+        with pytest.raises(ValueError, match=rf"n={2 ** 60} elements of \d+ bytes exceed"):
+            model.predict(family, model.families()[family][0], n=2 ** 60)
+
+
+def test_predict_distance_aos_to_four_places():
+    assert model.predict("distance", "aos", n=2 ** 20)["gld_efficiency"] == 33.3333
+
+
+def test_launch_config_matches_the_launcher():
+    assert model.launch_config("strided_read", "default", n=1000, stride=3, block=32)["grid"] == \
+        (11, 1, 1)

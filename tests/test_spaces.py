@@ -9,6 +9,9 @@ from gpumem import _core
 from gpumem.lessons import spaces
 from gpumem.lessons.spaces import (REGCAP_CAPS, REGCAP_LIVE, divergence_reference,
                            register_pressure_reference, thread_histogram_reference)
+import types
+from gpumem import report
+from _fake_gpu import FakeGPU, first_with
 
 X = np.ones(100, np.float32)
 XR = np.ones((REGCAP_LIVE, 10), np.float32)
@@ -221,3 +224,70 @@ def test_spaces_check_their_arguments_before_the_device():
 def test_lifetimes_under_a_check_returns_none_without_launching():
     with gm.runtime.args._checking():
         assert gm.lifetimes(np.int64(2)) is None
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# gpumem report: the headline on the model, on the fake GPU (the stand-ins spaces declares), on a GPU
+def test_report_headline_without_a_gpu_is_the_models_spills_and_occupancy():
+    rows = spaces.LESSON.headline(False, False)
+    m = first_with(rows, "cap32_blocks_per_sm")["model"]
+    assert (m["cap32_blocks_per_sm"], m["uncapped_blocks_per_sm"]) == (8.0, 1.0)
+    assert first_with(rows, "local_bytes_per_thread_local")["model"][
+        "local_bytes_per_thread_local"] == 64.0
+
+
+def test_report_headline_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    rows = spaces.LESSON.headline(True, True)
+    reg = first_with(rows, "cap32_blocks_per_sm")["measured"]
+    assert (reg["cap32_blocks_per_sm"], reg["cap32_local_load_transactions"]) == (8.0, 2e6)
+    assert first_with(rows, "odd_even_over_warp")["measured"]["odd_even_over_warp"] == 2.0
+
+
+@pytest.mark.gpu
+def test_report_headline_on_a_gpu():
+    rows = spaces.LESSON.headline(True, False)
+    hist = first_with(rows, "local_bytes_per_thread_local")["measured"]
+    assert hist["local_bytes_per_thread_local"] >= 64 and \
+        hist["local_bytes_per_thread_registers"] == 0
+    reg = first_with(rows, "cap32_blocks_per_sm")["measured"]
+    assert reg["cap32_registers"] <= 32 < reg["uncapped_registers"]
+    assert reg["cap32_local_bytes_per_thread"] > reg["uncapped_local_bytes_per_thread"]
+    assert reg["cap32_blocks_per_sm"] > reg["uncapped_blocks_per_sm"]
+    div = first_with(rows, "odd_even_over_warp")["measured"]
+    assert div["odd_even_over_warp"] > 1.3
+
+
+# the memory card: the registers' row
+def test_card_row_without_a_gpu_is_the_model_gpus_register_file():
+    (row,) = spaces.LESSON.card(False, True)
+    assert row["level"] == "registers" and row["lesson"] == "spaces"
+    assert row["size"] == 256 * 2**10 and row["size_text"] == "256 KiB/SM (64 Ki x 32-bit)"
+    assert row["published"] == "64 Ki x 32-bit/SM (cc 9.0)"
+    assert row["cycles"] is None and row["ns"] is None
+    assert "64 Ki x 32-bit/SM (cc 9.0)" in report.card_table([row]).to_text(0)
+
+
+def test_card_row_on_a_gpu_without_published_figures(monkeypatch):
+    FakeGPU(monkeypatch)
+    (row,) = spaces.LESSON.card(True, True)
+    # the register file is published per compute capability, not per GPU
+    assert row["published"] == "64 Ki x 32-bit/SM (cc 9.0)"
+    assert row["size"] == 4 * 65536 and row["ns"] is None
+
+
+def test_the_registers_of_a_compute_capability_the_model_lacks(monkeypatch):
+    monkeypatch.setattr(gm.runtime, "device", lambda: types.SimpleNamespace(
+        registers_per_multiprocessor=32768, compute_capability=(8, 8)))
+    (row,) = spaces.LESSON.card(True, True)
+    assert (row["level"], row["size"], row["size_text"]) == ("registers", 131072,
+                                                            "128 KiB/SM (32 Ki x 32-bit)")
+    assert row["published"] == "" and row["source"] is None and row["cycles"] is None
+    assert "the device's attributes" in row["how"]
+
+
+@pytest.mark.gpu
+def test_card_row_on_a_gpu():
+    (row,) = spaces.LESSON.card(True, True)
+    # the register file, from the device's attributes; an operand, no load to time
+    assert row["size"] == 4 * gm.device().registers_per_multiprocessor and row["ns"] is None

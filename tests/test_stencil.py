@@ -7,6 +7,7 @@ import pytest
 import gpumem as gm
 from gpumem.lessons import stencil
 from gpumem.lessons.stencil import STENCIL_8TH_ORDER, constant_broadcast_reference, stencil_1d_reference
+from _fake_gpu import FakeGPU, first_with
 
 X = np.ones(10, np.float32)
 
@@ -294,3 +295,28 @@ def test_stencil_references_and_sweep_check_their_arguments(monkeypatch):
     assert got.shape == (70,) and got.dtype == np.float32
     table = stencil.broadcast_table()
     assert got[33] == table[1] + table[33]      # lane 1: word 1, then word 1 + 32
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# gpumem report: the headline on the model, on the fake GPU (the stand-ins stencil declares), on a GPU
+def test_report_headline_without_a_gpu_counts_the_broadcasts_passes():
+    rows = stencil.LESSON.headline(False, False)
+    assert first_with(rows, "constant_passes_32")["model"]["constant_passes_32"] == 32.0
+
+
+def test_report_headline_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    rows = stencil.LESSON.headline(True, True)
+    st = first_with(rows, "constant_pct_of_copy")["measured"]
+    assert st["constant_pct_of_copy"] == pytest.approx(100 / 1.05)
+    assert first_with(rows, "constant_32_over_1")["measured"]["constant_32_over_1"] == 20.0
+
+
+@pytest.mark.gpu
+def test_report_headline_on_a_gpu():
+    rows = stencil.LESSON.headline(True, False)
+    st = first_with(rows, "constant_GB/s")["measured"]
+    # sane against this GPU's copy; the speed itself is bench_stencil's
+    assert st["constant_GB/s"] >= 0.5 * st["device_copy_GB/s"]
+    bc = first_with(rows, "constant_32_over_1")["measured"]
+    assert bc["constant_32_over_1"] > 4 and bc["constant_over_readonly_32"] > 1

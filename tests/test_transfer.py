@@ -19,6 +19,7 @@ from gpumem.lessons import transfer
 from gpumem.lessons.transfer import read_sum_reference, scale_reference
 
 from _helpers import f32
+from _fake_gpu import FakeGPU, first_with
 
 gpu = pytest.mark.gpu
 DTYPES = [np.bool_, np.int8, np.uint16, np.int32, np.int64, np.float16, np.float32, np.float64,
@@ -485,3 +486,45 @@ def test_overlap_timeline(no_leak):
     matplotlib.use("Agg")
     ax = transfer.plot_timeline(t)
     assert len(ax.get_yticks()) == 3
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# gpumem report: the headline (not modelled: the link decides), on the fake GPU (the
+# stand-ins transfer declares); the memory card's host link
+def test_report_headline_is_not_modelled():
+    rows = transfer.LESSON.headline(False, False)
+    assert rows and all(r["model_text"].startswith("not modelled") and not r["model"]
+                        for r in rows)
+
+
+def test_report_headline_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    xfer = first_with(transfer.LESSON.headline(True, True), "pinned_GB/s")["measured"]
+    assert xfer["pinned_GB/s"] == pytest.approx(50.0) and \
+        xfer["pageable_GB/s"] == pytest.approx(10.0)
+
+
+def test_card_rows_without_a_gpu_are_the_published_link():
+    by = {r["level"]: r for r in transfer.LESSON.card(False, True)}
+    assert list(by) == ["host -> device", "device -> host"]
+    assert by["host -> device"]["size_text"] == "PCIe 5.0 x16"
+    assert by["host -> device"]["published_GB/s"] == 64.0
+
+
+def test_card_rows_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    by = {r["level"]: r for r in transfer.LESSON.card(True, True)}
+    assert by["host -> device"]["GB/s"] == pytest.approx(50.0)
+    assert by["host -> device"]["GB/s_ratio"] is None          # no published figure: Fake GPU
+
+
+def test_card_rows_on_an_h100_set_ratios(monkeypatch):
+    FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
+    by = {r["level"]: r for r in transfer.LESSON.card(True, False)}
+    assert by["host -> device"]["GB/s_ratio"] == pytest.approx(50.0 / 64.0)
+
+
+@pytest.mark.gpu
+def test_card_rows_on_a_gpu():
+    for r in transfer.LESSON.card(True, True):
+        assert 1 < r["GB/s"] < 1000 and r["ns"] > 0, r["level"]

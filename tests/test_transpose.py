@@ -11,6 +11,8 @@ from gpumem.lessons.transpose import (TRANSPOSE_VARIANTS, shared_stride_referenc
                               transpose_reference)
 
 from _helpers import f32, poisoned
+from gpumem.lessons import transpose as lesson
+from _fake_gpu import FakeGPU, first_with
 
 M = np.ones((3, 4), np.float32)
 SHAPES = [(1, 1), (1, 37), (37, 1), (33, 31), (64, 68), (300, 257), (129, 1000), (1000, 4),
@@ -236,3 +238,13 @@ def test_compare_and_sweep_measure(rng):
     assert one["wavefronts/read"] == pytest.approx(1, rel=1e-3)
     assert thirty_two["wavefronts/read"] == pytest.approx(32, rel=1e-3)
     assert thirty_two["vs stride 1"] > 4          # 32 wavefronts a read cannot be hidden
+
+
+# ---- the shared tests' checks of this lesson (issue 48: they name no lesson) -------------------
+# gpumem report: the headline on the fake GPU (the stand-ins transpose declares)
+def test_report_headline_on_a_fake_gpu(monkeypatch):
+    FakeGPU(monkeypatch)
+    tr = first_with(lesson.LESSON.headline(True, True), "padded_x_copy")
+    assert tr["measured"]["padded_x_copy"] == pytest.approx(1 / 1.1)
+    assert tr["measured"]["shared_shared_load_bank_conflict"] == 1.6e7
+    assert "coarsened reaches 0.95x of a copy" in tr["takeaway"]
