@@ -8,6 +8,11 @@ than a second of CPU time (time.process_time: not the wall clock, which other
 processes on the machine stretch) or 200 MB.  Derandomized, no example database: CI sees the same
 calls every run.  gpumem.model has its own tests (tests/test_model.py); the
 sweeps here ask a stand-in model, so what is timed is gpumem's own handling.
+
+Every lesson is a plug-in here: the functions, the words, the kernels passed to
+bench, the valid values of shapes the C tables cannot say (``Lesson.arguments``)
+and the cheap measurements on a GPU (``Lesson.cheap``) come from
+``gpumem.lessons.declarations()``; this file names no lesson.
 """
 from __future__ import annotations
 
@@ -68,9 +73,14 @@ _INTS = [-2**63, -1, 0, 1, 2, 3, 4, 7, 8, 11, 16, 31, 32, 33, 64, 100, 256, 1000
          2**40, 2**64]
 _NP_INTS = [np.int8(4), np.int64(32), np.uint64(256), np.int32(-1), np.int64(2**40)]
 _ODD = [0.5, float("nan"), float("inf"), -1.0, 1e300, 32.0, "", "x", "default", "read",
-        "matmul", "tiled", "gld_efficiency", "cap32", "constant", "aos", None, True, False,
+        "gld_efficiency", None, True, False,
         np.True_, [], [1, 2], [0], ["a"], [None], (32, 64), {"a": 1}, range(3), range(2**40),
         b"bytes", 1 + 2j, object()]
+DECLARED = gm.lessons.declarations()
+_FAMILIES = [f for d in DECLARED for f in d.families]
+#: Words an argument may take: every family, variant and choice the lessons declare.
+_WORDS = sorted(set(_FAMILIES) | {v.name for v in gm.variants()} | {
+    c for f in _FAMILIES for r in gm._core.args(f) for c in (r["choices"] or ())})
 _NAMES = ["block", "tile", "items", "n", "variant", "bogus", "offset", "stride"]
 
 
@@ -87,8 +97,18 @@ def _arrays() -> list:
     return out
 
 
-_KERNELS = [gm.vec_add, gm.matmul, gm.copy, gm.lifetimes, lambda *a, **k: None, len, 3, None]
+def _lesson_kernels() -> list:
+    """Every lesson's family functions (what bench and block_size_sweep take)."""
+    out = []
+    for d in DECLARED:
+        module = importlib.import_module(f"{gm.lessons.__name__}.{d.name}")
+        out += [getattr(module, f) for f in d.families if callable(getattr(module, f, None))]
+    return out
+
+
+_KERNELS = _lesson_kernels() + [lambda *a, **k: None, len, 3, None]
 VALUES = st.one_of(st.sampled_from(_INTS), st.sampled_from(_NP_INTS), st.sampled_from(_ODD),
+                   st.sampled_from(_WORDS),
                    st.sampled_from(_arrays()), st.sampled_from(_KERNELS),
                    st.integers(-2**70, 2**12), st.integers(2**63, 2**70))  # valid sizes stay small
 
@@ -170,63 +190,19 @@ _SETTINGS = settings(max_examples=40 if GPU else 150, derandomize=True, database
                      suppress_health_check=list(HealthCheck))
 
 
-# On a GPU, cache_sizes() with no table measures a whole latency ladder (6 s) on every
-# valid draw: the ladder's own arguments are drawn under latency_ladder, so here the
-# first measurement of each cache path is kept and handed back (82 s -> a few).
-_LADDERS: dict = {}
-
-
-def _kept_ladder(**kw):
-    key = tuple(sorted((k, repr(v)) for k, v in kw.items()))
-    if key not in _LADDERS:
-        _LADDERS[key] = _REAL_LADDER(**kw)
-    return _LADDERS[key]
-
-
-_REAL_LADDER = importlib.import_module("gpumem.lessons.ladder").latency_ladder
-
-
-class _QuickTransfers:
-    """On a GPU the transfer experiments' defaults copy up to 1 GiB per point: their
-    arguments are what is drawn here, so their measurements are stood in for (the
-    real ones run in tests/test_transfer.py)."""
-
-    def __getattr__(self, name):
-        return getattr(gm._core, name)
-
-    @staticmethod
-    def _transfer_copy(kind, direction, nbytes, repeat, warmup):
-        return [1.0] * repeat
-
-    @staticmethod
-    def _transfer_zero_copy(nbytes, reads, repeat):
-        s = gm.lessons.transfer._pattern_sum(nbytes // 4)
-        return {"mapped": [1.0] * repeat, "copy": [2.0] * repeat, "device": [0.5] * repeat,
-                "sums": [s] * 3}
-
-    @staticmethod
-    def _transfer_managed(nbytes, repeat):
-        s = gm.lessons.transfer._pattern_sum(nbytes // 4)
-        return {k: [1.0] * repeat for k in ("fault", "prefetch", "after_prefetch", "resident")} \
-            | {"sums": [s] * 3}
-
-    @staticmethod
-    def _transfer_overlap(nbytes, chunks, work):
-        rows = [(0, op, 0, float(i), i + 1.0) for i, op in enumerate(("h2d", "kernel", "d2h"))]
-        return {"serial": rows, "overlapped": rows, "equal": True, "output": b""}
-
-
-_QUICK = {"transfer_sweep", "zero_copy_compare", "managed_compare", "overlap_timeline"}
-
-
 @pytest.fixture
 def cheap_measurements(monkeypatch, request):
+    """On a GPU a valid call really runs: where one would measure for long (a sweep of
+    chases, a GiB copy), the stand-ins its lesson declares for it (``Lesson.cheap``)."""
+    if not GPU:
+        return
     name = request.node.callspec.params["name"]
-    if GPU and name == "cache_sizes":
-        monkeypatch.setattr("gpumem.lessons.ladder.latency_ladder", _kept_ladder)
-    if GPU and name in _QUICK:
-        monkeypatch.setattr("gpumem.lessons.transfer._core", _QuickTransfers())
-        monkeypatch.setattr("gpumem.lessons.transfer._calibrate_work", lambda nbytes: 1)
+    for d in DECLARED:
+        if d.cheap is None:
+            continue
+        module = importlib.import_module(f"{gm.lessons.__name__}.{d.name}")
+        for attr, new in d.cheap(name).items():
+            monkeypatch.setattr(module, attr, new)
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS) + sorted(METHODS))
@@ -271,15 +247,26 @@ def test_random_arguments(name, data, cheap_measurements):
 
 
 def test_every_public_function_is_covered():
-    assert {"vec_add", "bench", "block_size_sweep", "offset_sweep", "Table", "variants",
-            "matmul_reference", "compiler_report", "profile", "lifetimes"} <= set(FUNCTIONS)
+    assert {"bench", "block_size_sweep", "Table", "variants", "compiler_report",
+            "profile"} <= set(FUNCTIONS)
+    for d in DECLARED:          # every lesson's exported functions and sweeps
+        module = importlib.import_module(f"{gm.lessons.__name__}.{d.name}")
+        names = [n for n in d.exports + d.sweeps if inspect.isfunction(getattr(module, n))]
+        assert names and set(names) <= set(FUNCTIONS), d.name
     assert "predict" not in FUNCTIONS      # gpumem.model: tests/model/
+    # what the lessons declare for these tests names what exists
+    for d in DECLARED:
+        for fam in (d.arguments(st) if d.arguments else {}):
+            assert fam in d.families, (d.name, fam)
+        for name in (n for n in FUNCTIONS if d.cheap):
+            module = importlib.import_module(f"{gm.lessons.__name__}.{d.name}")
+            assert all(hasattr(module, a) for a in d.cheap(name)), (d.name, name)
 
 
 # ---- classes of inputs, generated for every argument of every kernel function (issue 29) ----
 def _kernel_functions() -> list[tuple[str, object, list[dict]]]:
     out = []
-    for lesson in gm.lessons.declarations():
+    for lesson in DECLARED:
         module = importlib.import_module(f"gpumem.lessons.{lesson.name}")
         for fam in lesson.families:
             fn = getattr(module, fam, None)
@@ -291,30 +278,38 @@ def _kernel_functions() -> list[tuple[str, object, list[dict]]]:
 KERNEL_FUNCTIONS = _kernel_functions()
 
 
-#: Required values whose valid shape or size the table alone does not say (its shape rules).
-_BASE = {("struct_update", "data"): np.ones((8, 2), np.float32),
-         ("distance", "points"): np.ones((8, 3), np.float32),
-         ("register_pressure", "x"): np.ones((64, 8), np.float32),
-         ("matmul", "a"): np.ones((8, 8), np.float32), ("matmul", "b"): np.ones((8, 8), np.float32),
-         ("latency", "working_set"): 4096,
-         ("dram_channels", "a"): np.ones(1 << 17, np.float32),   # 8 streams of 64 KiB
-         ("cluster_histogram", "x"): np.ones(8, np.uint32)}
+#: Each family's strategy for the values its table alone does not say (its shape rules, a
+#: wrapper's own defaults): Lesson.arguments.
+STRATEGIES = {fam: strategy for d in DECLARED if d.arguments
+              for fam, strategy in d.arguments(st).items()}
 
 
-def _base_call(fn, rows: list[dict]) -> tuple[list, dict]:
-    """The smallest valid call: every required argument, from its table row."""
+def _simplest(strategy):
+    """The strategy's simplest draw (hypothesis shrinks it: the smallest sizes)."""
+    return hypothesis.find(strategy, lambda _: True,
+                           settings=settings(database=None, max_examples=50))
+
+
+#: The simplest declared values of each family: {family: {argument: value}}.
+_BASE = {fam: _simplest(strategy) for fam, strategy in STRATEGIES.items()}
+
+
+def _base_call(fn, rows: list[dict], declared: dict | None = None) -> tuple[list, dict]:
+    """The smallest valid call: every required argument, from its table row, and the
+    values the lesson declares (``declared``: its strategy's simplest draw, or another)."""
+    declared = _BASE.get(fn.__name__, {}) if declared is None else declared
     sig = inspect.signature(fn).parameters
     args, kw = [], {}
     for r in rows:
-        if not r["required"]:
+        if not r["required"] and r["name"] not in declared:
             continue
-        if (fn.__name__, r["name"]) in _BASE:
-            v = _BASE[fn.__name__, r["name"]]
+        if r["name"] in declared:
+            v = declared[r["name"]]
         elif r["kind"] == "array":
             v = np.ones((8,) * max(r["ndim"], 1), np.float32)
         else:
             v = max(r["lo"], 8) if r["lo"] is not None and r["hi"] >= 8 else r["lo"]
-        if sig[r["name"]].kind is inspect.Parameter.KEYWORD_ONLY:
+        if sig[r["name"]].kind is inspect.Parameter.KEYWORD_ONLY or not r["required"]:
             kw[r["name"]] = v
         else:
             args.append(v)
@@ -333,6 +328,26 @@ def test_the_base_call_of_every_kernel_function_is_valid(fam, fn, rows):
     assert _checked(fn, args, kw) is None
 
 
+_DECLARED_FAMILIES = [k for k in KERNEL_FUNCTIONS if k[0] in STRATEGIES]
+
+
+@pytest.mark.parametrize("fam,fn,rows", _DECLARED_FAMILIES,
+                         ids=[k[0] for k in _DECLARED_FAMILIES])
+@settings(max_examples=25, derandomize=True, database=None, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_every_draw_of_a_declared_strategy_is_a_valid_call(fam, fn, rows, data):
+    declared = data.draw(STRATEGIES[fam], label=fam)
+    assert declared and set(declared) <= {r["name"] for r in rows}, declared
+    args, kw = _base_call(fn, rows, declared)
+    assert _checked(fn, args, kw) is None
+
+
+def test_every_declared_strategy_is_of_a_kernel_function():
+    assert set(STRATEGIES) <= {k[0] for k in KERNEL_FUNCTIONS}
+    assert len(STRATEGIES) >= 2
+
+
 @pytest.mark.parametrize("fam,fn,rows", KERNEL_FUNCTIONS, ids=[k[0] for k in KERNEL_FUNCTIONS])
 def test_none_is_the_default_exactly_where_the_signature_says_so(fam, fn, rows):
     sig = inspect.signature(fn).parameters
@@ -342,9 +357,10 @@ def test_none_is_the_default_exactly_where_the_signature_says_so(fam, fn, rows):
         if r["required"] or name not in sig:
             continue
         default_is_none = sig[name].default is None
-        # the Python signature and the C table agree on what None means (lifetimes is
-        # several launches: its value= is set before the first, the kernel's only there)
-        if fam != "lifetimes":
+        # the Python signature and the C table agree on what None means, but where the
+        # lesson declares the argument's values itself (a wrapper of several launches that
+        # sets a value before the first, the kernel's table only there: Lesson.arguments)
+        if name not in _BASE.get(fam, {}):
             assert default_is_none == (r["default"] is None), (fam, name, r)
         if default_is_none:
             continue
