@@ -92,7 +92,8 @@ def _allowed(src: str, dst: str) -> bool:
 
 
 def test_every_module_is_in_a_layer():
-    assert "gpumem.runtime.launches" in MODULES and "gpumem.lessons.matmul" in MODULES
+    assert "gpumem.runtime.launches" in MODULES
+    assert all(f"{gm.lessons.__name__}.{stem}" in MODULES for stem in gm.lessons.LESSONS)
     for name in MODULES:
         assert _layer(name) in (*LAYERS, "model"), name
 
@@ -134,10 +135,11 @@ def test_no_circle_among_modules():
 
 def test_the_layer_test_catches_an_upward_import(tmp_path, monkeypatch):
     # a runtime module importing the face, a tool importing a lesson, the model importing _core
+    lesson = f"{gm.lessons.__name__}.{gm.lessons.LESSONS[0]}"
     for src, dst in (("gpumem.runtime.launches", "gpumem"),
-                     ("gpumem.tools.sweep", "gpumem.lessons.access"),
+                     ("gpumem.tools.sweep", lesson),
                      ("gpumem.model.coalescing", "gpumem._core"),
-                     ("gpumem.lessons.access", "gpumem.report")):
+                     (lesson, "gpumem.report")):
         assert not _allowed(src, dst), (src, dst)
     fake = tmp_path / "gpumem" / "runtime" / "launches.py"
     fake.parent.mkdir(parents=True)
@@ -200,7 +202,9 @@ def test_the_report_and_its_sweeps_come_from_the_lessons():
 
     assert [name for name, _ in report.HEADLINES] == ["device"] + [
         d.name for d in DECLARED if d.headline]
-    assert dict(report.HEADLINES)["matmul"] is gm.lessons.matmul.LESSON.headline
+    for d in DECLARED:
+        assert dict(report.HEADLINES)[d.name] is d.headline, d.name
+        assert report.SWEEPS[d.name] is d.report_sweeps, d.name
     assert list(report.SWEEPS) == ["device"] + [d.name for d in DECLARED if d.report_sweeps]
 
 
@@ -250,3 +254,102 @@ def test_the_line_limit_names_each_long_file_and_its_count(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x = 1\n" * n)
     assert long_files(tmp_path) == ["csrc/z.h: 900 lines", "tests/deep/x.py: 801 lines"]
+
+
+# ---- a lesson is a plug-in in the tests too (issue 48) ------------------------------------------
+#: The test files every lesson shares: they iterate over gpumem.lessons.declarations() (what
+#: a lesson declares: headline, card, sweeps, sanitizer calls, modelled families, stand-ins,
+#: argument strategies, model launches) and name no lesson, so adding a lesson edits none.
+SHARED_TESTS = ("test_report.py", "test_report_output.py", "test_properties.py",
+                "model/test_predict.py", "test_layers.py", "test_notebooks.py", "_fake_gpu.py",
+                "_helpers.py")
+#: Every lesson's stem and family names.
+LESSON_NAMES = {d.name for d in DECLARED} | {f for d in DECLARED for f in d.families}
+#: Names of a lesson that are also plain words, allowed as a word of prose (a string with a
+#: space: "each SM its own copy"), and those allowed as a whole string too: the report's card
+#: figure names its two panels so (report.card_figure).
+GENERIC_WORDS = {"copy", "latency", "bandwidth"}
+REPORT_WORDS = {"latency", "bandwidth"}
+
+
+def _gpumem_aliases(tree: ast.AST) -> set[str]:
+    """The names a file binds to gpumem or its modules (``import gpumem as gm``, ``from
+    gpumem import report`` ...): the roots of references into the package."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names
+                    if a.name.split(".")[0] == "gpumem"}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "gpumem":
+            out |= {a.asname or a.name for a in node.names}
+    return out
+
+
+def lesson_references(text: str, names: set[str], prose: set[str] = frozenset(),
+                      whole: set[str] = frozenset()) -> list[str]:
+    """Where Python source ``text`` names one of ``names``: a word of a string literal
+    (f-strings' literal parts too; a word of ``prose`` in a string with a space, or a
+    string that is a word of ``whole``, does not count), an attribute of gpumem or one of
+    its modules (``gm.<name>``), an import of it (``from gpumem.lessons import <name>``,
+    ``import gpumem.lessons.<name>``).  Comments are not code, nor are the words this
+    check allows (the assignments of :data:`GENERIC_WORDS` and :data:`REPORT_WORDS`)."""
+    tree = ast.parse(text)
+    roots = _gpumem_aliases(tree)
+    allowed = {id(c) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+               and any(getattr(t, "id", "") in ("GENERIC_WORDS", "REPORT_WORDS")
+                       for t in node.targets)
+               for c in ast.walk(node.value)}
+    found = []
+    for node in ast.walk(tree):
+        where = f"line {getattr(node, 'lineno', '?')}"
+        if id(node) in allowed:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", node.value):
+                if node.value in whole or (word in prose and " " in node.value.strip()):
+                    continue
+                if word in names:
+                    found.append(f"{where}: {word!r} in the string {node.value[:60]!r}")
+        elif isinstance(node, ast.Attribute) and node.attr in names:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in roots:
+                found.append(f"{where}: {ast.unparse(node)}")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            for a in node.names:
+                parts = set(f"{module}.{a.name}".split(".")) if module.startswith("gpumem") \
+                    or a.name.startswith("gpumem") else set()
+                for word in sorted(parts & names):
+                    found.append(f"{where}: imports {word}")
+    return found
+
+
+@pytest.mark.skipif(not SOURCE_TREE, reason="the tests beside the package: a source checkout")
+@pytest.mark.parametrize("path", SHARED_TESTS)
+def test_no_shared_test_file_names_a_lesson(path):
+    text = (REPO / "tests" / path).read_text()
+    found = lesson_references(text, LESSON_NAMES, GENERIC_WORDS, REPORT_WORDS)
+    assert not found, f"tests/{path} names a lesson (declare it in its Lesson instead):\n" + \
+        "\n".join(found[:20])
+
+
+def test_the_lesson_name_check_finds_each_kind_of_reference():
+    stem, family = DECLARED[0].name, DECLARED[-1].families[0]
+    names = {stem, family}
+    for text in (f"x = {stem!r}", f"x = f'{{y}} {family} run'", f"x = 'a {stem}.png'",
+                 f"import gpumem as gm\ngm.{family}(1)",
+                 f"from gpumem import report\nreport.{family}",
+                 f"from gpumem.lessons import {stem}", f"import gpumem.lessons.{stem}",
+                 f"m = sys.modules['gpumem.lessons.{stem}']"):
+        assert lesson_references(text, names), text
+    for text in ("x = d.copy()", f"x = '{stem}_suffix'", f"# {stem} in a comment",
+                 f"np.{family}", "import gpumem\nx = gpumem.lessons.declarations()"):
+        assert not lesson_references(text, names), text
+    # a plain word in prose; a whole string only where the report uses the word itself
+    assert not lesson_references(f"x = 'a {stem} of it'", names, prose={stem})
+    assert lesson_references(f"x = '{stem}'", names, prose={stem})
+    assert not lesson_references(f"x = '{stem}'", names, whole={stem})
+    assert lesson_references(f"import gpumem as gm\ngm.{stem}", names, {stem}, {stem})
+    assert REPORT_WORDS <= GENERIC_WORDS <= LESSON_NAMES      # still a lesson's: say why above
