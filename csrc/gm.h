@@ -23,7 +23,7 @@
  * gm-layers (lowest first):
  *   kernels:  cuda/runtime.cu
  *   errors:   csrc/runtime/errors.c csrc/runtime/args.c
- *   device:   csrc/runtime/device.c
+ *   device:   csrc/runtime/device.c csrc/runtime/stream.c
  *   memory:   csrc/runtime/alloc.c csrc/runtime/hostmem.c csrc/runtime/dlpack.c
  *             csrc/runtime/devarray.c
  *   measure:  csrc/runtime/measure.c
@@ -40,7 +40,9 @@
  *   errors    errors.c: gpumem's exceptions, CUDA errors turned into them;
  *             args.c: argument conversion -- int, str, shape, dtype, the
  *             gm_arg tables and the one parser of plain (non-kernel) functions
- *   device    device.c: discovery, is_available(), device()
+ *   device    device.c: discovery, every GPU of the machine, the current one
+ *             (per thread: CUDA's own), device_count(), device(i);
+ *             stream.c: Stream, the thread's current stream, synchronize()
  *   memory    alloc.c: the allocators (device and pinned host memory, each
  *             with its account; a pool later), memory_info(), bytes_held();
  *             hostmem.c: pinned NumPy arrays and the staged copies;
@@ -236,11 +238,24 @@ int gm_parse(const char *fn, const gm_arg *args, PyObject *tuple, PyObject *kwar
 int gm_add_plain(PyObject *module, const gm_plain *fns);
 const gm_plain *gm_find_plain(const char *name); /* NULL, no exception, when none */
 
-/* ---- the device (device.c) ----------------------------------------------------- */
-/* 0 when device 0 is usable (context created), else -1 with
+/* ---- the devices (device.c) ---------------------------------------------------- */
+/* 0 when a GPU is usable (the current device's context created), else -1 with
  * CudaUnavailableError set.  Cheap after the first call. */
 int gm_ensure_device(void);
-int gm_device_init(PyObject *module); /* is_available, device, runtime_version */
+int gm_device_init(PyObject *module); /* is_available, device_count, device, ... */
+#define GM_MAX_DEVICES 64
+/* How many GPUs (0 without a usable one; no exception). */
+int gm_device_count(void);
+/* The calling thread's current device (CUDA's per-thread current device).  0 / -1. */
+int gm_device_current(int *dev);
+/* ValueError unless 0 <= dev < device_count(): "fn: name=dev is not a device; this
+ * machine has N GPU(s), 0..N-1".  0 / -1. */
+int gm_device_check(const char *fn, const char *name, long long dev);
+/* Make `dev` current for a while: *prev is what to give back to gm_device_leave. */
+int gm_device_enter(int dev, int *prev);
+void gm_device_leave(int prev);
+/* Whether this process has made `dev` current (its context exists). */
+int gm_device_used(int dev);
 /* 0 when the current GPU has compute capability major.minor or newer; else -1 with
  * CudaError (code cudaErrorNotSupported) "fn: WHAT needs compute capability M.m or
  * newer (WHY); this GPU has compute capability a.b" -- every lesson's one refusal of
@@ -251,12 +266,44 @@ int gm_need_cc(const char *fn, const char *what, int major, int minor, const cha
  * have exactly major.minor ("needs compute capability 9.0 (WHY)"). */
 int gm_need_cc_exactly(const char *fn, const char *what, int major, int minor, const char *why);
 
+/* ---- streams (stream.c) ----------------------------------------------------------
+ * gpumem.Stream: a CUDA stream of one device -- gpumem's own (non-blocking,
+ * destroyed with the object) or another library's (wrapped, never destroyed).
+ * `with stream:` makes it the calling thread's current stream (and its device
+ * the current device) until the block ends; every kernel call runs on the
+ * current stream of its device, the legacy default stream when none is set. */
+typedef struct {
+    PyObject_HEAD
+    cudaStream_t handle; /* NULL: the device's legacy default stream */
+    int device;
+    int owned;           /* created by gpumem: destroyed with the object */
+} gm_Stream;
+extern PyTypeObject gm_Stream_Type;
+#define gm_Stream_Check(o) PyObject_TypeCheck((o), &gm_Stream_Type)
+/* The stream a call on device `dev` runs on: the thread's current stream (*keep: a
+ * new reference to its Stream, which the caller holds while the stream is in use),
+ * or the legacy default stream (NULL; *keep NULL) when none is set.  A current
+ * stream of another device: ValueError naming fn and both devices.  0 / -1. */
+int gm_call_stream(const char *fn, int dev, cudaStream_t *stream, PyObject **keep);
+/* The value a stream goes by in the array interfaces: 1 for the legacy default
+ * stream, its handle otherwise. */
+uintptr_t gm_stream_value(cudaStream_t stream);
+/* Make `waiter` wait for the work queued so far on `producer` (streams of the
+ * current device; the same stream: nothing to do) through an event, with no
+ * wait on the host.  0 / -1. */
+int gm_stream_order(cudaStream_t waiter, cudaStream_t producer);
+int gm_stream_init(PyObject *module); /* Stream, current_stream, synchronize */
+
 /* ---- the allocators (alloc.c) --------------------------------------------------- */
-/* Every device allocation of gpumem: cudaMalloc through the account of
- * bytes_held() (DeviceMemoryError saying how much is free when it fails). */
+/* Every device allocation of gpumem, on the current device: its pool (or
+ * cudaMalloc) through the account of bytes_held() (DeviceMemoryError saying how
+ * much is free when it fails).  Ordered on the device's legacy default stream. */
 int gm_device_alloc(size_t nbytes, void **ptr);
-void gm_device_free(void *ptr, size_t nbytes);
-long long gm_bytes_held(void);
+void gm_device_free(void *ptr, size_t nbytes); /* on the current device */
+/* Free memory of device `dev` after the work queued on `stream` (one of dev's
+ * streams; NULL: its legacy default stream), whichever device is current. */
+void gm_device_free_on(int dev, cudaStream_t stream, void *ptr, size_t nbytes);
+long long gm_bytes_held(void); /* every device's */
 /* cudaHostAlloc / cudaFreeHost through the pinned account (memory_info()). */
 int gm_host_alloc(size_t nbytes, unsigned flags, void **ptr);
 void gm_host_free(void *ptr, size_t nbytes);
@@ -280,19 +327,26 @@ typedef struct {
     npy_intp shape[GM_MAXDIM];
     PyArray_Descr *dtype; /* owned */
     PyObject *owner;      /* owned: frees the memory when released */
+    int device;           /* the GPU whose memory it is */
+    cudaStream_t stream;  /* gpumem's stream, ordered after the producer's work */
+    PyObject *stream_keep; /* owned: that stream's Stream, or NULL */
 } gm_foreign;
 
-/* __dlpack__'s arguments: *versioned (a 1.x capsule wanted), *copy (True
- * asked for).  0, or -1 with the exception __dlpack__ raises. */
-int gm_dlpack_request(PyObject *args, PyObject *kwargs, int *versioned, int *copy);
-/* A DLPack capsule of C-contiguous device memory; `keep` (borrowed) is kept
- * alive until the consumer is done. */
-PyObject *gm_dlpack_capsule(PyObject *keep, void *ptr, int ndim, const npy_intp *shape,
+/* __dlpack__'s arguments for memory of device `dev`: *versioned (a 1.x capsule
+ * wanted), *copy (True asked for), and the consumer's stream: *sync 0 when it
+ * asked for none (stream=-1), else *consumer (NULL: dev's legacy default
+ * stream, for None and 1).  0, or -1 with the exception __dlpack__ raises. */
+int gm_dlpack_request(PyObject *args, PyObject *kwargs, int dev, int *versioned, int *copy,
+                      int *sync, cudaStream_t *consumer);
+/* A DLPack capsule of C-contiguous memory of device dev; `keep` (borrowed) is
+ * kept alive until the consumer is done. */
+PyObject *gm_dlpack_capsule(PyObject *keep, void *ptr, int dev, int ndim, const npy_intp *shape,
                             PyArray_Descr *dtype, int versioned, int copied);
-PyObject *gm_dlpack_device(void); /* (2, 0) */
-/* x's device memory (__dlpack__ or __cuda_array_interface__, on device 0,
- * C-contiguous) into *out; fn names the caller and the argument ("copy: a"), as
- * every message begins.  0 / -1. */
+PyObject *gm_dlpack_device(int dev); /* (2, dev) */
+/* x's device memory (__dlpack__ or __cuda_array_interface__, C-contiguous, on
+ * any GPU) into *out, gpumem's stream for it (the current one of its device)
+ * ordered after the producer's work; fn names the caller and the argument
+ * ("copy: a"), as every message begins.  0 / -1. */
 int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out);
 /* Whether obj has attribute attr (a protocol): 1, 0, or -1 when looking it up
  * raised something other than AttributeError (then a TypeError naming fn and
@@ -310,13 +364,24 @@ typedef struct {
     PyArray_Descr *dtype;
     size_t nbytes;
     PyObject *owner; /* NULL: gpumem's cudaMalloc; else who frees the memory (from_dlpack) */
+    int device;      /* the GPU whose memory it is */
+    /* The stream of the newest work queued on it (NULL: the device's legacy
+     * default stream): what a reader on another stream waits for, what the
+     * array interfaces export, and where its memory is freed. */
+    cudaStream_t stream;
+    PyObject *stream_keep; /* owned: that stream's gpumem.Stream, or NULL */
 } gm_DeviceArray;
 
 extern PyTypeObject gm_DeviceArray_Type;
 #define gm_DeviceArray_Check(o) PyObject_TypeCheck((o), &gm_DeviceArray_Type)
 
-/* New, uninitialised device array (steals nothing; dtype is borrowed). */
+/* New, uninitialised device array on the current device (steals nothing; dtype is
+ * borrowed). */
 gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *dtype);
+/* Before work on `stream` (of d's device) uses d: order it after d's newest work. */
+int gm_devarray_wait(gm_DeviceArray *d, cudaStream_t stream);
+/* After work on `stream` was queued on d: its newest (keep: the Stream, borrowed). */
+void gm_devarray_used(gm_DeviceArray *d, cudaStream_t stream, PyObject *keep);
 /* Copy a host array (any layout) to a new device array. */
 gm_DeviceArray *gm_devarray_from_host(PyArrayObject *arr);
 /* Copy a device array back into a new C-contiguous ndarray. */
@@ -386,8 +451,9 @@ typedef struct {
 
 /* ---- measurement (measure.c) ---------------------------------------------------- */
 /* The one event-timing path.  n events (all or none; 0 / -1), and their end. */
-int gm_events_create(cudaEvent_t *ev, int n);
-void gm_events_destroy(cudaEvent_t *ev, int n);
+int gm_events_create(cudaEvent_t *ev, int n);  /* on the current device */
+void gm_events_destroy(cudaEvent_t *ev, int n); /* events of the current device */
+void gm_events_release(int dev, cudaEvent_t *ev, int n); /* events of device dev */
 /* Wait for `to` with the GIL released, then the ms from `from` to it.  A
  * failed wait is reported as `what` (NULL: the call).  0 / -1. */
 int gm_event_ms(cudaEvent_t from, cudaEvent_t to, const char *what, double *ms);
@@ -438,7 +504,7 @@ struct gm_launch_info {
     void (*moved)(const gm_launch_info *info, void *const *to, void *params);
     const void *call;     /* moved()'s own (the entry point's gm_call) */
     int flags;            /* GM_LAUNCH_* */
-    cudaStream_t stream;  /* 0: the legacy default stream, ordered with cudaMemcpy */
+    cudaStream_t stream;  /* NULL: the current device's legacy default stream */
 };
 
 /* gm_launch_info.flags.  GM_LAUNCH_INTERNAL: a launch gpumem makes for itself
@@ -519,6 +585,9 @@ typedef struct {
     int n_buffers;
     void *const *moved;
     long long host_first, host_count; /* a host caller gets res[first:first+count] (count >= 0) */
+    int device;                  /* the GPU the call runs on: its operands' */
+    cudaStream_t stream;         /* and its stream there (NULL: the legacy default) */
+    PyObject *stream_keep;       /* that stream's Stream (owned), or NULL */
     float scratch[64];           /* the lesson's own (e.g. the stencil's weights) */
 } gm_call;
 

@@ -49,9 +49,10 @@ except ImportError as _e:
     raise _no_extension(_e) from _e
 
 from . import lessons, model, runtime, tools
-from .runtime import (CudaError, CudaUnavailableError, DeviceArray, DeviceInfo,
-                      DeviceMemoryError, LaunchRecord, BenchResult, Listing, ProfilerError, Table,
-                      Variant, allocator, bench, device, empty, empty_cache, from_dlpack,
+from .runtime import (CudaError, CudaUnavailableError, Device, DeviceArray, DeviceInfo,
+                      DeviceMemoryError, LaunchRecord, BenchResult, Listing, ProfilerError,
+                      Stream, Table, Variant, allocator, bench, current_stream, device,
+                      device_count, empty, empty_cache, from_dlpack,
                       is_available, last_record, memory_info, metrics, pinned_empty, profile,
                       profiler_available, record, set_allocator, synchronize, to_device,
                       variants)
@@ -65,7 +66,8 @@ _RUNTIME = ["CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArr
             "LaunchRecord", "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device",
             "empty", "is_available", "last_record", "memory_info", "record", "to_device",
             "variants", "from_dlpack", "pinned_empty", "ProfilerError", "metrics", "profile",
-            "profiler_available", "allocator", "set_allocator", "empty_cache", "synchronize"]
+            "profiler_available", "allocator", "set_allocator", "empty_cache", "synchronize",
+            "Device", "Stream", "current_stream", "device_count"]
 _TOOLS = ["KernelAttributes", "Occupancy", "block_size_sweep", "compiler_report",
           "kernel_attributes", "kernel_occupancy", "roofline", "plot_roofline"]
 

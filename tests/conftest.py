@@ -42,6 +42,80 @@ def _why_unavailable() -> str:
     return "unknown"
 
 
+# ---- every GPU of the machine -------------------------------------------------------------
+#: The GPUs a test that takes ``each_device`` runs on: every one present ([0] without any,
+#: where the test skips as every GPU test does).
+DEVICES = list(range(gpumem.device_count())) or [0]
+
+
+@pytest.fixture(params=DEVICES, ids=lambda i: f"gpu{i}")
+def each_device(request):
+    """The test once per GPU, that GPU current (``with gpumem.Device(i):``) while it runs."""
+    if not gpumem.is_available():
+        yield request.param
+        return
+    with gpumem.Device(request.param):
+        yield request.param
+
+
+# ---- several pytest processes on one machine (pytest-xdist) -------------------------------
+# CUPTI's profiler serves one process of a GPU at a time (a second one gets
+# CUPTI_ERROR_HARDWARE_BUSY, and Nsight Compute fails), and a test that times a whole
+# command or report measures the other processes too.  So under GPUMEM_TEST_DEFER=FILE
+# (tools/gpu-check, with --dist loadgroup):
+# * the counters' own test files (_CUPTI_FILES) all go to one worker, the only one that
+#   profiles;
+# * elsewhere a worker neither profiles nor runs a module that says ``ONE_PROCESS = True``
+#   (or _ONE_PROCESS_FILES): the test is skipped there and its node ID appended to FILE,
+#   and tools/gpu-check runs FILE's tests in one process after the parallel phase.
+_DEFER = os.environ.get("GPUMEM_TEST_DEFER") if os.environ.get("PYTEST_XDIST_WORKER") else None
+_CUPTI_FILES = {"test_profile.py", "test_profile_threads.py", "test_profile_ncu.py",
+                "test_predict.py", "test_occupancy.py"}
+_ONE_PROCESS_FILES = {"test_report.py", "test_report_output.py"}
+
+
+def _in_cupti_worker() -> bool:
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[0]
+    return os.path.basename(test) in _CUPTI_FILES
+
+
+if _DEFER:
+    from _helpers import defer_to_one_process
+
+    _profile_begin = gpumem._core._profile_begin
+
+    def _deferred_profile_begin(*args, **kwargs):
+        if _in_cupti_worker():
+            return _profile_begin(*args, **kwargs)
+        defer_to_one_process("it reads hardware counters")
+
+    gpumem._core._profile_begin = _deferred_profile_begin
+
+
+def pytest_collection_modifyitems(config, items):
+    only = os.environ.get("GPUMEM_TEST_ONLY")
+    if only:
+        with open(only) as f:
+            want = {line.strip() for line in f if line.strip()}
+        keep = [it for it in items if it.nodeid in want or it.nodeid.split("::")[0] in want]
+        config.hook.pytest_deselected(items=[it for it in items if it not in keep])
+        items[:] = keep
+    _deadline["items"] = [it.nodeid for it in items]
+    if os.environ.get("GPUMEM_TEST_DEFER"):
+        for it in items:
+            if os.path.basename(str(it.fspath)) in _CUPTI_FILES:
+                it.add_marker(pytest.mark.xdist_group("cupti"))
+
+
+@pytest.fixture(autouse=True)
+def _one_process_phase(request):
+    if _DEFER and (getattr(request.module, "ONE_PROCESS", False)
+                   or os.path.basename(str(request.node.fspath)) in _ONE_PROCESS_FILES):
+        defer_to_one_process("it runs child processes that read counters, or times the "
+                             "whole GPU")
+    yield
+
+
 @pytest.fixture
 def rng(request):
     """Fresh random data each run; the seed is printed on failure."""
@@ -53,10 +127,11 @@ def rng(request):
 @pytest.fixture
 def no_leak():
     """Assert that the test leaves no device memory held by gpumem."""
-    before = gpumem._core.bytes_held()
-    yield
     import gc
 
+    gc.collect()        # what an earlier test's garbage still holds is not this test's
+    before = gpumem._core.bytes_held()
+    yield
     gc.collect()
     assert gpumem._core.bytes_held() == before
 
@@ -77,17 +152,6 @@ def pytest_sessionstart(session):
 # (node IDs, or whole test files) that FILE names (such a rest), so tools/gpu-check can
 # split the suite over calls by time instead of by guessed file groups.
 _deadline = {"start": None, "ran": set(), "items": []}
-
-
-def pytest_collection_modifyitems(config, items):
-    only = os.environ.get("GPUMEM_TEST_ONLY")
-    if only:
-        with open(only) as f:
-            want = {line.strip() for line in f if line.strip()}
-        keep = [it for it in items if it.nodeid in want or it.nodeid.split("::")[0] in want]
-        config.hook.pytest_deselected(items=[it for it in items if it not in keep])
-        items[:] = keep
-    _deadline["items"] = [it.nodeid for it in items]
 
 
 @pytest.hookimpl(tryfirst=True)

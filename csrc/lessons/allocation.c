@@ -132,7 +132,7 @@ static PyObject *list_of(const double *v, long long n)
     return list;
 }
 
-/* A stream-ordered pool of the lesson's own on device 0 whose release threshold
+/* A stream-ordered pool of the lesson's own on the current device whose release threshold
  * keeps every freed block (as gpumem's own pool does). */
 static cudaError_t new_pool(cudaMemPool_t *pool)
 {
@@ -140,9 +140,10 @@ static cudaError_t new_pool(cudaMemPool_t *pool)
     memset(&props, 0, sizeof props);
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = 0;
     *pool = NULL;
-    cudaError_t err = cudaMemPoolCreate(pool, &props);
+    cudaError_t err = cudaGetDevice(&props.location.id);
+    if (err == cudaSuccess)
+        err = cudaMemPoolCreate(pool, &props);
     if (err != cudaSuccess) {
         *pool = NULL;
         return err;

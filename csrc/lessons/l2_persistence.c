@@ -117,13 +117,15 @@ typedef struct {
 
 static int read_limits(l2_limits *l)
 {
+    int dev = 0;
     memset(l, 0, sizeof *l);
-    GM_CUDA(cudaDeviceGetAttribute(&l->major, cudaDevAttrComputeCapabilityMajor, 0));
-    GM_CUDA(cudaDeviceGetAttribute(&l->minor, cudaDevAttrComputeCapabilityMinor, 0));
+    GM_CUDA(cudaGetDevice(&dev));
+    GM_CUDA(cudaDeviceGetAttribute(&l->major, cudaDevAttrComputeCapabilityMajor, dev));
+    GM_CUDA(cudaDeviceGetAttribute(&l->minor, cudaDevAttrComputeCapabilityMinor, dev));
     if (l->major < WINDOW_CC_MAJOR)
         return 0; /* the two attributes are 0 (or unknown) there */
-    GM_CUDA(cudaDeviceGetAttribute(&l->max_persisting, cudaDevAttrMaxPersistingL2CacheSize, 0));
-    GM_CUDA(cudaDeviceGetAttribute(&l->max_window, cudaDevAttrMaxAccessPolicyWindowSize, 0));
+    GM_CUDA(cudaDeviceGetAttribute(&l->max_persisting, cudaDevAttrMaxPersistingL2CacheSize, dev));
+    GM_CUDA(cudaDeviceGetAttribute(&l->max_window, cudaDevAttrMaxAccessPolicyWindowSize, dev));
     return 0;
 fail:
     return -1;

@@ -133,6 +133,18 @@ PyObject *gm_prof_launch_hook(const gm_launch_info *info, const void *params)
     if (!gm_prof_active || gm_prof.range == NULL || gm_prof.host == NULL)
         return gm_prof_error("cupti", NULL, 0,
                              PyUnicode_FromString("internal: no profiling session is active"));
+    int dev = gm_prof.device;
+    if (gm_device_current(&dev) < 0)
+        return NULL;
+    if (dev != gm_prof.device) {
+        /* CUPTI counts one context: a block reads the GPU it was opened on */
+        PyErr_Format(gm_prof_ProfilerError,
+                     "%s/%s runs on device %d, but this gpumem.profile() block reads the counters "
+                     "of device %d, where it was opened; open one on device %d (with "
+                     "gpumem.Device(%d): with gpumem.profile(...):)", info->variant->family,
+                     info->variant->name, dev, gm_prof.device, dev, dev);
+        return NULL;
+    }
     snprintf(range_name, sizeof range_name, "%s/%s", info->variant->family, info->variant->name);
     if (gm_prof.batched) {
         /* CUPTI merges ranges of the same name within a session: number them. */

@@ -15,13 +15,15 @@
  * call's output costs no cudaMalloc and no cudaFree (which synchronizes the
  * device) -- or plain cudaMalloc/cudaFree (GPUMEM_ALLOCATOR=cudaMalloc, or
  * set_allocator('cudaMalloc') while gpumem holds nothing), which the allocation
- * lesson compares it with.  Allocations and frees are ordered on the legacy
- * default stream, where gpumem's kernels run. */
+ * lesson compares it with.  One pool per device; allocations are ordered on
+ * the device's legacy default stream, a DeviceArray's memory freed on the
+ * stream of its newest work (gm_device_free_on). */
 enum { ALLOC_UNSET = -1, ALLOC_CUDAMALLOC = 0, ALLOC_POOL = 1 };
 static const char *const allocator_names[] = {"cudaMalloc", "pool", NULL};
 static int allocator = ALLOC_UNSET;
-static cudaMemPool_t pool;
-static long long gm_held = 0; /* bytes of device memory gpumem holds now */
+static cudaMemPool_t pools[GM_MAX_DEVICES];
+static long long held[GM_MAX_DEVICES]; /* bytes of device memory gpumem holds now */
+static long long gm_held = 0;          /* on every device */
 
 long long gm_bytes_held(void) { return gm_held; }
 
@@ -44,41 +46,42 @@ static int choose_allocator(void)
     return 0;
 }
 
-/* gpumem's pool on device 0, made on first use: freed blocks are kept (release
- * threshold: all of it) until empty_cache() or an allocation that finds the
- * device full trims it. */
-static int ensure_pool(void)
+/* gpumem's pool on the current device `dev`, made on first use: freed blocks are
+ * kept (release threshold: all of it) until empty_cache() or an allocation that
+ * finds the device full trims it. */
+static int ensure_pool(int dev)
 {
-    if (pool != NULL)
+    if (pools[dev] != NULL)
         return 0;
     struct cudaMemPoolProps props;
     memset(&props, 0, sizeof props);
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = 0;
-    GM_CUDA(cudaMemPoolCreate(&pool, &props));
+    props.location.id = dev;
+    GM_CUDA(cudaMemPoolCreate(&pools[dev], &props));
     uint64_t keep = UINT64_MAX;
-    GM_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    GM_CUDA(cudaMemPoolSetAttribute(pools[dev], cudaMemPoolAttrReleaseThreshold, &keep));
     return 0;
 fail:
-    if (pool != NULL) {
-        (void)cudaMemPoolDestroy(pool);
-        pool = NULL;
+    if (pools[dev] != NULL) {
+        (void)cudaMemPoolDestroy(pools[dev]);
+        pools[dev] = NULL;
     }
     return -1;
 }
 
-static cudaError_t raw_alloc(void **ptr, size_t nbytes)
+static cudaError_t raw_alloc(int dev, void **ptr, size_t nbytes)
 {
     if (allocator == ALLOC_POOL)
-        return cudaMallocFromPoolAsync(ptr, nbytes, pool, 0);
+        return cudaMallocFromPoolAsync(ptr, nbytes, pools[dev], NULL);
     return cudaMalloc(ptr, nbytes);
 }
 
-/* The blocks the pool keeps, given back to the device (after the device's work,
- * which may still use them).  Returns the bytes released, or -1. */
-static long long trim_pool(void)
+/* The blocks the current device's pool keeps, given back to the device (after the
+ * device's work, which may still use them).  Returns the bytes released, or -1. */
+static long long trim_pool(int dev)
 {
+    cudaMemPool_t pool = pools[dev];
     if (pool == NULL)
         return 0;
     uint64_t before = 0, after = 0;
@@ -96,16 +99,18 @@ int gm_device_alloc(size_t nbytes, void **ptr)
     *ptr = NULL;
     if (nbytes == 0)
         return 0;
-    if (gm_ensure_device() < 0 || choose_allocator() < 0 ||
-        (allocator == ALLOC_POOL && ensure_pool() < 0))
+    if (gm_ensure_device() < 0 || choose_allocator() < 0)
         return -1;
-    cudaError_t err = raw_alloc(ptr, nbytes);
+    int dev = 0;
+    if (gm_device_current(&dev) < 0 || (allocator == ALLOC_POOL && ensure_pool(dev) < 0))
+        return -1;
+    cudaError_t err = raw_alloc(dev, ptr, nbytes);
     if (err == cudaErrorMemoryAllocation && allocator == ALLOC_POOL) {
         /* out of memory: give the kept blocks back and try once more */
         (void)cudaGetLastError();
-        if (trim_pool() < 0)
+        if (trim_pool(dev) < 0)
             return -1;
-        err = raw_alloc(ptr, nbytes);
+        err = raw_alloc(dev, ptr, nbytes);
     }
     if (err == cudaErrorMemoryAllocation) {
         size_t free_b = 0, total_b = 0;
@@ -114,10 +119,10 @@ int gm_device_alloc(size_t nbytes, void **ptr)
         (void)cudaGetLastError();
         *ptr = NULL;
         PyErr_Format(gm_DeviceMemoryError,
-                     "%s of %zu bytes failed: out of device memory "
-                     "(%zu of %zu bytes free; gpumem holds %lld)",
+                     "%s of %zu bytes failed: out of device memory on device %d "
+                     "(%zu of %zu bytes free; gpumem holds %lld there)",
                      allocator == ALLOC_POOL ? "cudaMallocFromPoolAsync" : "cudaMalloc", nbytes,
-                     free_b, total_b, gm_held);
+                     dev, free_b, total_b, held[dev]);
         return -1;
     }
     if (err != cudaSuccess) {
@@ -126,19 +131,37 @@ int gm_device_alloc(size_t nbytes, void **ptr)
                                                               : "cudaMalloc");
     }
     gm_held += (long long)nbytes;
+    held[dev] += (long long)nbytes;
     return 0;
 }
 
-void gm_device_free(void *ptr, size_t nbytes)
+void gm_device_free_on(int dev, cudaStream_t stream, void *ptr, size_t nbytes)
 {
+    int prev = dev;
     if (ptr == NULL)
         return;
     /* During interpreter shutdown the runtime may already be unloading;
      * a failed free then has nothing left to leak. */
-    cudaError_t err = allocator == ALLOC_POOL ? cudaFreeAsync(ptr, 0) : cudaFree(ptr);
+    if (cudaGetDevice(&prev) != cudaSuccess || (prev != dev && cudaSetDevice(dev) != cudaSuccess))
+        (void)cudaGetLastError();
+    cudaError_t err = allocator == ALLOC_POOL ? cudaFreeAsync(ptr, stream) : cudaFree(ptr);
     if (err != cudaSuccess)
         (void)cudaGetLastError();
+    if (prev != dev && cudaSetDevice(prev) != cudaSuccess)
+        (void)cudaGetLastError();
     gm_held -= (long long)nbytes;
+    if (dev >= 0 && dev < GM_MAX_DEVICES)
+        held[dev] -= (long long)nbytes;
+}
+
+void gm_device_free(void *ptr, size_t nbytes)
+{
+    int dev = 0;
+    if (ptr == NULL)
+        return;
+    if (cudaGetDevice(&dev) != cudaSuccess) /* shutting down: nothing left to leak */
+        (void)cudaGetLastError();
+    gm_device_free_on(dev, NULL, ptr, nbytes);
 }
 
 /* ---- page-locked host memory -------------------------------------------------- */
@@ -180,33 +203,61 @@ void gm_host_free(void *ptr, size_t nbytes)
 void gm_pinned_count(long long delta) { gm_pinned += delta; }
 
 /* ---- the accounts, for Python ------------------------------------------------------ */
-static PyObject *gm_memory_info(PyObject *self, PyObject *unused)
+/* The optional device= of memory_info() and empty_cache(), made current. */
+static int enter_arg(const char *fn, PyObject *args, PyObject *kwargs, int *dev, int *prev)
+{
+    static char *kwlist[] = {"device", NULL};
+    PyObject *obj = Py_None;
+    long long v = 0;
+    char format[32];
+    snprintf(format, sizeof format, "|O:%s", fn);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, kwlist, &obj) ||
+        gm_ensure_device() < 0)
+        return -1;
+    if (obj == Py_None) {
+        if (gm_device_current(dev) < 0)
+            return -1;
+    } else {
+        if (gm_arg_long(obj, fn, "device", &v) < 0 || gm_device_check(fn, "device", v) < 0)
+            return -1;
+        *dev = (int)v;
+    }
+    return gm_device_enter(*dev, prev);
+}
+
+static PyObject *gm_memory_info(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     size_t free_b = 0, total_b = 0;
     uint64_t reserved = 0, used = 0, peak = 0;
-    if (gm_ensure_device() < 0 || choose_allocator() < 0)
+    int dev = 0, prev = 0;
+    if (choose_allocator() < 0 || enter_arg("memory_info", args, kwargs, &dev, &prev) < 0)
         return NULL;
+    cudaMemPool_t pool = pools[dev];
     GM_CUDA(cudaMemGetInfo(&free_b, &total_b));
     if (pool != NULL) {
         GM_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
         GM_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
         GM_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &peak));
     }
-    return Py_BuildValue("{s:K,s:K,s:L,s:L,s:s,s:K,s:K,s:K}", "free",
+    gm_device_leave(prev);
+    return Py_BuildValue("{s:i,s:K,s:K,s:L,s:L,s:s,s:K,s:K,s:K}", "device", dev, "free",
                          (unsigned long long)free_b, "total", (unsigned long long)total_b,
-                         "gpumem_bytes", gm_bytes_held(), "pinned_bytes", gm_pinned_bytes(),
+                         "gpumem_bytes", held[dev], "pinned_bytes", gm_pinned_bytes(),
                          "allocator", allocator_names[allocator], "pool_reserved",
                          (unsigned long long)reserved, "pool_in_use", (unsigned long long)used,
                          "pool_peak", (unsigned long long)peak);
 fail:
+    gm_device_leave(prev);
     return NULL;
 }
 
-static PyObject *gm_empty_cache(PyObject *self, PyObject *unused)
+static PyObject *gm_empty_cache(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    if (gm_ensure_device() < 0)
+    int dev = 0, prev = 0;
+    if (enter_arg("empty_cache", args, kwargs, &dev, &prev) < 0)
         return NULL;
-    long long released = trim_pool();
+    long long released = trim_pool(dev);
+    gm_device_leave(prev);
     return released < 0 ? NULL : PyLong_FromLongLong(released);
 }
 
@@ -239,13 +290,15 @@ static PyObject *gm_bytes_held_py(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef alloc_methods[] = {
-    {"memory_info", gm_memory_info, METH_NOARGS,
-     "memory_info($module, /)\n--\n\nFree and total device memory, the bytes gpumem holds "
-     "now (gpumem_bytes, pinned_bytes), its allocator, and its pool: reserved from the device, "
-     "in use, and the most it ever reserved (dict)."},
-    {"empty_cache", gm_empty_cache, METH_NOARGS,
-     "empty_cache($module, /)\n--\n\nGive the device memory gpumem's pool keeps back to the "
-     "device (after the device's work); returns the bytes released."},
+    {"memory_info", (PyCFunction)(void (*)(void))gm_memory_info, METH_VARARGS | METH_KEYWORDS,
+     "memory_info($module, /, device=None)\n--\n\nOf GPU `device` (None: the current one): "
+     "free and total memory, the bytes gpumem holds there now (gpumem_bytes; pinned_bytes: "
+     "host memory), its allocator, and its pool there: reserved from the device, in use, and "
+     "the most it ever reserved (dict)."},
+    {"empty_cache", (PyCFunction)(void (*)(void))gm_empty_cache, METH_VARARGS | METH_KEYWORDS,
+     "empty_cache($module, /, device=None)\n--\n\nGive the memory gpumem's pool keeps on GPU "
+     "`device` (None: the current one) back to it (after its work); returns the bytes "
+     "released."},
     {"allocator", gm_allocator, METH_NOARGS,
      "allocator($module, /)\n--\n\nThe device allocator in use: 'pool' (stream-ordered, "
      "freed blocks kept) or 'cudaMalloc' (GPUMEM_ALLOCATOR chooses; default 'pool')."},

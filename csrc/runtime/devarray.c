@@ -29,6 +29,9 @@ static gm_DeviceArray *make(const char *fn, void *ptr, int ndim, const npy_intp 
     d->dtype = dtype;
     d->nbytes = owner ? nbytes : 0; /* gpumem's: set once allocated */
     d->owner = owner;
+    d->device = -1; /* set by whoever made it */
+    d->stream = NULL;
+    d->stream_keep = NULL;
     return d;
 }
 
@@ -38,6 +41,10 @@ gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *
     gm_DeviceArray *d = make("device array", NULL, ndim, shape, dtype, NULL);
     if (d == NULL)
         return NULL;
+    if (gm_device_current(&d->device) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
     gm_shape_nbytes(ndim, shape, dtype, &nbytes, "device array"); /* checked by make() */
     if (gm_device_alloc(nbytes, &d->ptr) < 0) {
         Py_DECREF(d);
@@ -58,9 +65,35 @@ static PyObject *from_dlpack_obj(PyObject *x, const char *fn, const char *name)
     snprintf(who, sizeof who, "%s: %s", fn, name);
     if (gm_dlpack_import(x, who, &f) < 0)
         return NULL;
-    PyObject *d = (PyObject *)make(fn, f.ptr, f.ndim, f.shape, f.dtype, f.owner);
+    gm_DeviceArray *d = make(fn, f.ptr, f.ndim, f.shape, f.dtype, f.owner);
     Py_DECREF(f.dtype);
-    return d;
+    if (d == NULL) {
+        Py_XDECREF(f.stream_keep);
+        return NULL;
+    }
+    d->device = f.device;
+    d->stream = f.stream;
+    d->stream_keep = f.stream_keep; /* taken over */
+    return (PyObject *)d;
+}
+
+int gm_devarray_wait(gm_DeviceArray *d, cudaStream_t stream)
+{
+    int prev = 0;
+    if (d->stream == stream)
+        return 0;
+    if (gm_device_enter(d->device, &prev) < 0)
+        return -1;
+    int r = gm_stream_order(stream, d->stream);
+    gm_device_leave(prev);
+    return r;
+}
+
+void gm_devarray_used(gm_DeviceArray *d, cudaStream_t stream, PyObject *keep)
+{
+    d->stream = stream;
+    Py_XINCREF(keep);
+    Py_XSETREF(d->stream_keep, keep);
 }
 
 static PyObject *from_dlpack(PyObject *self, PyObject *x)
@@ -71,39 +104,44 @@ static PyObject *from_dlpack(PyObject *self, PyObject *x)
 /* __dlpack__: a capsule of this array's memory, or of a device copy (copy=True). */
 static PyObject *devarray_dlpack(gm_DeviceArray *d, PyObject *args, PyObject *kwargs)
 {
-    int versioned, copy;
-    if (gm_dlpack_request(args, kwargs, &versioned, &copy) < 0)
+    int versioned, copy, sync, prev = 0;
+    cudaStream_t consumer;
+    PyObject *cap = NULL;
+    if (gm_dlpack_request(args, kwargs, d->device, &versioned, &copy, &sync, &consumer) < 0)
+        return NULL;
+    if (gm_ensure_device() < 0 || gm_device_enter(d->device, &prev) < 0)
         return NULL;
     gm_DeviceArray *src = (gm_DeviceArray *)Py_NewRef(d);
-    if (copy) {
+    if (copy) {   /* a device copy, queued on the stream of d's newest work */
         gm_DeviceArray *c = gm_devarray_new(d->ndim, d->shape, d->dtype);
-        if (c == NULL) {
-            Py_DECREF(src);
-            return NULL;
+        cudaError_t err = cudaSuccess;
+        if (c != NULL && d->nbytes && (gm_stream_order(d->stream, NULL) < 0 ||
+            (err = cudaMemcpyAsync(c->ptr, d->ptr, d->nbytes, cudaMemcpyDeviceToDevice,
+                                   d->stream)) != cudaSuccess)) {
+            if (err != cudaSuccess)
+                gm_set_cuda_error(err, "cudaMemcpyAsync (__dlpack__ copy=True)");
+            Py_CLEAR(c);
         }
-        if (d->nbytes) {
-            cudaError_t err;
-            Py_BEGIN_ALLOW_THREADS
-            err = cudaMemcpy(c->ptr, d->ptr, d->nbytes, cudaMemcpyDeviceToDevice);
-            Py_END_ALLOW_THREADS
-            if (err != cudaSuccess) {
-                gm_set_cuda_error(err, "cudaMemcpy (__dlpack__ copy=True)");
-                Py_DECREF(c);
-                Py_DECREF(src);
-                return NULL;
-            }
-        }
+        if (c == NULL)
+            goto done;
+        gm_devarray_used(c, d->stream, d->stream_keep);
         Py_SETREF(src, c);
     }
-    PyObject *cap = gm_dlpack_capsule((PyObject *)src, src->ptr, src->ndim, src->shape,
-                                      src->dtype, versioned, copy);
+    /* The consumer's stream waits for the array's newest work (the array API's
+     * rule for `stream`): an event, not a device-wide wait. */
+    if (sync && gm_stream_order(consumer, src->stream) < 0)
+        goto done;
+    cap = gm_dlpack_capsule((PyObject *)src, src->ptr, src->device, src->ndim, src->shape,
+                            src->dtype, versioned, copy);
+done:
+    gm_device_leave(prev);
     Py_DECREF(src);
     return cap;
 }
 
 static PyObject *devarray_dlpack_device(gm_DeviceArray *d, PyObject *unused)
 {
-    return gm_dlpack_device();
+    return gm_dlpack_device(d->device);
 }
 
 gm_DeviceArray *gm_devarray_from_host(PyArrayObject *arr)
@@ -163,6 +201,7 @@ static int check_get_out(gm_DeviceArray *d, PyObject *out)
 PyObject *gm_devarray_get_into(gm_DeviceArray *d, PyObject *out)
 {
     PyArrayObject *a;
+    int prev = 0;
     if (out != NULL && out != Py_None) {
         if (check_get_out(d, out) < 0)
             return NULL;
@@ -175,7 +214,15 @@ PyObject *gm_devarray_get_into(gm_DeviceArray *d, PyObject *out)
         if (a == NULL)
             return NULL;
     }
-    if (gm_copy_host(PyArray_DATA(a), d->ptr, d->nbytes, 0) < 0) {
+    /* The copy runs on the device's legacy default stream, after d's newest work. */
+    int r = gm_device_enter(d->device, &prev);
+    if (r == 0) {
+        r = gm_stream_order(NULL, d->stream);
+        if (r == 0)
+            r = gm_copy_host(PyArray_DATA(a), d->ptr, d->nbytes, 0);
+        gm_device_leave(prev);
+    }
+    if (r < 0) {
         Py_DECREF(a);
         return NULL;
     }
@@ -275,40 +322,90 @@ static PyObject *to_device_into(PyObject *obj, PyObject *out)
         return NULL;
     PyArrayObject *a = (PyArrayObject *)obj;
     gm_DeviceArray *d = (gm_DeviceArray *)out;
+    int prev = 0;
     if (same_layout("to_device", "a", a, d, "out") < 0 || gm_ensure_device() < 0)
         return NULL;
     PyArrayObject *c = (PyArrayObject *)PyArray_GETCONTIGUOUS(a); /* copies if strided */
     if (c == NULL)
         return NULL;
-    int r = gm_copy_host(d->ptr, PyArray_DATA(c), d->nbytes, 1);
+    /* on out's device's legacy default stream, after out's newest work */
+    int r = gm_device_enter(d->device, &prev);
+    if (r == 0) {
+        r = gm_stream_order(NULL, d->stream);
+        if (r == 0)
+            r = gm_copy_host(d->ptr, PyArray_DATA(c), d->nbytes, 1);
+        if (r == 0)
+            gm_devarray_used(d, NULL, NULL);
+        gm_device_leave(prev);
+    }
     Py_DECREF(c);
     return r < 0 ? NULL : Py_NewRef(out);
 }
 
+/* The device= of to_device() and empty(): None keeps the current device (*dev -1). */
+static int device_kw(const char *fn, PyObject *obj, int *dev)
+{
+    long long v;
+    *dev = -1;
+    if (obj == Py_None)
+        return 0;
+    if (gm_arg_long(obj, fn, "device", &v) < 0 || gm_device_check(fn, "device", v) < 0)
+        return -1;
+    *dev = (int)v;
+    return 0;
+}
+
 static PyObject *gm_to_device_py(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "out", NULL}; /* a is positional-only */
-    PyObject *obj, *out = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:to_device", kwlist, &obj, &out))
+    static char *kwlist[] = {"", "out", "device", NULL}; /* a is positional-only */
+    PyObject *obj, *out = Py_None, *dev_obj = Py_None, *res;
+    int dev, prev = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$O:to_device", kwlist, &obj, &out,
+                                     &dev_obj))
         return NULL;
-    if (out != Py_None)
+    if (out != Py_None) {
+        if (dev_obj != Py_None) {
+            PyErr_SetString(PyExc_TypeError, "to_device: give out= or device=, not both (out "
+                            "is on its own device)");
+            return NULL;
+        }
         return to_device_into(obj, out);
-    return gm_to_device(self, obj);
+    }
+    if (device_kw("to_device", dev_obj, &dev) < 0)
+        return NULL;
+    if (dev < 0)
+        return gm_to_device(self, obj);
+    if (gm_device_enter(dev, &prev) < 0)
+        return NULL;
+    res = gm_to_device(self, obj);
+    gm_device_leave(prev);
+    if (res != NULL && ((gm_DeviceArray *)res)->device != dev) {
+        PyErr_Format(PyExc_ValueError, "to_device: a is another library's array on device %d; "
+                     "device=%d would need a copy between GPUs", ((gm_DeviceArray *)res)->device,
+                     dev);
+        Py_CLEAR(res);
+    }
+    return res;
 }
 
 static PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"shape", "dtype", NULL};
+    static char *kwlist[] = {"shape", "dtype", "device", NULL};
     PyArray_Dims shape;
     PyArray_Descr *dtype;
     PyObject *result = NULL;
-    PyObject *shape_obj, *dtype_obj = Py_None;
+    PyObject *shape_obj, *dtype_obj = Py_None, *dev_obj = Py_None;
     size_t nbytes;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:empty", kwlist, &shape_obj, &dtype_obj) ||
+    int dev, prev = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$O:empty", kwlist, &shape_obj, &dtype_obj,
+                                     &dev_obj) ||
         gm_shape_dtype("empty", shape_obj, dtype_obj, &shape, &dtype, &nbytes) < 0)
         return NULL;
-    if (gm_ensure_device() == 0)
+    if (gm_ensure_device() == 0 && device_kw("empty", dev_obj, &dev) == 0 &&
+        (dev >= 0 || gm_device_current(&dev) == 0) && gm_device_enter(dev, &prev) == 0) {
         result = (PyObject *)gm_devarray_new(shape.len, shape.ptr, dtype);
+        gm_device_leave(prev);
+    }
     Py_DECREF(dtype);
     PyDimMem_FREE(shape.ptr);
     return result;
@@ -318,8 +415,9 @@ static void devarray_dealloc(gm_DeviceArray *d)
 {
     if (d->owner)
         Py_DECREF(d->owner); /* borrowed memory (from_dlpack): its owner frees it */
-    else
-        gm_device_free(d->ptr, d->nbytes);
+    else                     /* after its newest work, whichever device is current */
+        gm_device_free_on(d->device, d->stream, d->ptr, d->nbytes);
+    Py_XDECREF(d->stream_keep);
     Py_XDECREF(d->dtype);
     PyObject_Free(d);
 }
@@ -361,6 +459,11 @@ static PyObject *devarray_ptr(gm_DeviceArray *d, void *closure)
     return PyLong_FromVoidPtr(d->ptr);
 }
 
+static PyObject *devarray_device(gm_DeviceArray *d, void *closure)
+{
+    return PyLong_FromLong(d->device);
+}
+
 static PyObject *devarray_cai(gm_DeviceArray *d, void *closure)
 {
     PyObject *shape = devarray_shape(d, NULL);
@@ -370,11 +473,13 @@ static PyObject *devarray_cai(gm_DeviceArray *d, void *closure)
         Py_XDECREF(typestr);
         return NULL;
     }
-    /* Version 3; C-contiguous (strides None); every gpumem launch is
-     * synchronized before it returns, so consumers need no stream sync. */
-    return Py_BuildValue("{s:N,s:N,s:(NO),s:O,s:i,s:O}", "shape", shape, "typestr", typestr, "data",
-                         PyLong_FromVoidPtr(d->ptr), Py_False, "strides", Py_None, "version", 3,
-                         "stream", Py_None);
+    /* Version 3; C-contiguous (strides None).  Calls return once their kernels are
+     * queued: `stream` is where the array's newest work was queued (1: the legacy
+     * default stream), which a consumer waits for before it reads. */
+    return Py_BuildValue("{s:N,s:N,s:(NO),s:O,s:i,s:K}", "shape", shape, "typestr", typestr,
+                         "data", PyLong_FromVoidPtr(d->ptr), Py_False, "strides", Py_None,
+                         "version", 3, "stream",
+                         (unsigned long long)gm_stream_value(d->stream));
 }
 
 static PyObject *devarray_get_py(gm_DeviceArray *d, PyObject *args, PyObject *kwargs)
@@ -399,8 +504,8 @@ static PyObject *devarray_repr(gm_DeviceArray *d)
 {
     char buf[256];
     gm_shape_str(d->ndim, d->shape, buf, sizeof buf);
-    return PyUnicode_FromFormat("DeviceArray(shape=%s, dtype=%S, nbytes=%zu)", buf,
-                                (PyObject *)d->dtype, d->nbytes);
+    return PyUnicode_FromFormat("DeviceArray(shape=%s, dtype=%S, nbytes=%zu, device=%d)", buf,
+                                (PyObject *)d->dtype, d->nbytes, d->device);
 }
 
 static Py_ssize_t devarray_len(gm_DeviceArray *d)
@@ -419,6 +524,7 @@ static PyGetSetDef devarray_getset[] = {
     {"ndim", (getter)devarray_ndim, NULL, "Number of dimensions.", NULL},
     {"size", (getter)devarray_size, NULL, "Number of elements.", NULL},
     {"ptr", (getter)devarray_ptr, NULL, "Device address (int).", NULL},
+    {"device", (getter)devarray_device, NULL, "The GPU whose memory it is (int).", NULL},
     {"__cuda_array_interface__", (getter)devarray_cai, NULL,
      "CUDA Array Interface, version 3 (CuPy, Numba, PyTorch read it).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -433,9 +539,11 @@ static PyMethodDef devarray_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))devarray_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "A DLPack capsule sharing this array's device memory (DLPack 1.0 versioned when "
-     "max_version >= (1, 0), else the legacy capsule); copy=True exports a device copy."},
+     "max_version >= (1, 0), else the legacy capsule); copy=True exports a device copy.  "
+     "The consumer's `stream` (None or 1: the legacy default stream, 2: the per-thread one, "
+     "else a cudaStream_t; -1: none) waits for the array's newest work through an event."},
     {"__dlpack_device__", (PyCFunction)devarray_dlpack_device, METH_NOARGS,
-     "(2, 0): CUDA device 0, as DLPack names it."},
+     "(2, device): the CUDA device whose memory it is, as DLPack names it."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -460,16 +568,18 @@ PyTypeObject gm_DeviceArray_Type = {
 
 static PyMethodDef memory_methods[] = {
     {"to_device", (PyCFunction)(void (*)(void))gm_to_device_py, METH_VARARGS | METH_KEYWORDS,
-     "to_device($module, a, /, out=None)\n--\n\nCopy an ndarray to device memory: a new "
+     "to_device($module, a, /, out=None, *, device=None)\n--\n\nCopy an ndarray to device memory: a new "
      "DeviceArray, or into `out` (a DeviceArray of the same shape and dtype: no allocation), "
      "returned.  An array already on the GPU (__dlpack__ or __cuda_array_interface__) is "
-     "shared, not copied (out= is for ndarrays)."},
+     "shared, not copied (out= is for ndarrays).  device: the GPU (None: the current one)."},
     {"empty", (PyCFunction)(void (*)(void))gm_empty, METH_VARARGS | METH_KEYWORDS,
-     "empty($module, /, shape, dtype=None)\n--\n\nAn uninitialised DeviceArray of this shape "
-     "and dtype (float32 by default)."},
+     "empty($module, /, shape, dtype=None, *, device=None)\n--\n\nAn uninitialised "
+     "DeviceArray of this shape and dtype (float32 by default) on GPU `device` (None: the "
+     "current one)."},
     {"from_dlpack", from_dlpack, METH_O,
      "from_dlpack($module, x, /)\n--\n\nA DeviceArray sharing x's device memory (no copy): "
-     "any object with __dlpack__ or __cuda_array_interface__ on CUDA device 0, C-contiguous."},
+     "any object with __dlpack__ or __cuda_array_interface__ on a GPU, C-contiguous; gpumem's "
+     "stream there (the current one) waits for the producer's work."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,5 +1,7 @@
-/* device.c -- which GPU gpumem runs on: discovery (once, on first use --
- * never at import), is_available(), device(), runtime_version(), synchronize().  It calls
+/* device.c -- the GPUs gpumem runs on: discovery (once, on first use -- never
+ * at import), every GPU of the machine and the calling thread's current one
+ * (CUDA's own per-thread current device: `with gpumem.Device(i):` sets it),
+ * is_available(), device_count(), device(i), runtime_version().  It calls
  * nothing above errors.c (memory_info() is the memory layer's, alloc.c). */
 #include "gm.h"
 
@@ -8,21 +10,38 @@
 /* ---- device discovery ---------------------------------------------------- */
 static int gm_device_state = 0; /* 0 unknown, 1 ready, -1 unavailable */
 static cudaError_t gm_device_err = cudaSuccess;
-static int gm_device_count = 0;
+static int n_devices = 0;
+
+/* The devices this process made current (their contexts exist). */
+static unsigned long long used_mask;
+
+int gm_device_used(int dev)
+{
+    return dev >= 0 && dev < 64 && (used_mask >> dev & 1);
+}
+
+static void mark_used(int dev)
+{
+    if (dev >= 0 && dev < 64)
+        used_mask |= 1ULL << dev;
+}
 
 static void probe_device(void)
 {
     if (gm_device_state != 0)
         return;
-    cudaError_t err = cudaGetDeviceCount(&gm_device_count);
-    if (err == cudaSuccess && gm_device_count == 0)
+    cudaError_t err = cudaGetDeviceCount(&n_devices);
+    if (err == cudaSuccess && n_devices == 0)
         err = cudaErrorNoDevice;
+    if (err == cudaSuccess && n_devices > GM_MAX_DEVICES)
+        n_devices = GM_MAX_DEVICES;
     if (err == cudaSuccess)
-        err = cudaSetDevice(0);
-    if (err == cudaSuccess)
-        err = cudaFree(0); /* create the primary context now */
+        err = cudaFree(NULL); /* the current device's primary context, now */
     gm_device_err = err;
     gm_device_state = (err == cudaSuccess) ? 1 : -1;
+    int dev = -1;
+    if (err == cudaSuccess && cudaGetDevice(&dev) == cudaSuccess)
+        mark_used(dev);
     (void)cudaGetLastError();
 }
 
@@ -55,6 +74,94 @@ int gm_ensure_device(void)
     return -1;
 }
 
+int gm_device_count(void)
+{
+    probe_device();
+    return gm_device_state == 1 ? n_devices : 0;
+}
+
+int gm_device_current(int *dev)
+{
+    GM_CUDA(cudaGetDevice(dev));
+    return 0;
+fail:
+    return -1;
+}
+
+int gm_device_check(const char *fn, const char *name, long long dev)
+{
+    if (dev < 0) {  /* never a device: said without asking the driver */
+        PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not a device; GPUs are numbered from 0",
+                     fn, name, dev);
+        return -1;
+    }
+    if (gm_ensure_device() < 0)
+        return -1;
+    if (dev >= 0 && dev < n_devices)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %s=%lld is not a device; this machine has %d GPU%s, "
+                 "0..%d", fn, name, dev, n_devices, n_devices == 1 ? "" : "s",
+                 n_devices - 1);
+    return -1;
+}
+
+int gm_device_enter(int dev, int *prev)
+{
+    GM_CUDA(cudaGetDevice(prev));
+    if (*prev != dev)
+        GM_CUDA(cudaSetDevice(dev));
+    mark_used(dev);
+    return 0;
+fail:
+    return -1;
+}
+
+void gm_device_leave(int prev)
+{
+    int now = prev;
+    if (cudaGetDevice(&now) != cudaSuccess || (now != prev && cudaSetDevice(prev) != cudaSuccess))
+        (void)cudaGetLastError();
+}
+
+/* An optional device argument `name` (None: the current device) into *dev.  0 / -1. */
+static int device_arg(const char *fn, const char *name, PyObject *obj, int *dev)
+{
+    long long v;
+    if (obj == NULL || obj == Py_None)
+        return gm_ensure_device() < 0 ? -1 : gm_device_current(dev);
+    if (gm_arg_long(obj, fn, name, &v) < 0 || gm_device_check(fn, name, v) < 0)
+        return -1;
+    *dev = (int)v;
+    return 0;
+}
+
+static PyObject *device_count_py(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(gm_device_count());
+}
+
+/* _get_device() / _set_device(i): the calling thread's current device (gpumem.Device). */
+static PyObject *gm_get_device(PyObject *self, PyObject *unused)
+{
+    int dev = 0;
+    if (gm_ensure_device() < 0 || gm_device_current(&dev) < 0)
+        return NULL;
+    return PyLong_FromLong(dev);
+}
+
+static PyObject *gm_set_device(PyObject *self, PyObject *obj)
+{
+    int dev = 0;
+    if (device_arg("Device", "index", obj, &dev) < 0)
+        return NULL;
+    GM_CUDA(cudaSetDevice(dev));
+    GM_CUDA(cudaFree(NULL)); /* its context, now: later calls on it need not */
+    mark_used(dev);
+    Py_RETURN_NONE;
+fail:
+    return NULL;
+}
+
 static PyObject *gm_is_available(PyObject *self, PyObject *unused)
 {
     probe_device();
@@ -76,14 +183,16 @@ static int dict_set_int(PyObject *d, const char *key, long long v)
     return r;
 }
 
-static PyObject *gm_device_info(PyObject *self, PyObject *unused)
+static PyObject *gm_device_info(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    if (gm_ensure_device() < 0)
-        return NULL;
+    static char *kwlist[] = {"index", NULL};
+    PyObject *which = Py_None;
     struct cudaDeviceProp prop;
     int dev = 0, mem_clock_khz = 0, clock_khz = 0, driver = 0, runtime = 0;
     PyObject *d = NULL;
-    GM_CUDA(cudaGetDevice(&dev));
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:device", kwlist, &which) ||
+        device_arg("device", "index", which, &dev) < 0)
+        return NULL;
     GM_CUDA(cudaGetDeviceProperties(&prop, dev));
     GM_CUDA(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev));
     GM_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
@@ -138,24 +247,6 @@ fail:
     return NULL;
 }
 
-/* synchronize(): wait for everything queued on the device (calls return once their
- * kernels are queued); a kernel's fault is raised here. */
-static PyObject *gm_synchronize(PyObject *self, PyObject *unused)
-{
-    cudaError_t err;
-    if (gm_ensure_device() < 0)
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    err = cudaDeviceSynchronize();
-    Py_END_ALLOW_THREADS
-    if (err != cudaSuccess)
-    {
-        gm_set_cuda_error(err, "cudaDeviceSynchronize");
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
 /* ---- refusing an older GPU ----------------------------------------------- */
 static int pretend_major = 0, pretend_minor = 0; /* 0.0: the GPU's own */
 
@@ -208,13 +299,19 @@ static PyMethodDef device_methods[] = {
      "_pretend_compute_capability($module, major, minor, /)\n--\n\nFor tests: the "
      "lessons' refusals of an older GPU see compute capability (major, minor) instead of "
      "the GPU's; (0, 0) gives the GPU's own back.  Nothing else changes."},
-    {"synchronize", gm_synchronize, METH_NOARGS,
-     "synchronize($module, /)\n--\n\nWait until every kernel and copy gpumem (or anyone) "
-     "queued on the device has finished; raises CudaError for a fault among them."},
+    {"device_count", device_count_py, METH_NOARGS,
+     "device_count($module, /)\n--\n\nThe number of CUDA GPUs gpumem can use (0 without a "
+     "GPU or driver; never raises)."},
+    {"_get_device", gm_get_device, METH_NOARGS,
+     "_get_device($module, /)\n--\n\nThe calling thread's current device (gpumem.Device)."},
+    {"_set_device", gm_set_device, METH_O,
+     "_set_device($module, device, /)\n--\n\nMake `device` the calling thread's current "
+     "device (gpumem.Device)."},
     {"is_available", gm_is_available, METH_NOARGS,
      "is_available($module, /)\n--\n\nTrue when a CUDA GPU and driver are usable; never raises."},
-    {"device", gm_device_info, METH_NOARGS,
-     "device($module, /)\n--\n\nProperties and limits of the current device (dict)."},
+    {"device", (PyCFunction)(void (*)(void))gm_device_info, METH_VARARGS | METH_KEYWORDS,
+     "device($module, /, index=None)\n--\n\nProperties and limits of GPU `index` (dict; "
+     "None: the current device)."},
     {"runtime_version", gm_runtime_version, METH_NOARGS,
      "runtime_version($module, /)\n--\n\nThe CUDA runtime version gpumem was built with, as "
      "(major, minor)."},

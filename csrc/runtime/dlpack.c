@@ -3,7 +3,9 @@
  * checks of __dlpack__'s arguments and its capsule (DLPack 1.0, the versioned
  * capsule when the consumer asks for it, the legacy one otherwise), and the
  * import of any object with __dlpack__ or __cuda_array_interface__ whose
- * memory is on the GPU gpumem uses, as a gm_foreign description.  It knows
+ * memory is on a GPU, as a gm_foreign description -- and the streams of both:
+ * a consumer's stream is made to wait for the array's newest work (an event,
+ * no host wait), and gpumem's stream for a producer's.  It knows
  * no DeviceArray: devarray.c, above it, builds DeviceArrays from what it
  * gives and offers __dlpack__ and from_dlpack().  The structs below are the
  * DLPack ABI (dlpack.h, v1.0), declared here so the build needs no extra header. */
@@ -124,7 +126,7 @@ static int dl_dtype(PyArray_Descr *d, DLDataType *out)
     return -1;
 }
 
-static int is_cuda_device(PyObject *dl_device)
+static int is_cuda_device(PyObject *dl_device, int dev)
 {
     long long type = -1, id = -1;
     if (!PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2)
@@ -135,21 +137,55 @@ static int is_cuda_device(PyObject *dl_device)
         PyErr_Clear();
         return 0;
     }
-    return type == DL_CUDA && id == 0;
+    return type == DL_CUDA && id == dev;
 }
 
-int gm_dlpack_request(PyObject *args, PyObject *kwargs, int *versioned, int *copy_out)
+/* A stream handle of the array interfaces (DLPack's __dlpack__(stream=), CAI v3's
+ * 'stream'): 1 the legacy default stream, 2 the per-thread default stream, any
+ * other positive int a cudaStream_t; 0 is disallowed by both (ambiguous), and
+ * -1 (DLPack only: no synchronisation) is the caller's to handle.  `what` names
+ * it.  0 / -1 with ValueError or TypeError. */
+static int stream_handle(PyObject *obj, const char *what, cudaStream_t *out)
+{
+    if (PyBool_Check(obj) || !PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be None or an int, not %.200s", what,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(obj);
+    if (PyErr_Occurred() || v == 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError,
+                     "%s=%R is not a stream: 1 is the legacy default stream, 2 the per-thread "
+                     "default stream, any other positive int below 2**64 a cudaStream_t (0 is "
+                     "disallowed by the protocol)", what, obj);
+        return -1;
+    }
+    *out = v == 1 ? NULL : v == 2 ? cudaStreamPerThread : (cudaStream_t)(uintptr_t)v;
+    return 0;
+}
+
+int gm_dlpack_request(PyObject *args, PyObject *kwargs, int dev, int *versioned, int *copy_out,
+                      int *sync, cudaStream_t *consumer)
 {
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
     *versioned = 0;
+    *sync = 1;
+    *consumer = NULL; /* None: the consumer uses the legacy default stream */
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:__dlpack__", kwlist, &stream,
                                      &max_version, &dl_device, &copy))
         return -1;
-    if (stream != Py_None && (!PyLong_Check(stream) || PyBool_Check(stream))) {
-        PyErr_Format(PyExc_TypeError, "__dlpack__: stream must be None or an int, not %.200s",
-                     Py_TYPE(stream)->tp_name);
-        return -1;
+    if (stream != Py_None) {
+        int overflow = 0;
+        int is_int = PyLong_Check(stream) && !PyBool_Check(stream);
+        long long v = is_int ? PyLong_AsLongLongAndOverflow(stream, &overflow) : 0;
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (is_int && !overflow && v == -1)
+            *sync = 0; /* the consumer asks for no synchronisation */
+        else if (stream_handle(stream, "__dlpack__: stream", consumer) < 0)
+            return -1;
     }
     if (max_version != Py_None) {
         unsigned long major = 0, minor = 0;
@@ -162,11 +198,11 @@ int gm_dlpack_request(PyObject *args, PyObject *kwargs, int *versioned, int *cop
         }
         *versioned = major >= 1;
     }
-    if (dl_device != Py_None && !is_cuda_device(dl_device)) {
+    if (dl_device != Py_None && !is_cuda_device(dl_device, dev)) {
         PyErr_Format(PyExc_BufferError,
-                     "__dlpack__: dl_device=%R: a DeviceArray lives on the GPU, (2, 0); copy it "
-                     "to the host with .get()",
-                     dl_device);
+                     "__dlpack__: dl_device=%R: this DeviceArray lives on GPU %d, (2, %d); copy "
+                     "it to the host with .get()",
+                     dl_device, dev, dev);
         return -1;
     }
     if (copy != Py_None && !PyBool_Check(copy)) {
@@ -174,13 +210,11 @@ int gm_dlpack_request(PyObject *args, PyObject *kwargs, int *versioned, int *cop
                      Py_TYPE(copy)->tp_name);
         return -1;
     }
-    /* Every gpumem launch and copy has finished before it returns: the data is
-     * ready on any stream, so `stream` needs no synchronisation. */
     *copy_out = copy == Py_True;
     return 0;
 }
 
-PyObject *gm_dlpack_capsule(PyObject *keep, void *ptr, int ndim, const npy_intp *shape,
+PyObject *gm_dlpack_capsule(PyObject *keep, void *ptr, int dev, int ndim, const npy_intp *shape,
                             PyArray_Descr *dtype, int versioned, int copied)
 {
     export_ctx *ctx = PyMem_RawCalloc(1, sizeof *ctx);
@@ -190,7 +224,7 @@ PyObject *gm_dlpack_capsule(PyObject *keep, void *ptr, int ndim, const npy_intp 
     DLTensor t = {0};
     t.data = ptr;
     t.device.device_type = DL_CUDA;
-    t.device.device_id = 0;
+    t.device.device_id = dev;
     t.ndim = ndim;
     if (dl_dtype(dtype, &t.dtype) < 0) {
         export_free(ctx);
@@ -224,9 +258,9 @@ PyObject *gm_dlpack_capsule(PyObject *keep, void *ptr, int ndim, const npy_intp 
     return cap;
 }
 
-PyObject *gm_dlpack_device(void)
+PyObject *gm_dlpack_device(int dev)
 {
-    return Py_BuildValue("(ii)", DL_CUDA, 0);
+    return Py_BuildValue("(ii)", DL_CUDA, dev);
 }
 
 /* ---- import ---------------------------------------------------------------------------- */
@@ -312,19 +346,22 @@ static void describe(gm_foreign *out, void *ptr, int ndim, const npy_intp *shape
     out->owner = owner;
 }
 
-static int device_ok(const char *fn, int32_t type, int32_t id)
+/* A DLPack device gpumem reads: CUDA (or managed) memory of one of this machine's
+ * GPUs. */
+static int device_ok(const char *fn, long long type, long long id)
 {
-    if ((type == DL_CUDA || type == DL_CUDA_MANAGED) && id == 0)
+    int n = gm_device_count();
+    if ((type == DL_CUDA || type == DL_CUDA_MANAGED) && id >= 0 && id < n)
         return 0;
     if (type == DL_CPU || type == DL_CUDA_HOST)
         PyErr_Format(PyExc_ValueError,
-                     "%s is in host memory (DLPack device %d); copy it with "
+                     "%s is in host memory (DLPack device %lld); copy it with "
                      "gpumem.to_device(x)",
-                     fn, (int)type);
+                     fn, type);
     else
         PyErr_Format(PyExc_ValueError,
-                     "%s is on DLPack device (%d, %d); gpumem uses CUDA device 0, (2, 0)", fn,
-                     (int)type, (int)id);
+                     "%s is on DLPack device (%lld, %lld); gpumem uses CUDA devices (2, 0) to "
+                     "(2, %d) here", fn, type, id, n - 1);
     return -1;
 }
 
@@ -333,11 +370,11 @@ typedef CUresult (*pointer_attribute_fn)(void *data, CUpointer_attribute attribu
                                          CUdeviceptr ptr);
 static pointer_attribute_fn pointer_attribute; /* cuPointerGetAttribute, resolved once */
 
-/* [ptr, ptr + nbytes) must be device memory of device 0 inside one allocation:
- * a foreign array that claims more than its memory holds would have kernels read
- * and write past its end.  Pointer 0 only for no bytes.  0, or -1 with ValueError
- * naming fn. */
-static int check_extent(const char *fn, void *ptr, size_t nbytes)
+/* [ptr, ptr + nbytes) must be device memory of one GPU (*dev: which) inside one
+ * allocation: a foreign array that claims more than its memory holds would have
+ * kernels read and write past its end.  Pointer 0 only for no bytes (*dev left
+ * as it is).  0, or -1 with ValueError naming fn. */
+static int check_extent(const char *fn, void *ptr, size_t nbytes, int *dev)
 {
     if (nbytes == 0)
         return 0;
@@ -349,12 +386,13 @@ static int check_extent(const char *fn, void *ptr, size_t nbytes)
     struct cudaPointerAttributes a;
     cudaError_t err = cudaPointerGetAttributes(&a, ptr);
     if (err != cudaSuccess ||
-        (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) || a.device != 0) {
+        (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) || a.device < 0 ||
+        a.device >= gm_device_count()) {
         (void)cudaGetLastError();
-        PyErr_Format(PyExc_ValueError,
-                     "%s's data at %p is not device memory of CUDA device 0", fn, ptr);
+        PyErr_Format(PyExc_ValueError, "%s's data at %p is not device memory of a GPU", fn, ptr);
         return -1;
     }
+    *dev = a.device;
     if (pointer_attribute == NULL) {
         enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
         err = cudaGetDriverEntryPointByVersion("cuPointerGetAttribute",
@@ -454,12 +492,22 @@ static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
     }
     void *ptr = (char *)t->data + t->byte_offset;
     size_t nbytes = 0;
-    if (gm_shape_nbytes(t->ndim, shape, dtype, &nbytes, fn) < 0 || check_extent(fn, ptr, nbytes) < 0) {
+    int dev = t->device.device_id;
+    if (gm_shape_nbytes(t->ndim, shape, dtype, &nbytes, fn) < 0 ||
+        check_extent(fn, ptr, nbytes, &dev) < 0) {
         Py_DECREF(owner);              /* the producer's deleter runs: nothing is kept */
         Py_DECREF(dtype);
         return -1;
     }
+    if (dev != t->device.device_id && t->device.device_type == DL_CUDA) {
+        PyErr_Format(PyExc_ValueError, "%s says it is on CUDA device %d, but its memory is "
+                     "device %d's", fn, (int)t->device.device_id, dev);
+        Py_DECREF(owner);
+        Py_DECREF(dtype);
+        return -1;
+    }
     describe(out, ptr, t->ndim, shape, dtype, owner);
+    out->device = dev;
     Py_DECREF(dtype);
     return 0;
 }
@@ -623,29 +671,32 @@ static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
                      "%s's data pointer is 0 (NULL) while it claims %zu bytes", fn, nbytes);
         return -1;
     }
-    /* Only now the device: where the memory is, and how much of it there is. */
-    if (gm_ensure_device() < 0 || check_extent(fn, ptr, nbytes) < 0) {
+    cudaStream_t producer = NULL;
+    char swhat[200];
+    snprintf(swhat, sizeof swhat, "%s.__cuda_array_interface__['stream']", fn);
+    if (stream != NULL && stream_handle(stream, swhat, &producer) < 0) {
         Py_DECREF(dtype);
         return -1;
     }
-    /* Version 3: work on `stream` may still be writing x; wait for it. */
-    if (stream != NULL) {
-        void *s = PyLong_AsVoidPtr(stream);
-        if (s == NULL && PyErr_Occurred()) {
-            Py_DECREF(dtype);
-            return -1;
-        }
-        cudaError_t err;
-        Py_BEGIN_ALLOW_THREADS
-        err = cudaStreamSynchronize((cudaStream_t)s);
-        Py_END_ALLOW_THREADS
-        if (err != cudaSuccess) {
-            Py_DECREF(dtype);
-            gm_set_cuda_error(err, "cudaStreamSynchronize");
-            return -1;
-        }
+    /* Only now the device: where the memory is, and how much of it there is. */
+    int dev = 0, prev = 0;
+    if (gm_ensure_device() < 0 || gm_device_current(&dev) < 0 ||
+        check_extent(fn, ptr, nbytes, &dev) < 0 || gm_device_enter(dev, &prev) < 0) {
+        Py_DECREF(dtype);
+        return -1;
+    }
+    /* Version 3: work on `stream` may still be writing x: gpumem's stream waits. */
+    int r = gm_call_stream(fn, dev, &out->stream, &out->stream_keep);
+    if (r == 0 && stream != NULL)
+        r = gm_stream_order(out->stream, producer);
+    gm_device_leave(prev);
+    if (r < 0) {
+        Py_CLEAR(out->stream_keep);
+        Py_DECREF(dtype);
+        return -1;
     }
     describe(out, ptr, (int)ndim, shape, dtype, Py_NewRef(x));
+    out->device = dev;
     Py_DECREF(dtype);
     return 0;
 }
@@ -677,9 +728,10 @@ int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out)
     }
     /* Where it lives first: a host array is refused before a capsule is made. */
     PyObject *dev = PyObject_CallMethod(x, "__dlpack_device__", NULL);
+    int dev_id = -1;
     if (dev != NULL) {
-        long type = -1, id = -1;
-        int ok = PyTuple_Check(dev) && PyArg_ParseTuple(dev, "ll", &type, &id);
+        long long type = -1, id = -1;
+        int ok = PyTuple_Check(dev) && PyArg_ParseTuple(dev, "LL", &type, &id);
         Py_DECREF(dev);
         if (!ok) {
             PyErr_Clear();
@@ -688,34 +740,37 @@ int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out)
             Py_DECREF(method);
             return -1;
         }
-        if (device_ok(fn, (int32_t)type, (int32_t)id) < 0) {
+        if (device_ok(fn, type, id) < 0) {
             Py_DECREF(method);
             return -1;
         }
+        dev_id = (int)id;
     } else {
         PyErr_Clear();
     }
-    if (gm_ensure_device() < 0) {
+    if (gm_ensure_device() < 0 || (dev_id < 0 && gm_device_current(&dev_id) < 0) ||
+        gm_call_stream(fn, dev_id, &out->stream, &out->stream_keep) < 0) {
         Py_DECREF(method);
         return -1;
     }
-    /* stream=1: the producer orders its work before CUDA's legacy default
-     * stream, the one gpumem's kernels run on. */
-    PyObject *kw = Py_BuildValue("{s:i,s:(ii)}", "stream", 1, "max_version", 1, 0);
+    /* stream=: the producer orders its work before gpumem's stream of that device
+     * (1: the legacy default stream, where calls run unless a Stream is current). */
+    unsigned long long sv = (unsigned long long)gm_stream_value(out->stream);
+    PyObject *kw = Py_BuildValue("{s:K,s:(ii)}", "stream", sv, "max_version", 1, 0);
     PyObject *empty = PyTuple_New(0);
     PyObject *cap = (kw && empty) ? PyObject_Call(method, empty, kw) : NULL;
     if (cap == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
         PyErr_Clear(); /* a producer from before DLPack 1.0 */
-        PyObject *kw1 = Py_BuildValue("{s:i}", "stream", 1);
+        PyObject *kw1 = Py_BuildValue("{s:K}", "stream", sv);
         cap = kw1 ? PyObject_Call(method, empty, kw1) : NULL;
         Py_XDECREF(kw1);
     }
     Py_XDECREF(kw);
     Py_XDECREF(empty);
     Py_DECREF(method);
-    if (cap == NULL)
-        return -1;
-    int r = from_capsule(cap, fn, out);
-    Py_DECREF(cap);
+    int r = cap == NULL ? -1 : from_capsule(cap, fn, out);
+    Py_XDECREF(cap);
+    if (r < 0)
+        Py_CLEAR(out->stream_keep);
     return r;
 }

@@ -191,6 +191,10 @@ static PyObject *get_range(const gm_DeviceArray *d, long long start, long long c
     if (a == NULL || count == 0)
         return a;
     cudaError_t err;
+    if (gm_stream_order(NULL, d->stream) < 0) { /* the copy: after the kernel */
+        Py_DECREF(a);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     err = cudaMemcpy(PyArray_DATA((PyArrayObject *)a), (const float *)d->ptr + start,
                      (size_t)count * sizeof(float), cudaMemcpyDeviceToHost);
@@ -260,6 +264,61 @@ static void moved_params(const gm_launch_info *info, void *const *to, void *para
     c->f->fill(&m, params);
 }
 
+/* Every device buffer of the call (operands, result, tmp): wait for each one's
+ * newest work before the launch (when), or take the launch as its newest. */
+static int order_buffers(gm_call *c, int before)
+{
+    gm_DeviceArray *all[GM_MAX_ARGS + 2];
+    int n = 0;
+    for (int i = 0; c->f->args[i].name; i++)
+        if (c->f->args[i].kind == GM_ARRAY && c->op[i].dev)
+            all[n++] = c->op[i].dev;
+    if (c->res)
+        all[n++] = c->res;
+    if (c->tmp)
+        all[n++] = c->tmp;
+    /* uploads, allocations and prepare() ran on the legacy default stream */
+    if (before && c->stream != NULL && gm_stream_order(c->stream, NULL) < 0)
+        return -1;
+    for (int k = 0; k < n; k++) {
+        if (!before)
+            gm_devarray_used(all[k], c->stream, c->stream_keep);
+        else if (all[k]->stream != NULL && gm_devarray_wait(all[k], c->stream) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The GPU of the call: its operands' and out's, the current one when it has none
+ * on a device; operands on two devices are refused, naming both.  0 / -1. */
+static int same_device(gm_call *c, const gm_DeviceArray *d, const char *name, const char **first)
+{
+    if (*first == NULL) {
+        *first = name;
+        c->device = d->device;
+        return 0;
+    }
+    if (d->device == c->device)
+        return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "%s: %s is on device %d and %s on device %d; a call runs on one GPU (gpumem "
+                 "does not copy between GPUs: move one, e.g. gpumem.to_device(x.get(), "
+                 "device=%d))", c->f->name, *first, c->device, name, d->device, c->device);
+    return -1;
+}
+
+static int call_device(gm_call *c)
+{
+    const char *first = NULL;
+    for (int i = 0; c->f->args[i].name; i++)
+        if (c->f->args[i].kind == GM_ARRAY && c->op[i].on_device &&
+            same_device(c, (const gm_DeviceArray *)c->op[i].obj, c->f->args[i].name, &first) < 0)
+            return -1;
+    if (c->out && same_device(c, (const gm_DeviceArray *)c->out, "out", &first) < 0)
+        return -1;
+    return first ? 0 : gm_device_current(&c->device);
+}
+
 static PyObject *run(gm_call *c)
 {
     const gm_family *f = c->f;
@@ -277,16 +336,20 @@ static PyObject *run(gm_call *c)
     }
     if (f->prepare && f->prepare(c) < 0)
         return NULL;
+    if (order_buffers(c, 1) < 0)
+        return NULL;
     if (c->work > 0) {
         _Alignas(16) unsigned char params[GM_PARAMS_MAX] = {0};
         f->fill(c, params);
         list_buffers(c);
         gm_launch_info info = {c->variant, c->record, c->bytes, c->flops,
                                c->n_inout ? c->inout : NULL, c->n_inout,
-                               c->buffers, c->n_buffers, movable(c) ? moved_params : NULL, c};
+                               c->buffers, c->n_buffers, movable(c) ? moved_params : NULL, c,
+                               0, c->stream};
         if (gm_launch(&info, params) < 0)
             return NULL;
     }
+    order_buffers(c, 0);
     if (gm_returns_device(c))
         return Py_NewRef(c->res);
     if (c->host_count >= 0)
@@ -303,8 +366,17 @@ PyObject *gm_entry_call(const gm_family *f, PyObject *args, PyObject *kwargs)
     gm_call c;
     PyObject *result = NULL;
     defaults(&c, f);
-    if (validate(&c, args, kwargs) == 0)
-        result = gm_check_only ? Py_NewRef(Py_None) : gm_ensure_device() == 0 ? run(&c) : NULL;
+    if (validate(&c, args, kwargs) == 0) {
+        int prev = 0;
+        if (gm_check_only)
+            result = Py_NewRef(Py_None);
+        else if (gm_ensure_device() == 0 && call_device(&c) == 0 &&
+                 gm_device_enter(c.device, &prev) == 0) {
+            if (gm_call_stream(f->name, c.device, &c.stream, &c.stream_keep) == 0)
+                result = run(&c);
+            gm_device_leave(prev);
+        }
+    }
     for (int i = 0; f->args[i].name; i++)
         if (f->args[i].kind == GM_ARRAY)
             gm_operand_release(&c.op[i]);
@@ -312,6 +384,7 @@ PyObject *gm_entry_call(const gm_family *f, PyObject *args, PyObject *kwargs)
     Py_XDECREF(c.tmp);
     Py_XDECREF(c.record);
     Py_XDECREF(c.out_wrapped);
+    Py_XDECREF(c.stream_keep);
     return result;
 }
 

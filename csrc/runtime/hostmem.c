@@ -106,12 +106,14 @@ typedef struct {
 
 static struct {
     int workers;          /* 0: not set up yet */
+    int device;           /* the GPU its streams belong to (the current one at set-up) */
     stage_slot slot[STAGE_MAX_WORKERS];
     pthread_mutex_t lock; /* one staged copy at a time; others take cudaMemcpy */
-} stage = {0, {{{NULL}}}, PTHREAD_MUTEX_INITIALIZER};
+} stage = {0, 0, {{{NULL}}}, PTHREAD_MUTEX_INITIALIZER};
 
 typedef struct {
     stage_slot *slot;
+    int device; /* the staging buffers' streams and events are this GPU's */
     int w, workers;
     int to_device;
     char *dst;
@@ -138,7 +140,7 @@ static void *stage_run(void *arg)
     stage_job *j = (stage_job *)arg;
     stage_slot *s = j->slot;
     size_t nchunks = (j->nbytes + j->chunk - 1) / j->chunk;
-    STAGE_TRY(j, cudaSetDevice(0));
+    STAGE_TRY(j, cudaSetDevice(j->device));
     if (j->to_device) {
         /* host memcpy into buf[b] once its last copy out of it has finished */
         size_t i = 0;
@@ -216,6 +218,11 @@ static cudaError_t stage_setup(const char **call)
 {
     if (stage.workers)
         return cudaSuccess;
+    cudaError_t e0 = cudaGetDevice(&stage.device);
+    if (e0 != cudaSuccess) {
+        *call = "cudaGetDevice";
+        return e0;
+    }
     int n = stage_workers_wanted();
     for (int w = 0; w < n; w++) {
         stage_slot *s = &stage.slot[w];
@@ -274,13 +281,21 @@ int gm_copy_host(void *dst, const void *src, size_t nbytes, int to_device)
 {
     cudaError_t err = cudaSuccess;
     const char *call = "cudaMemcpy";
-    int staged = 0;
+    int staged = 0, dev = 0;
     if (nbytes == 0)
         return 0;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        (void)cudaGetLastError();
     Py_BEGIN_ALLOW_THREADS
     if (nbytes >= STAGE_MIN_BYTES && !is_pinned(to_device ? src : dst) &&
         pthread_mutex_trylock(&stage.lock) == 0) {
         err = stage_setup(&call);
+        if (err == cudaSuccess && stage.device != dev) {
+            /* the staging buffers serve the GPU they were set up on; another takes
+             * the driver's path */
+            pthread_mutex_unlock(&stage.lock);
+            goto plain;
+        }
         if (err == cudaSuccess) {
             staged = 1;
             /* A thread per 4 MiB at most: at 4 MiB eight threads' start-up cost more
@@ -299,7 +314,7 @@ int gm_copy_host(void *dst, const void *src, size_t nbytes, int to_device)
             pthread_t tid[STAGE_MAX_WORKERS];
             int started[STAGE_MAX_WORKERS] = {0};
             for (int w = 0; w < workers; w++)
-                jobs[w] = (stage_job){&stage.slot[w], w, workers, to_device, (char *)dst,
+                jobs[w] = (stage_job){&stage.slot[w], stage.device, w, workers, to_device, (char *)dst,
                                       (const char *)src, nbytes, chunk, cudaSuccess, NULL};
             for (int w = 1; w < workers; w++)
                 started[w] = pthread_create(&tid[w], NULL, stage_run, &jobs[w]) == 0;
@@ -325,6 +340,7 @@ int gm_copy_host(void *dst, const void *src, size_t nbytes, int to_device)
         }
         pthread_mutex_unlock(&stage.lock);
     }
+plain:
     if (!staged && err == cudaSuccess)
         err = cudaMemcpy(dst, src, nbytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
     Py_END_ALLOW_THREADS

@@ -31,7 +31,8 @@ enum { R_KERNEL, R_VARIANT, R_PARAMS, R_GRID, R_BLOCK, R_SMEM, R_MS, R_BYTES, R_
 typedef struct {
     PyObject_HEAD
     PyObject *f[R_FIELDS];   /* f[R_MS] is NULL until the time is read */
-    cudaEvent_t ev[2];       /* around the launch; given back once ms is known */
+    cudaEvent_t ev[2];       /* around the launch, on its stream; given back once ms is known */
+    int device;              /* the GPU it ran on (whose events those are) */
     int waiting;             /* threads inside ms's wait (they still use ev) */
     char what[96];           /* "running family/variant", for an error */
 } gm_Record;
@@ -53,7 +54,7 @@ static PyObject *record_ms(gm_Record *r)
             return NULL;
     }
     if (r->waiting == 0 && r->ev[0] != NULL)
-        gm_events_destroy(r->ev, 2);
+        gm_events_release(r->device, r->ev, 2);
     return Py_NewRef(r->f[R_MS]);
 }
 
@@ -67,7 +68,7 @@ static void record_dealloc(gm_Record *r)
 {
     for (int i = 0; i < R_FIELDS; i++)
         Py_CLEAR(r->f[i]);
-    gm_events_destroy(r->ev, 2);      /* unread: the events are reused once they complete */
+    gm_events_release(r->device, r->ev, 2); /* unread: reused once they complete */
     PyObject_Free(r);
 }
 
@@ -174,6 +175,10 @@ static int publish(const gm_launch_info *info, const gm_dims *dims, cudaEvent_t 
     rec->ev[1] = ev[1];
     ev[0] = ev[1] = NULL;
     rec->waiting = 0;
+    if (gm_device_current(&rec->device) < 0) {
+        rec->device = -1;
+        PyErr_Clear();
+    }
     snprintf(rec->what, sizeof rec->what, "running %s/%s", info->variant->family,
              info->variant->name);
     PyObject *items[R_FIELDS] = {

@@ -7,40 +7,54 @@
 #include "gm.h"
 
 /* ---- events ------------------------------------------------------------------- */
-/* Destroyed events are kept (all are created with the default flags) and handed
+/* Destroyed events are kept (all are created with the default flags), one
+ * cache per device (an event belongs to the device it was made on), and handed
  * out again: a launch takes two, and a LaunchRecord keeps them until its ms is
  * read, so creating them fresh each time would cost every call.  Only ever
  * touched with the GIL held. */
 enum { EVENT_CACHE = 256 };
-static cudaEvent_t event_cache[EVENT_CACHE];
-static int event_cached;
+static struct {
+    cudaEvent_t ev[EVENT_CACHE];
+    int n;
+} event_cache[GM_MAX_DEVICES];
 
 int gm_events_create(cudaEvent_t *ev, int n)
 {
+    int dev = 0;
     for (int i = 0; i < n; i++)
         ev[i] = NULL;
+    if (gm_device_current(&dev) < 0)
+        return -1;
     for (int i = 0; i < n; i++) {
-        if (event_cached > 0)
-            ev[i] = event_cache[--event_cached];
+        if (event_cache[dev].n > 0)
+            ev[i] = event_cache[dev].ev[--event_cache[dev].n];
         else
             GM_CUDA(cudaEventCreate(&ev[i]));
     }
     return 0;
 fail:
-    gm_events_destroy(ev, n);
+    gm_events_release(dev, ev, n);
     return -1;
 }
 
-void gm_events_destroy(cudaEvent_t *ev, int n)
+void gm_events_release(int dev, cudaEvent_t *ev, int n)
 {
     for (int i = 0; i < n; i++)
         if (ev[i]) {
-            if (event_cached < EVENT_CACHE)
-                event_cache[event_cached++] = ev[i];
+            if (dev >= 0 && dev < GM_MAX_DEVICES && event_cache[dev].n < EVENT_CACHE)
+                event_cache[dev].ev[event_cache[dev].n++] = ev[i];
             else
                 cudaEventDestroy(ev[i]);
             ev[i] = NULL;
         }
+}
+
+void gm_events_destroy(cudaEvent_t *ev, int n)
+{
+    int dev = -1;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        (void)cudaGetLastError();
+    gm_events_release(dev, ev, n);
 }
 
 int gm_event_ms(cudaEvent_t from, cudaEvent_t to, const char *what, double *ms)
@@ -88,18 +102,23 @@ const gm_variant gm_l2_flush_variant = GM_ROW(
     "every 16 bytes of a zeroed buffer larger than L2 read through L2: what L2 held is evicted",
     "nbytes", "0");
 
-/* One buffer, zeroed when it is allocated -- the flush reads initialised
- * memory, and the zeroing is never inside anything timed -- kept while held
- * (the profiler holds it for a block), freed with the last release.  It
- * grows (a new zeroed buffer) only when asked for more than it has. */
+/* One buffer per device, zeroed when it is allocated -- the flush reads
+ * initialised memory, and the zeroing is never inside anything timed -- kept
+ * while held (the profiler holds it for a block), freed with the last release.
+ * It grows (a new zeroed buffer) only when asked for more than it has.  Hold
+ * and release it on the same (current) device. */
 static struct {
     void *buf;
     size_t size;
     int holds;
-} flush;
+} flushes[GM_MAX_DEVICES];
 
 int gm_flush_hold(size_t nbytes, gm_l2_flush_params *p)
 {
+    int dev = 0;
+    if (gm_device_current(&dev) < 0)
+        return -1;
+#define flush flushes[dev]
     if (nbytes == 0) {
         long long l2 = 0;
         if (gm_l2_bytes(&l2) < 0)
@@ -126,12 +145,18 @@ fail:
 
 void gm_flush_release(void)
 {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
     if (flush.holds > 0 && --flush.holds == 0) {
         gm_device_free(flush.buf, flush.size);
         flush.buf = NULL;
         flush.size = 0;
     }
 }
+#undef flush
 
 /* ---- _time_memcpy ------------------------------------------------------------------ */
 enum { TM_DST, TM_SRC, TM_REPEAT };
@@ -158,15 +183,21 @@ static PyObject *time_memcpy(const gm_parsed *a)
                      a->fn, dst->nbytes, src->nbytes);
         return NULL;
     }
-    if (gm_ensure_device() < 0 || (out = PyList_New(0)) == NULL)
+    if (dst->device != src->device) {
+        PyErr_Format(PyExc_ValueError, "%s: dst is on device %d and src on device %d; both "
+                     "must be on one", a->fn, dst->device, src->device);
         return NULL;
-    if (gm_events_create(ev, 2) < 0)
+    }
+    int prev = 0;
+    if (gm_ensure_device() < 0 || gm_device_enter(dst->device, &prev) < 0)
+        return NULL;
+    if ((out = PyList_New(0)) == NULL || gm_events_create(ev, 2) < 0)
         goto fail;
     for (long long i = 0; i < a->v[TM_REPEAT]; i++) {
         double ms = 0.0;
-        GM_CUDA(cudaEventRecord(ev[0], 0));
-        GM_CUDA(cudaMemcpyAsync(dst->ptr, src->ptr, src->nbytes, cudaMemcpyDeviceToDevice, 0));
-        GM_CUDA(cudaEventRecord(ev[1], 0));
+        GM_CUDA(cudaEventRecord(ev[0], NULL));
+        GM_CUDA(cudaMemcpyAsync(dst->ptr, src->ptr, src->nbytes, cudaMemcpyDeviceToDevice, NULL));
+        GM_CUDA(cudaEventRecord(ev[1], NULL));
         if (gm_event_ms(ev[0], ev[1], NULL, &ms) < 0)
             goto fail;
         PyObject *v = PyFloat_FromDouble(ms);
@@ -177,9 +208,11 @@ static PyObject *time_memcpy(const gm_parsed *a)
         Py_DECREF(v);
     }
     gm_events_destroy(ev, 2);
+    gm_device_leave(prev);
     return out;
 fail:
     gm_events_destroy(ev, 2);
+    gm_device_leave(prev);
     Py_XDECREF(out);
     return NULL;
 }

@@ -15,6 +15,9 @@ model -- never another lesson or the package's face.
 from __future__ import annotations
 
 import importlib
+import inspect
+
+from ..runtime import on_stream
 
 __all__ = ["LESSONS", "declarations"]
 
@@ -24,5 +27,16 @@ LESSONS = ("matmul", "access", "layout", "stencil", "spaces", "transfer", "ladde
 
 
 def declarations() -> list:
-    """Every lesson's :class:`~gpumem.tools.lesson.Lesson`, in :data:`LESSONS` order."""
-    return [importlib.import_module(f"{__name__}.{stem}").LESSON for stem in LESSONS]
+    """Every lesson's :class:`~gpumem.tools.lesson.Lesson`, in :data:`LESSONS` order.
+
+    Each function a lesson exports takes ``stream=`` from here on (once per module:
+    :func:`gpumem.runtime.on_stream`), so no lesson writes it out."""
+    found = []
+    for stem in LESSONS:
+        module = importlib.import_module(f"{__name__}.{stem}")
+        for name in module.LESSON.exports:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj):
+                setattr(module, name, on_stream(obj))
+        found.append(module.LESSON)
+    return found

@@ -3,6 +3,8 @@
 * :mod:`.args` -- argument conversions shared by every layer above;
 * :mod:`.table` -- :class:`Table` and :class:`Listing`, the result types of sweeps;
 * :mod:`.hardware` -- :func:`device` and :class:`DeviceInfo`;
+* :mod:`.devices` -- :class:`Device`, :class:`Stream`, :func:`device_count`,
+  :func:`current_stream`, :func:`synchronize` and the ``stream=`` keyword;
 * :mod:`.counters` -- hardware counters (:func:`profile`, :func:`metrics`);
 * :mod:`.launches` -- :func:`variants`, :func:`record`, :func:`last_record`,
   :func:`bench` and :class:`BenchResult`.
@@ -12,8 +14,10 @@ package's face (``gpumem/__init__.py``).
 """
 from .._core import (CudaError, CudaUnavailableError, DeviceArray, DeviceMemoryError,
                      LaunchRecord, allocator, empty, empty_cache, from_dlpack, is_available,
-                     memory_info, pinned_empty, set_allocator, synchronize, to_device)
+                     memory_info, pinned_empty, set_allocator, to_device)
 from .hardware import FP32_LANES, DeviceInfo, device
+from .devices import (Device, Stream, as_stream, current_stream, device_count, on_stream,
+                      synchronize)
 from .launches import (BENCH_COUNTERS, BenchResult, Variant, bench, last_record, record,
                        variants)
 from .counters import ProfilerError, metrics, profile, profiler_available
@@ -22,6 +26,7 @@ from .table import Listing, Table
 __all__ = ["CudaError", "CudaUnavailableError", "DeviceArray", "DeviceMemoryError",
            "LaunchRecord", "allocator", "empty", "empty_cache", "from_dlpack", "is_available",
            "memory_info", "pinned_empty", "set_allocator", "synchronize", "to_device", "FP32_LANES",
-           "DeviceInfo", "device", "BENCH_COUNTERS", "BenchResult", "Variant", "bench",
+           "DeviceInfo", "device", "Device", "Stream", "as_stream", "current_stream",
+           "device_count", "on_stream", "BENCH_COUNTERS", "BenchResult", "Variant", "bench",
            "last_record", "record", "variants", "ProfilerError", "metrics", "profile",
            "profiler_available", "Listing", "Table"]

@@ -78,12 +78,14 @@ class DeviceInfo:
         ])
 
 
-def device() -> DeviceInfo:
-    """The current GPU's properties and limits.
+def device(index: int | None = None) -> DeviceInfo:
+    """GPU ``index``'s properties and limits (None: the current GPU's).
 
     Raises
     ------
     CudaUnavailableError
         When no usable GPU or driver is present.
+    ValueError
+        When ``index`` is not a GPU of this machine.
     """
-    return DeviceInfo(**_core.device())
+    return DeviceInfo(**_core.device(index))
