@@ -5,6 +5,10 @@ import sys
 
 import gpumem as gm
 
+#: Its child processes read counters: under pytest-xdist it runs in the one-process
+#: phase (conftest.py).
+ONE_PROCESS = True
+
 
 def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "gpumem", *args], capture_output=True, text=True,
