@@ -74,9 +74,12 @@ _CUPTI_FILES = {"test_profile.py", "test_profile_threads.py", "test_profile_ncu.
 _ONE_PROCESS_FILES = {"test_report.py", "test_report_output.py"}
 
 
+_cupti_group: set = set()   # node IDs of the tests grouped on the worker that profiles
+
+
 def _in_cupti_worker() -> bool:
-    test = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[0]
-    return os.path.basename(test) in _CUPTI_FILES
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+    return test in _cupti_group
 
 
 if _DEFER:
@@ -102,9 +105,14 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
     _deadline["items"] = [it.nodeid for it in items]
     if os.environ.get("GPUMEM_TEST_DEFER"):
+        # the lessons' sweeps read counters on a GPU: their random-argument runs go there too
+        sweeps = {name for lesson in gpumem.lessons.declarations() for name in lesson.sweeps}
         for it in items:
-            if os.path.basename(str(it.fspath)) in _CUPTI_FILES:
+            params = getattr(getattr(it, "callspec", None), "params", {})
+            if (os.path.basename(str(it.fspath)) in _CUPTI_FILES
+                    or (it.originalname == "test_random_arguments" and params.get("name") in sweeps)):
                 it.add_marker(pytest.mark.xdist_group("cupti"))
+                _cupti_group.add(it.nodeid)
 
 
 @pytest.fixture(autouse=True)

@@ -323,3 +323,13 @@ def test_dlpack_stream_argument_is_checked(rng):
     s = gm.Stream()
     for ok in (None, 1, 2, -1, s.ptr):
         assert d.__dlpack__(stream=ok) is not None
+
+
+@pytest.mark.gpu
+def test_bench_runs_on_the_gpu_of_its_operands(rng):
+    last = N_GPUS - 1
+    x = gm.to_device(f32(rng, 1 << 20), device=last)
+    with gm.Device(0):
+        r = gm.bench(gm.vec_add, x, f32(rng, 1 << 20), repeat=3, warmup=1, l2="cold")
+        assert gm._core._get_device() == 0
+    assert r.median_ms > 0 and r.gbps > 0

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _core
 from .args import MAX_REPEAT, _index, _validate
+from .devices import Device
 from .measure import l2_flush
 from .counters import profile
 from .table import Listing
@@ -162,11 +163,23 @@ def bench(fn: Callable, *args, repeat: int = 50, warmup: int = 5, l2: str = "war
         raise ValueError(f"bench: warmup={warmup} is not allowed; warmup must be "
                          f"0..{MAX_REPEAT}")
     _validate(fn, args, kw)           # the kernel's own errors, before anything is uploaded
-    try:          # ndarrays go to the device once, so only the kernel is timed
-        args = tuple(_core.to_device(a) if isinstance(a, np.ndarray) else a for a in args)
-        kw = {k: (_core.to_device(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"bench: an argument for fn cannot go to the device: {e}") from None
+    # the GPU of the call: its first DeviceArray's (so the L2 flush and the counters are that
+    # GPU's too), else the current one; ndarrays go there once, so only the kernel is timed
+    on = next((a.device for a in (*args, *kw.values()) if isinstance(a, _core.DeviceArray)),
+              None)
+    with contextlib.nullcontext() if on is None else Device(on):
+        try:
+            args = tuple(_core.to_device(a) if isinstance(a, np.ndarray) else a for a in args)
+            kw = {k: (_core.to_device(v) if isinstance(v, np.ndarray) else v)
+                  for k, v in kw.items()}
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"bench: an argument for fn cannot go to the device: {e}") from None
+        return _bench(fn, args, kw, repeat, warmup, l2, counters)
+
+
+def _bench(fn: Callable, args: tuple, kw: dict, repeat: int, warmup: int, l2: str,
+           counters: bool) -> BenchResult:
+    """bench's timed part, on the current GPU with its operands there."""
     for _ in range(warmup):
         fn(*args, **kw)
     samples = []
