@@ -251,6 +251,9 @@ int gm_device_current(int *dev);
 /* ValueError unless 0 <= dev < device_count(): "fn: name=dev is not a device; this
  * machine has N GPU(s), 0..N-1".  0 / -1. */
 int gm_device_check(const char *fn, const char *name, long long dev);
+/* An optional device argument `name` of fn (None or NULL: the current device) into
+ * *dev: an int (TypeError) naming a GPU of this machine (ValueError).  0 / -1. */
+int gm_device_arg(const char *fn, const char *name, PyObject *obj, int *dev);
 /* Make `dev` current for a while: *prev is what to give back to gm_device_leave. */
 int gm_device_enter(int dev, int *prev);
 void gm_device_leave(int prev);

@@ -208,20 +208,11 @@ static int enter_arg(const char *fn, PyObject *args, PyObject *kwargs, int *dev,
 {
     static char *kwlist[] = {"device", NULL};
     PyObject *obj = Py_None;
-    long long v = 0;
     char format[32];
     snprintf(format, sizeof format, "|O:%s", fn);
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, kwlist, &obj) ||
-        gm_ensure_device() < 0)
+        gm_device_arg(fn, "device", obj, dev) < 0)
         return -1;
-    if (obj == Py_None) {
-        if (gm_device_current(dev) < 0)
-            return -1;
-    } else {
-        if (gm_arg_long(obj, fn, "device", &v) < 0 || gm_device_check(fn, "device", v) < 0)
-            return -1;
-        *dev = (int)v;
-    }
     return gm_device_enter(*dev, prev);
 }
 

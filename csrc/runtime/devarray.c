@@ -342,19 +342,6 @@ static PyObject *to_device_into(PyObject *obj, PyObject *out)
     return r < 0 ? NULL : Py_NewRef(out);
 }
 
-/* The device= of to_device() and empty(): None keeps the current device (*dev -1). */
-static int device_kw(const char *fn, PyObject *obj, int *dev)
-{
-    long long v;
-    *dev = -1;
-    if (obj == Py_None)
-        return 0;
-    if (gm_arg_long(obj, fn, "device", &v) < 0 || gm_device_check(fn, "device", v) < 0)
-        return -1;
-    *dev = (int)v;
-    return 0;
-}
-
 static PyObject *gm_to_device_py(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "out", "device", NULL}; /* a is positional-only */
@@ -371,11 +358,10 @@ static PyObject *gm_to_device_py(PyObject *self, PyObject *args, PyObject *kwarg
         }
         return to_device_into(obj, out);
     }
-    if (device_kw("to_device", dev_obj, &dev) < 0)
-        return NULL;
-    if (dev < 0)
+    if (dev_obj == Py_None)
         return gm_to_device(self, obj);
-    if (gm_device_enter(dev, &prev) < 0)
+    if (gm_device_arg("to_device", "device", dev_obj, &dev) < 0 ||
+        gm_device_enter(dev, &prev) < 0)
         return NULL;
     res = gm_to_device(self, obj);
     gm_device_leave(prev);
@@ -401,8 +387,8 @@ static PyObject *gm_empty(PyObject *self, PyObject *args, PyObject *kwargs)
                                      &dev_obj) ||
         gm_shape_dtype("empty", shape_obj, dtype_obj, &shape, &dtype, &nbytes) < 0)
         return NULL;
-    if (gm_ensure_device() == 0 && device_kw("empty", dev_obj, &dev) == 0 &&
-        (dev >= 0 || gm_device_current(&dev) == 0) && gm_device_enter(dev, &prev) == 0) {
+    if (gm_device_arg("empty", "device", dev_obj, &dev) == 0 &&
+        gm_device_enter(dev, &prev) == 0) {
         result = (PyObject *)gm_devarray_new(shape.len, shape.ptr, dtype);
         gm_device_leave(prev);
     }

@@ -123,8 +123,7 @@ void gm_device_leave(int prev)
         (void)cudaGetLastError();
 }
 
-/* An optional device argument `name` (None: the current device) into *dev.  0 / -1. */
-static int device_arg(const char *fn, const char *name, PyObject *obj, int *dev)
+int gm_device_arg(const char *fn, const char *name, PyObject *obj, int *dev)
 {
     long long v;
     if (obj == NULL || obj == Py_None)
@@ -152,7 +151,7 @@ static PyObject *gm_get_device(PyObject *self, PyObject *unused)
 static PyObject *gm_set_device(PyObject *self, PyObject *obj)
 {
     int dev = 0;
-    if (device_arg("Device", "index", obj, &dev) < 0)
+    if (gm_device_arg("Device", "index", obj, &dev) < 0)
         return NULL;
     GM_CUDA(cudaSetDevice(dev));
     GM_CUDA(cudaFree(NULL)); /* its context, now: later calls on it need not */
@@ -191,7 +190,7 @@ static PyObject *gm_device_info(PyObject *self, PyObject *args, PyObject *kwargs
     int dev = 0, mem_clock_khz = 0, clock_khz = 0, driver = 0, runtime = 0;
     PyObject *d = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:device", kwlist, &which) ||
-        device_arg("device", "index", which, &dev) < 0)
+        gm_device_arg("device", "index", which, &dev) < 0)
         return NULL;
     GM_CUDA(cudaGetDeviceProperties(&prop, dev));
     GM_CUDA(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, dev));

@@ -284,17 +284,6 @@ PyTypeObject gm_Stream_Type = {
 };
 
 /* ---- module functions -------------------------------------------------------------- */
-static int device_of(const char *fn, PyObject *obj, int *dev)
-{
-    long long v;
-    if (obj == NULL || obj == Py_None)
-        return gm_device_current(dev);
-    if (gm_arg_long(obj, fn, "device", &v) < 0 || gm_device_check(fn, "device", v) < 0)
-        return -1;
-    *dev = (int)v;
-    return 0;
-}
-
 /* current_stream(device=None): the Stream calls on that device run on now. */
 static PyObject *current_stream(PyObject *self, PyObject *args, PyObject *kwargs)
 {
@@ -302,7 +291,7 @@ static PyObject *current_stream(PyObject *self, PyObject *args, PyObject *kwargs
     PyObject *obj = Py_None;
     int dev = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:current_stream", kwlist, &obj) ||
-        gm_ensure_device() < 0 || device_of("current_stream", obj, &dev) < 0)
+        gm_ensure_device() < 0 || gm_device_arg("current_stream", "device", obj, &dev) < 0)
         return NULL;
     if (current[dev])
         return Py_NewRef(current[dev]);
@@ -328,7 +317,7 @@ static PyObject *synchronize(PyObject *self, PyObject *args, PyObject *kwargs)
     if (obj == Py_None) {
         last = gm_device_count() - 1;
     } else {
-        if (device_of("synchronize", obj, &first) < 0)
+        if (gm_device_arg("synchronize", "device", obj, &first) < 0)
             return NULL;
         last = first;
     }
