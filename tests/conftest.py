@@ -48,6 +48,13 @@ def _why_unavailable() -> str:
 DEVICES = list(range(gpumem.device_count())) or [0]
 
 
+# Under pytest-xdist on several GPUs, worker k runs its tests on GPU k mod N (its current
+# device from the start): every GPU carries a share of the suite, and the suite runs on all
+# of them at once.  The one-process phase, and a run without workers, start on GPU 0.
+if len(DEVICES) > 1 and os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
+    gpumem._core._set_device(int(os.environ["PYTEST_XDIST_WORKER"][2:]) % len(DEVICES))
+
+
 @pytest.fixture(params=DEVICES, ids=lambda i: f"gpu{i}")
 def each_device(request):
     """The test once per GPU, that GPU current (``with gpumem.Device(i):``) while it runs."""
