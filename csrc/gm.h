@@ -50,8 +50,8 @@
  *             memory (it knows no DeviceArray); devarray.c: DeviceArray, its
  *             one constructor, __dlpack__, from_dlpack(), to_device(),
  *             empty(), kernel operands
- *   measure   measure.c: the one event-timing path, the L2-flush buffer and
- *             kernel row, _time_memcpy()
+ *   measure   measure.c: the one event-timing path (events, gm_timer), the
+ *             L2-flush buffer and kernel row, _time_memcpy(), _time_calls()
  *   launch    launch.c: gm_launch() -- every kernel launch of the extension,
  *             LaunchRecords, the profiler's hook -- and gm_flush_l2(),
  *             _l2_flush()
@@ -462,6 +462,34 @@ void gm_events_release(int dev, cudaEvent_t *ev, int n); /* events of device dev
 int gm_event_ms(cudaEvent_t from, cudaEvent_t to, const char *what, double *ms);
 /* Wait for a stream with the GIL released (what: as above).  0 / -1. */
 int gm_stream_wait(cudaStream_t stream, const char *what);
+
+/* A timer: every loop that times work it queues itself (the lessons'
+ * experiments, _time_memcpy, _time_calls) holds one.  n events of the current
+ * device (gm_events_create: its cache), recorded on one stream.
+ *   gm_timer_open     n >= 1 events (all or none: on failure nothing is held)
+ *                     for marks on `stream` (NULL: the legacy default stream)
+ *   gm_timer_mark     record event i on the timer's stream (cudaEventRecord);
+ *   gm_timer_mark_on  ... on another stream of the same device
+ *   gm_timer_ms       the ms from event `from` to event `to` (gm_event_ms:
+ *                     waits for `to` with the GIL released)
+ *   gm_timer_close    the events back to their device's cache; a timer set to
+ *                     GM_TIMER_CLOSED, or closed before, may be closed again
+ * 0 / -1 with the exception set.  Start every timer as GM_TIMER_CLOSED so a
+ * failure path may close it whether or not it was opened. */
+enum { GM_TIMER_SMALL = 4 };
+typedef struct {
+    cudaEvent_t small[GM_TIMER_SMALL]; /* the events when n <= GM_TIMER_SMALL, */
+    cudaEvent_t *many;                 /* else malloc'd here */
+    int n;
+    int device;                        /* the device the events belong to */
+    cudaStream_t stream;               /* where gm_timer_mark records */
+} gm_timer;
+#define GM_TIMER_CLOSED {{NULL}, NULL, 0, -1, NULL}
+int gm_timer_open(gm_timer *t, int n, cudaStream_t stream);
+int gm_timer_mark(gm_timer *t, int i);
+int gm_timer_mark_on(gm_timer *t, int i, cudaStream_t stream);
+int gm_timer_ms(gm_timer *t, int from, int to, double *ms);
+void gm_timer_close(gm_timer *t);
 /* The device's L2 in bytes. */
 int gm_l2_bytes(long long *out);
 
@@ -474,7 +502,7 @@ void gm_flush_release(void);
 /* The flush kernel's row (cuda/runtime.cu): launched by gm_flush_l2(). */
 extern const gm_variant gm_l2_flush_variant;
 
-int gm_measure_init(PyObject *module); /* _time_memcpy */
+int gm_measure_init(PyObject *module); /* _time_memcpy, _time_calls */
 
 /* ---- the one launch path (launch.c) --------------------------------------------- */
 /* A device buffer of a launch.  In gm_launch_info.inout: one the kernel both

@@ -339,13 +339,13 @@ static PyObject *free_sync(const gm_parsed *a)
     const size_t nb = (size_t)a->v[FS_NBYTES];
     PyObject *res = NULL, *rows[2] = {NULL, NULL};
     cudaMemPool_t pool = NULL;
-    cudaEvent_t ev[2] = {NULL, NULL};
+    gm_timer timer = GM_TIMER_CLOSED;
     void *buf = NULL;
     int async = 0;
     if (gm_ensure_device() < 0 || fits_device(a->fn, "nbytes", a->v[FS_NBYTES]) < 0)
         return NULL;
     GM_CUDA(new_pool(&pool));
-    if (gm_events_create(ev, 2) < 0)
+    if (gm_timer_open(&timer, 2, NULL) < 0)
         goto fail;
     if (spin_on(1000) < 0 || gm_stream_wait(0, "running the spin kernel") < 0)
         goto fail;
@@ -363,10 +363,8 @@ static PyObject *free_sync(const gm_parsed *a)
         }
         GM_CUDA(cudaDeviceSynchronize()); /* the device idle, the buffer ready */
         t[0] = now_us();
-        GM_CUDA(cudaEventRecord(ev[0], 0));
-        if (spin_on(ns) < 0)
+        if (gm_timer_mark(&timer, 0) < 0 || spin_on(ns) < 0 || gm_timer_mark(&timer, 1) < 0)
             goto fail;
-        GM_CUDA(cudaEventRecord(ev[1], 0));
         t[1] = now_us();
         Py_BEGIN_ALLOW_THREADS
         t[2] = now_us();
@@ -384,7 +382,7 @@ static PyObject *free_sync(const gm_parsed *a)
         t[5] = now_us();
         Py_END_ALLOW_THREADS
         GM_CUDA(err);
-        if (gm_event_ms(ev[0], ev[1], NULL, &kernel_ms) < 0)
+        if (gm_timer_ms(&timer, 0, 1, &kernel_ms) < 0)
             goto fail;
         rows[async] = Py_BuildValue("{s:(dd),s:(dd),s:(dd),s:d}", "launch", 0.0, t[1] - t[0],
                                     "free", t[2] - t[0], t[3] - t[0], "sync", t[4] - t[0],
@@ -401,7 +399,7 @@ fail:
     }
     Py_XDECREF(rows[0]);
     Py_XDECREF(rows[1]);
-    gm_events_destroy(ev, 2);
+    gm_timer_close(&timer);
     drop_pool(pool);
     return res;
 }

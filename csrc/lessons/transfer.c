@@ -8,8 +8,8 @@
  *                       host, with and without cudaMemPrefetchAsync first
  *   _transfer_overlap   copy-kernel-copy serially and in chunks on two streams,
  *                       every operation's start and end from events
- * Every time comes from CUDA events on the device's clock (measure.c's
- * gm_event_ms); the kernels run through gm_launch as internal launches (the
+ * Every time comes from CUDA events on the device's clock (a measure.c
+ * gm_timer each); the kernels run through gm_launch as internal launches (the
  * experiments time them with their own events: no LaunchRecord). */
 #include "gm.h"
 
@@ -183,7 +183,7 @@ static PyObject *transfer_copy(const gm_parsed *a)
     const long long nbytes = a->v[TC_NBYTES], repeat = a->v[TC_REPEAT], warmup = a->v[TC_WARMUP];
     PyObject *out = NULL;
     void *dev = NULL, *host = NULL;
-    cudaEvent_t ev[2] = {NULL, NULL};
+    gm_timer t = GM_TIMER_CLOSED;
     const int h2d = a->v[TC_DIRECTION] == 0;
     if (kind == K_FRESH && h2d) {
         PyErr_Format(PyExc_ValueError, "%s: kind='fresh' is a destination on the host: "
@@ -209,7 +209,7 @@ static PyObject *transfer_copy(const gm_parsed *a)
         memset(host, 1, nb); /* every page touched: no first-touch cost in the timing */
     GM_CUDA(cudaMemset(dev, 2, nb));
     out = PyList_New(0);
-    if (out == NULL || gm_events_create(ev, 2) < 0)
+    if (out == NULL || gm_timer_open(&t, 2, NULL) < 0)
         goto fail;
     for (long long i = 0; i < warmup + repeat; i++) {
         void *h = host;
@@ -222,7 +222,11 @@ static PyObject *transfer_copy(const gm_parsed *a)
         }
         cudaError_t err = cudaSuccess;
         double ms = 0;
-        GM_CUDA(cudaEventRecord(ev[0], 0));
+        if (gm_timer_mark(&t, 0) < 0) {
+            if (kind == K_FRESH)
+                munmap(h, nb);
+            goto fail;
+        }
         if (kind == K_STAGED) {
             if (gm_copy_host(h2d ? dev : h, h2d ? h : dev, nb, h2d) < 0)
                 goto fail;
@@ -232,12 +236,11 @@ static PyObject *transfer_copy(const gm_parsed *a)
                              h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
             Py_END_ALLOW_THREADS
         }
-        if (err == cudaSuccess)
-            err = cudaEventRecord(ev[1], 0);
+        const int marked = err == cudaSuccess ? gm_timer_mark(&t, 1) : 0;
         if (kind == K_FRESH)
             munmap(h, nb);
         GM_CUDA(err);
-        if (gm_event_ms(ev[0], ev[1], NULL, &ms) < 0)
+        if (marked < 0 || gm_timer_ms(&t, 0, 1, &ms) < 0)
             goto fail;
         if (i >= warmup && append_float(out, ms) < 0)
             goto fail;
@@ -246,7 +249,7 @@ static PyObject *transfer_copy(const gm_parsed *a)
 fail:
     Py_CLEAR(out);
 done:
-    gm_events_destroy(ev, 2);
+    gm_timer_close(&t);
     if (kind == K_PINNED || kind == K_WC)
         gm_host_free(host, nb);
     else
@@ -275,7 +278,7 @@ static PyObject *transfer_zero_copy(const gm_parsed *a)
     PyObject *res = NULL, *lists[3] = {NULL, NULL, NULL};
     float *host = NULL, *hdev = NULL, *dev = NULL;
     double *dsum = NULL, sums[3] = {0, 0, 0};
-    cudaEvent_t ev[2] = {NULL, NULL};
+    gm_timer t = GM_TIMER_CLOSED;
     if (whole_floats(a->fn, nbytes) < 0 || gm_ensure_device() < 0)
         return NULL;
     const size_t nb = (size_t)nbytes;
@@ -287,7 +290,7 @@ static PyObject *transfer_zero_copy(const gm_parsed *a)
     fill_pattern(host, n);
     GM_CUDA(cudaHostGetDevicePointer((void **)&hdev, host, 0));
     GM_CUDA(cudaMemcpy(dev, host, nb, cudaMemcpyHostToDevice));
-    if (gm_events_create(ev, 2) < 0)
+    if (gm_timer_open(&t, 2, NULL) < 0)
         goto fail;
     for (int k = 0; k < 3; k++)
         if ((lists[k] = PyList_New(0)) == NULL)
@@ -296,14 +299,14 @@ static PyObject *transfer_zero_copy(const gm_parsed *a)
         for (int k = 0; k < 3; k++) {
             double ms = 0;
             GM_CUDA(cudaMemset(dsum, 0, sizeof(double)));
-            GM_CUDA(cudaEventRecord(ev[0], 0));
+            if (gm_timer_mark(&t, 0) < 0)
+                goto fail;
             if (k == 1)
                 GM_CUDA(cudaMemcpyAsync(dev, host, nb, cudaMemcpyHostToDevice, 0));
             for (long long r = 0; r < reads; r++)
                 if (sum_on_device(k == 0 ? hdev : dev, n, dsum, 0) < 0)
                     goto fail;
-            GM_CUDA(cudaEventRecord(ev[1], 0));
-            if (gm_event_ms(ev[0], ev[1], NULL, &ms) < 0)
+            if (gm_timer_mark(&t, 1) < 0 || gm_timer_ms(&t, 0, 1, &ms) < 0)
                 goto fail;
             GM_CUDA(cudaMemcpy(&sums[k], dsum, sizeof(double), cudaMemcpyDeviceToHost));
             sums[k] /= (double)reads;
@@ -316,7 +319,7 @@ static PyObject *transfer_zero_copy(const gm_parsed *a)
 fail:
     for (int k = 0; k < 3; k++)
         Py_XDECREF(lists[k]);
-    gm_events_destroy(ev, 2);
+    gm_timer_close(&t);
     gm_device_free(dsum, sizeof(double));
     gm_device_free(dev, nb);
     gm_host_free(host, nb);
@@ -345,7 +348,7 @@ static PyObject *transfer_managed(const gm_parsed *a)
     PyObject *res = NULL, *lists[4] = {NULL, NULL, NULL, NULL};
     float *m = NULL;
     double *dsum = NULL, sums[3] = {0, 0, 0};
-    cudaEvent_t ev[3] = {NULL, NULL, NULL};
+    gm_timer t = GM_TIMER_CLOSED;
     int managed = 0, dev = 0;
     if (whole_floats(fn, nbytes) < 0 || gm_ensure_device() < 0)
         return NULL;
@@ -364,7 +367,7 @@ static PyObject *transfer_managed(const gm_parsed *a)
     for (int k = 0; k < 4; k++)
         if ((lists[k] = PyList_New(0)) == NULL)
             goto fail;
-    if (gm_events_create(ev, 3) < 0)
+    if (gm_timer_open(&t, 3, NULL) < 0)
         goto fail;
     struct cudaMemLocation loc = {0};
     loc.type = cudaMemLocationTypeDevice;
@@ -375,24 +378,19 @@ static PyObject *transfer_managed(const gm_parsed *a)
             GM_CUDA(cudaMallocManaged((void **)&m, nb, cudaMemAttachGlobal));
             fill_pattern(m, n); /* first touch on the host: the pages live there */
             GM_CUDA(cudaMemset(dsum, 0, sizeof(double)));
-            GM_CUDA(cudaEventRecord(ev[0], 0));
+            if (gm_timer_mark(&t, 0) < 0)
+                goto fail;
             if (pre)
                 GM_CUDA(cudaMemPrefetchAsync(m, nb, loc, 0, 0));
-            GM_CUDA(cudaEventRecord(ev[1], 0));
-            if (sum_on_device(m, n, dsum, 0) < 0)
-                goto fail;
-            GM_CUDA(cudaEventRecord(ev[2], 0));
-            if (gm_event_ms(ev[0], ev[1], NULL, &ms[0]) < 0 ||
-                gm_event_ms(ev[1], ev[2], NULL, &ms[1]) < 0)
+            if (gm_timer_mark(&t, 1) < 0 || sum_on_device(m, n, dsum, 0) < 0 ||
+                gm_timer_mark(&t, 2) < 0 || gm_timer_ms(&t, 0, 1, &ms[0]) < 0 ||
+                gm_timer_ms(&t, 1, 2, &ms[1]) < 0)
                 goto fail;
             GM_CUDA(cudaMemcpy(&sums[pre], dsum, sizeof(double), cudaMemcpyDeviceToHost));
             if (pre) { /* once more, resident now */
                 GM_CUDA(cudaMemset(dsum, 0, sizeof(double)));
-                GM_CUDA(cudaEventRecord(ev[0], 0));
-                if (sum_on_device(m, n, dsum, 0) < 0)
-                    goto fail;
-                GM_CUDA(cudaEventRecord(ev[1], 0));
-                if (gm_event_ms(ev[0], ev[1], NULL, &ms[2]) < 0)
+                if (gm_timer_mark(&t, 0) < 0 || sum_on_device(m, n, dsum, 0) < 0 ||
+                    gm_timer_mark(&t, 1) < 0 || gm_timer_ms(&t, 0, 1, &ms[2]) < 0)
                     goto fail;
                 GM_CUDA(cudaMemcpy(&sums[2], dsum, sizeof(double), cudaMemcpyDeviceToHost));
             }
@@ -415,7 +413,7 @@ fail:
         (void)cudaGetLastError();
     for (int k = 0; k < 4; k++)
         Py_XDECREF(lists[k]);
-    gm_events_destroy(ev, 3);
+    gm_timer_close(&t);
     gm_device_free(dsum, sizeof(double));
     return res;
 }
@@ -443,8 +441,7 @@ static PyObject *transfer_overlap(const gm_parsed *a)
     PyObject *res = NULL, *lists[2] = {NULL, NULL};
     float *hx = NULL, *hy[2] = {NULL, NULL}, *dx = NULL, *dy = NULL;
     cudaStream_t st[2] = {NULL, NULL};
-    cudaEvent_t *ev = NULL;
-    int n_ev = 0;
+    gm_timer t = GM_TIMER_CLOSED;
     if (whole_floats(fn, nbytes) < 0)
         return NULL;
     if (chunks > nbytes / 4) {
@@ -466,13 +463,8 @@ static PyObject *transfer_overlap(const gm_parsed *a)
     memset(hy[1], 0xff, nb);
     GM_CUDA(cudaStreamCreate(&st[0]));
     GM_CUDA(cudaStreamCreate(&st[1]));
-    n_ev = 1 + 6 * (int)(chunks + 1);
-    ev = calloc((size_t)n_ev, sizeof *ev);
-    if (ev == NULL) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    if (gm_events_create(ev, n_ev) < 0)
+    /* event 0: the origin, on the legacy default stream; then six a piece, on its stream */
+    if (gm_timer_open(&t, 1 + 6 * (int)(chunks + 1), NULL) < 0)
         goto fail;
     for (int pass = 0; pass < 3; pass++) { /* 0: warm-up (overlapped), 1: serial, 2: overlapped */
         const int over = pass != 1;
@@ -480,7 +472,8 @@ static PyObject *transfer_overlap(const gm_parsed *a)
         const long long per = (n + pieces - 1) / pieces;
         float *out = hy[pass == 1 ? 0 : 1];
         GM_CUDA(cudaDeviceSynchronize());
-        GM_CUDA(cudaEventRecord(ev[0], 0));
+        if (gm_timer_mark(&t, 0) < 0)
+            goto fail;
         int e = 1;
         for (long long c = 0; c < pieces; c++) {
             const long long first = c * per, cnt = first + per > n ? n - first : per;
@@ -488,17 +481,17 @@ static PyObject *transfer_overlap(const gm_parsed *a)
             if (cnt <= 0)
                 continue;
             const size_t off = (size_t)first, bytes = (size_t)cnt * sizeof(float);
-            GM_CUDA(cudaEventRecord(ev[e++], s));
-            GM_CUDA(cudaMemcpyAsync(dx + off, hx + off, bytes, cudaMemcpyHostToDevice, s));
-            GM_CUDA(cudaEventRecord(ev[e++], s));
-            const gm_scale_params p = {dx + off, dy + off, cnt, (int)work, 256};
-            GM_CUDA(cudaEventRecord(ev[e++], s));
-            if (run_on(&scale_variants[0], &p, s) < 0)
+            if (gm_timer_mark_on(&t, e++, s) < 0)
                 goto fail;
-            GM_CUDA(cudaEventRecord(ev[e++], s));
-            GM_CUDA(cudaEventRecord(ev[e++], s));
+            GM_CUDA(cudaMemcpyAsync(dx + off, hx + off, bytes, cudaMemcpyHostToDevice, s));
+            const gm_scale_params p = {dx + off, dy + off, cnt, (int)work, 256};
+            if (gm_timer_mark_on(&t, e++, s) < 0 || gm_timer_mark_on(&t, e++, s) < 0 ||
+                run_on(&scale_variants[0], &p, s) < 0 || gm_timer_mark_on(&t, e++, s) < 0 ||
+                gm_timer_mark_on(&t, e++, s) < 0)
+                goto fail;
             GM_CUDA(cudaMemcpyAsync(out + off, dy + off, bytes, cudaMemcpyDeviceToHost, s));
-            GM_CUDA(cudaEventRecord(ev[e++], s));
+            if (gm_timer_mark_on(&t, e++, s) < 0)
+                goto fail;
         }
         cudaError_t err;
         Py_BEGIN_ALLOW_THREADS
@@ -517,8 +510,7 @@ static PyObject *transfer_overlap(const gm_parsed *a)
                 continue;
             for (int k = 0; k < 3; k++, e += 2) {
                 double t0, t1;
-                if (gm_event_ms(ev[0], ev[e], NULL, &t0) < 0 ||
-                    gm_event_ms(ev[0], ev[e + 1], NULL, &t1) < 0)
+                if (gm_timer_ms(&t, 0, e, &t0) < 0 || gm_timer_ms(&t, 0, e + 1, &t1) < 0)
                     goto fail;
                 PyObject *row = Py_BuildValue("(isLdd)", over ? (int)(c % 2) : 0, ops[k], c, t0,
                                               t1);
@@ -540,9 +532,7 @@ static PyObject *transfer_overlap(const gm_parsed *a)
 fail:
     Py_XDECREF(lists[0]);
     Py_XDECREF(lists[1]);
-    if (ev)
-        gm_events_destroy(ev, n_ev);
-    free(ev);
+    gm_timer_close(&t);
     for (int i = 0; i < 2; i++)
         if (st[i])
             cudaStreamDestroy(st[i]);
