@@ -8,6 +8,7 @@ import statistics
 import time
 
 import gpumem as gm
+from gpumem.runtime.measure import time_calls
 
 
 def stamp() -> dict:
@@ -42,19 +43,12 @@ def wall(fn, repeat: int, warmup: int) -> list[float]:
     return out
 
 
-def time_cupy(cupy, fn, repeat: int, warmup: int = 3) -> float:
-    """Median ms of fn() between CuPy events (the anchor, timed like gpumem)."""
-    for _ in range(warmup):
-        fn()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    samples = []
-    for _ in range(repeat):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        samples.append(cupy.cuda.get_elapsed_time(start, stop))
-    return statistics.median(samples)
+def time_cupy(fn, repeat: int, warmup: int = 3) -> float:
+    """Median ms of ``fn()`` (a CuPy call: the anchor) between CUDA events, timed like
+    gpumem (:func:`gpumem.runtime.measure.time_calls`; the ``warmup`` calls first are
+    timed too and dropped).  The events go on the legacy default stream, the stream
+    CuPy launches on unless told otherwise (no gpumem stream is current here)."""
+    return time_calls(fn, repeat=repeat, warmup=warmup)["median_ms"]
 
 
 def memcpy_d2d(dst: gm.DeviceArray, src: gm.DeviceArray, repeat: int = 50,

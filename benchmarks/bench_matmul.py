@@ -56,7 +56,7 @@ b = cp.asarray(rng.standard_normal((n, n)).astype(np.float32))
 c = a @ b
 ref = a.astype(cp.float64) @ b.astype(cp.float64)
 err = float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref))
-print(time_cupy(cp, lambda: a @ b, repeat), err)
+print(time_cupy(lambda: a @ b, repeat), err)
 """
 
 
@@ -145,7 +145,7 @@ def run(out_dir: str, quick: bool) -> bool:
         if cp is not None:
             ca, cb = cp.asarray(a), cp.asarray(b)
             ref = cp.asnumpy(ca @ cb)
-            cublas_ms = time_cupy(cp, lambda: ca @ cb, repeat)
+            cublas_ms = time_cupy(lambda: ca @ cb, repeat)
             rows.append({"size": n, "variant": "cuBLAS SGEMM (CuPy)", "tile": None,
                          "median_ms": cublas_ms, "GFLOP/s": 2 * n**3 / cublas_ms / 1e6,
                          "x cuBLAS": 1.0, "rel err": None})
@@ -187,7 +187,7 @@ def run(out_dir: str, quick: bool) -> bool:
         ha, hb, a, b = operands(rng, mw, 4096, 4096)
         ca, cb = cp.asarray(ha), cp.asarray(hb)
         ref = cp.asnumpy(ca @ cb)
-        ms = time_cupy(cp, lambda: ca @ cb, 10)
+        ms = time_cupy(lambda: ca @ cb, 10)
         label = f"{mw}x4096x4096"
         rows.append({"size": label, "variant": "cuBLAS SGEMM (CuPy)", "tile": None,
                      "median_ms": ms, "GFLOP/s": 2 * mw * 4096**2 / ms / 1e6,

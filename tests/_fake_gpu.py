@@ -73,6 +73,8 @@ class FakeGPU:
 
     #: The fake's streaming copy: ms for 8 bytes per element (device_copy; a lesson's copy).
     COPY_MS = 1.0
+    #: The fake's time of any call timed between events (time_calls: a library's kernel).
+    CALL_MS = 0.5
 
     def __init__(self, monkeypatch, name: str = "Fake GPU", lessons=None):
         self.profiling = None
@@ -116,6 +118,13 @@ class FakeGPU:
         return {"GB/s": 8.0 * np.size(src) / (self.COPY_MS * 1e-3) / 1e9,
                 "median_ms": self.COPY_MS}
 
+    def time_calls(self, fn, *, repeat, warmup) -> dict:
+        """:func:`gpumem.runtime.measure.time_calls`: ``fn()`` called once, at :data:`CALL_MS`."""
+        assert callable(fn) and repeat >= 1 and warmup >= 0
+        fn()
+        return {"median_ms": self.CALL_MS, "min_ms": self.CALL_MS, "max_ms": self.CALL_MS,
+                "samples_ms": [self.CALL_MS] * repeat}
+
     def bench(self, fn, *args, repeat, warmup, **kw) -> FakeResult:
         assert repeat >= 1 and warmup >= 0
         assert isinstance(fn, FakeKernel), f"bench of {fn!r}: no stand-in declared for it"
@@ -132,9 +141,8 @@ class FakeGPU:
 
 
 def fake_cupy(noise: float = 0.0) -> types.ModuleType:
-    """A CuPy whose matrix product is NumPy's (plus ``noise`` relative error) and whose events
-    time every call at 0.5 ms."""
-    events = iter(range(10**6))
+    """A CuPy whose matrix product is NumPy's (plus ``noise`` relative error); the fake GPU's
+    ``time_calls`` times it (:data:`FakeGPU.CALL_MS`)."""
     cp = types.ModuleType("cupy")
     cp.asarray = np.asarray
     cp.asnumpy = np.asarray
@@ -146,10 +154,6 @@ def fake_cupy(noise: float = 0.0) -> types.ModuleType:
             return out
         return c
     cp.matmul = matmul
-    cp.cuda = types.SimpleNamespace(
-        Event=lambda: types.SimpleNamespace(record=lambda: None, synchronize=lambda: None,
-                                            t=next(events)),
-        get_elapsed_time=lambda start, end: 0.5)
     cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
     return cp
 

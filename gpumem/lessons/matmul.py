@@ -40,8 +40,6 @@ Takes float32 NumPy arrays (and returns NumPy arrays) or
 """
 from __future__ import annotations
 
-import statistics
-
 from typing import Literal, Union
 
 import numpy as np
@@ -49,6 +47,7 @@ import numpy as np
 from .. import _core, runtime, model
 from .._core import DeviceArray
 from ..runtime.args import _given, _host, _index, _indices
+from ..runtime.measure import time_calls
 from ..runtime.table import Table
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools import headline as hl
@@ -195,16 +194,10 @@ def _cublas(a: np.ndarray, b: np.ndarray, ours: np.ndarray, quick: bool) -> dict
         if not err < 1e-4:
             return {"error": f"cuBLAS differs from gpumem: relative error {err:.2e}",
                     "rel_err": err}
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        times = []
-        for i in range(2 + (5 if quick else 20)):
-            start.record()
-            cp.matmul(A, B, out=C)
-            end.record()
-            end.synchronize()
-            if i >= 2:                                  # two warm-up calls
-                times.append(cp.cuda.get_elapsed_time(start, end))
-        ms = statistics.median(times)
+        # gpumem's timer records its events on the legacy default stream (no gpumem stream
+        # is current here), the stream CuPy launches cuBLAS on unless told otherwise
+        ms = time_calls(lambda: cp.matmul(A, B, out=C), repeat=5 if quick else 20,
+                        warmup=2)["median_ms"]             # two warm-up calls, timed and dropped
         del A, B, C
         cp.get_default_memory_pool().free_all_blocks()
     except Exception as e:      # a CuPy without a working cuBLAS: say so, keep the report
@@ -364,10 +357,11 @@ def _sanitize() -> None:
 # largest launches -----------------------------------------------------------------------------
 def _stand_ins(gpu) -> dict:
     """On the tests' fake GPU (:attr:`Lesson.stand_ins`): each variant at a set time (tiled
-    4x naive, warptiled 3.2x tiled, mma and wgmma faster still), the product NumPy's."""
+    4x naive, warptiled 3.2x tiled, mma and wgmma faster still), the product NumPy's;
+    cuBLAS through CuPy timed by the fake's ``time_calls``."""
     from types import SimpleNamespace
 
-    return {"matmul": gpu.kernel(
+    return {"time_calls": gpu.time_calls, "matmul": gpu.kernel(
         "matmul", {"naive": 8.0, "tiled": 2.0, "warptiled": 0.625, "mma": 0.08, "wgmma": 0.05},
         counters={"naive": {"gld_transactions": 1.3e9}, "tiled": {"gld_transactions": 6.7e7}},
         flops=lambda args, kw: 2.0 * np.shape(args[0])[0] ** 3,
