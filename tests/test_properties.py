@@ -16,10 +16,13 @@ and the cheap measurements on a GPU (``Lesson.cheap``) come from
 """
 from __future__ import annotations
 
+import ast
 import inspect
 import os
+import re
 import time
 import tracemalloc
+import typing
 import warnings
 
 import numpy as np
@@ -366,6 +369,72 @@ def test_none_is_the_default_exactly_where_the_signature_says_so(fam, fn, rows):
             continue
         with pytest.raises(TypeError, match=rf"^{fam}: {name} must be .*, not NoneType"):
             _checked(fn, args, {**kw, name: None})
+
+
+def _literal_values(annotation) -> set:
+    """The values of every ``Literal[...]`` in an annotation (``Literal[8, 16] | None``: 8, 16)."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return set(typing.get_args(annotation))
+    return {v for a in typing.get_args(annotation) for v in _literal_values(a)}
+
+
+@pytest.mark.parametrize("fam,fn,rows", KERNEL_FUNCTIONS, ids=[k[0] for k in KERNEL_FUNCTIONS])
+def test_every_wrapper_states_the_c_tables_defaults_and_choices(fam, fn, rows):
+    # issue 48: the C argument table is the one statement of a default, a range and a
+    # choice; a wrapper's signature and docstring may show them to readers, equal to the
+    # table's: the default, a Literal[...] type, a "name : {...}" line of the docstring
+    sig, hints = inspect.signature(fn).parameters, typing.get_type_hints(fn)
+    doc = inspect.getdoc(fn) or ""
+    for r in rows:
+        name = r["name"]
+        if name not in sig or r["required"]:
+            continue
+        if name not in _BASE.get(fam, {}):      # a wrapper's own default: Lesson.arguments
+            assert sig[name].default == r["default"], (fam, name, sig[name].default, r)
+        want = set(r["allowed"] or r["choices"] or ())
+        values = _literal_values(hints.get(name))
+        if values:
+            assert values == want, (fam, name, values, r)
+        stated = re.search(rf"^{name} : (\{{[^}}]*\}})", doc, re.M)
+        if stated:
+            assert ast.literal_eval(stated.group(1)) == want, (fam, name, stated.group(1), r)
+
+
+def _bad_values(r: dict) -> list:
+    """Values the row refuses, within int64 (beyond it C says "out of range")."""
+    if r["kind"] in ("choice", "variant"):
+        return ["bogus", 3]
+    if r["kind"] != "int":
+        return []
+    if r["allowed"]:
+        return [max(r["allowed"]) + 1, 0]
+    bad = [r["lo"] - 1, r["hi"] + 1] + ([r["lo"] + 1] if r["whole_warps"] else [])
+    return [v for v in bad if -2**63 <= v < 2**63]
+
+
+@pytest.mark.parametrize("fam,fn,rows", KERNEL_FUNCTIONS, ids=[k[0] for k in KERNEL_FUNCTIONS])
+def test_a_python_check_by_a_c_row_words_it_as_the_c_entry_point(fam, fn, rows):
+    # runtime.args._checked: what a sweep or a reference checks by a kernel's C table row
+    # (issue 48), refused in the kernel's own words
+    args, kw = _base_call(fn, rows)
+    sig = inspect.signature(fn).parameters
+    for r in rows:
+        if r["required"] or r["name"] not in sig:
+            continue
+        for bad in _bad_values(r):
+            with pytest.raises((TypeError, ValueError)) as c_side:
+                _checked(fn, args, {**kw, r["name"]: bad})
+            with pytest.raises(c_side.type) as py_side:
+                gm.runtime.args._checked(fam, fam, r["name"], bad)
+            assert str(py_side.value) == str(c_side.value)
+
+
+def test_the_literal_check_reads_every_literal():
+    assert _literal_values(typing.Optional[typing.Literal[8, 16]]) == {8, 16}
+    assert _literal_values(typing.Literal["a"] | None) == {"a"} and not _literal_values(int)
+    # the wrappers' Literal types are many: the check above is not empty
+    assert sum(bool(_literal_values(h)) for _, fn, _ in KERNEL_FUNCTIONS
+               for h in typing.get_type_hints(fn).values()) >= 10
 
 
 _NOT_INTS = [float("nan"), float("inf"), -float("inf"), 8.0, np.float32(8), "8", True, np.True_]

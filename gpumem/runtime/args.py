@@ -1,6 +1,8 @@
 """The argument conversions every layer above shares (``_index``, ``_flag``,
-``_host`` ...: the runtime, the tools and the lessons) and the check-only switch
-of the C entry points (``_checking``).  Runtime layer: imports ``_core`` only.
+``_host`` ...: the runtime, the tools and the lessons), the C argument tables
+(``arg_row``; ``_checked``: a value by its row's rule, the one statement of a range,
+a choice or a default -- Python restates none) and the check-only switch of the C
+entry points (``_checking``).  Runtime layer: imports ``_core`` only.
 """
 from __future__ import annotations
 
@@ -151,3 +153,46 @@ def arg_range(family: str, name: str) -> tuple[int, int]:
     """``(lo, hi)`` of an integer argument of ``family``'s C table."""
     row = arg_row(family, name)
     return row["lo"], row["hi"]
+
+
+def _values_text(values: tuple) -> str:
+    """An allowed list as the C side words it: "8", "1 or 4", "one of 1, 2, 4"."""
+    if len(values) > 2:
+        return "one of " + ", ".join(map(str, values))
+    return " or ".join(map(str, values))
+
+
+def _checked(fn: str, family: str, arg: str, v: Any, name: str | None = None) -> Any:
+    """``v`` checked by the row ``arg`` of ``family``'s C argument table, worded as the C
+    entry point words it (csrc/runtime/args.c) but naming ``fn`` and ``name`` (default
+    ``arg``): an int in its range, among its allowed values or in whole warps; a bool; one
+    of its choices (a str).  For a Python function that hands ``v`` to ``family`` later (a
+    sweep, after its buffers are made) or computes what ``family`` would (a reference):
+    the rule stays the C table's, refused here before anything runs."""
+    row = arg_row(family, arg)
+    name = name or arg
+    what = row["what"]
+    if row["kind"] == "int":
+        v = _index(fn, name, v)
+        if row["allowed"] is not None:
+            if v in row["allowed"]:
+                return v
+            must = _values_text(row["allowed"])
+        elif row["lo"] <= v <= row["hi"] and not (row["whole_warps"] and v % 32):
+            return v
+        elif row["whole_warps"]:
+            must = f"a multiple of 32 (whole warps) from {row['lo']} to {row['hi']}"
+        else:
+            must = f"{row['lo']}..{row['hi']}"
+        raise ValueError(f"{fn}: {name}={v} is not allowed; {name} must be {must}{what}")
+    if row["kind"] == "bool":
+        return _flag(fn, name, v)
+    if row["kind"] in ("choice", "variant"):
+        if not isinstance(v, str):
+            raise TypeError(f"{fn}: {name} must be a str, not {type(v).__name__}")
+        if v in row["choices"]:
+            return v
+        raise ValueError(f"{fn}: {name}={v!r} is unknown; allowed: "
+                         + ", ".join(repr(c) for c in row["choices"]) + what)
+    raise TypeError(f"_checked: {family}'s {arg} is an argument of kind {row['kind']!r}, "
+                    "not an int, bool or choice")

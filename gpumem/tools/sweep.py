@@ -1,7 +1,8 @@
 """The machinery every lesson's sweeps share (infrastructure, not a lesson).
 
 Argument checks that run before anything touches the GPU (:func:`_int`,
-:func:`_ints`, :func:`_choices`, :func:`_common`), and :func:`_run`, which
+:func:`_ints`, :func:`_choices` for a sweep's own rules; :func:`_each` for values a sweep
+hands to a kernel, by the rule of the kernel's C argument table; :func:`_common`), and :func:`_run`, which
 turns a list of :class:`_Point` into a :class:`gpumem.Table`: per point the
 kernel time (median of ``repeat`` timed launches through :func:`gpumem.bench`),
 the bandwidth of the useful bytes and the efficiency columns -- measured by the
@@ -23,7 +24,7 @@ import numpy as np
 
 from .. import runtime
 
-from ..runtime.args import MAX_REPEAT, _flag, _index
+from ..runtime.args import MAX_REPEAT, _checked, _flag, _index, arg_row
 from ..runtime.table import Table
 
 #: The counters every access sweep reports (nvprof names; gpumem.profile maps them).
@@ -96,6 +97,19 @@ def _choices(fn: str, name: str, vs: Any, allowed: Sequence[str],
             raise ValueError(f"{fn}: {where}{each or name}={v!r} is unknown; allowed: "
                              + ", ".join(repr(a) for a in allowed))
     return vs
+
+
+def _each(fn: str, name: str, vs: Any, family: str, arg: str | None = None) -> list:
+    """``vs`` (one value or a sequence) as a list, each value checked by the row ``arg``
+    (default ``name``) of ``family``'s C argument table: the values a sweep hands to that
+    kernel, refused before anything runs, in the C side's words (ints: naming ``name``;
+    choices: ``name`` and each ``arg``, as :func:`_choices`)."""
+    arg = arg or name
+    row = arg_row(family, arg)
+    if row["choices"] is not None:
+        return _choices(fn, name, vs, row["choices"], each=arg if arg != name else None)
+    vs = _listed(fn, name, vs, (int, np.integer), "an int", "ints")
+    return [_checked(fn, family, arg, v, name) for v in vs]
 
 
 def _metrics(fn: str, metrics: Any) -> tuple[str, ...]:
