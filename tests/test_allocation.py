@@ -8,6 +8,7 @@ against its reference on poisoned outputs (every element, both variants, awkward
 outputs off a 16-byte boundary); pool reuse faster than cudaMalloc; cudaFree waiting for
 a spin kernel while cudaFreeAsync does not; fresh and reused both measured and recorded;
 the counters read for both; nothing left behind."""
+import inspect
 import math
 
 import numpy as np
@@ -34,6 +35,11 @@ def test_variants_table():
     assert gm.first_touch is allocation.first_touch
     assert experiments.alloc_cost_sweep is allocation.alloc_cost_sweep
     assert set(allocation.KINDS) == {"cudaMalloc", "pool", "pool_first", "managed", "host"}
+    # what the lesson documents and defaults to is what its C functions take (issue 48)
+    rows = {r["name"]: r for r in gm._core.args("_alloc_cost")}
+    assert tuple(allocation.KINDS) == rows["kind"]["choices"]
+    params = inspect.signature(allocation.alloc_cost_sweep).parameters
+    assert params["host_max"].default == rows["host_max"]["default"]
     assert allocation.SIZES[0] == 4096 and allocation.SIZES[-1] == 4 << 30
     assert allocation.TOUCH_SIZES[0] == MiB and allocation.TOUCH_SIZES[-1] == 1 << 30
     assert "allocation" in gm.lessons.LESSONS

@@ -24,6 +24,10 @@ def test_declared_as_a_lesson():
     assert [v.name for v in gm.variants("dram_stream")] == ["float", "float2", "float4"]
     assert [v.name for v in gm.variants("dram_channels")] == ["strided", "random"]
     assert gm.dram_stream is dram.dram_stream
+    # the widths' bytes and the pieces: of the C table's choices (issue 48)
+    rows = {r["name"]: r for r in gm._core.args("dram_stream") + gm._core.args("dram_burst")}
+    assert tuple(dram.WIDTHS) == rows["width"]["choices"]
+    assert dram.PIECES == rows["piece"]["allowed"]
 
 
 # ---- validation (no GPU) -----------------------------------------------------------------------

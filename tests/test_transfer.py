@@ -36,6 +36,9 @@ def test_variants_tables():
     assert "mapped" not in rs.idea and "pinned host memory" in rs.idea
     assert experiments.transfer_sweep is transfer.transfer_sweep
     assert {"pageable", "fresh", "pinned", "write_combined", "staged"} == set(transfer.KINDS)
+    rows = {r["name"]: r for r in gm._core.args("_transfer_copy")}     # issue 48: the C table's
+    assert tuple(transfer.KINDS) == rows["kind"]["choices"]
+    assert transfer.DIRECTIONS == rows["direction"]["choices"]
     assert transfer.SIZES[0] == 4096 and transfer.SIZES[-1] == 1 << 30
 
 

@@ -27,6 +27,8 @@ def test_variants_table():
     assert all(v.bytes == "8*M*N" and v.flops == "0" for v in vs.values())
     assert "tile[32][33]" in vs["padded"].idea and "c ^ r" in vs["swizzled"].idea
     assert [v.name for v in gm.variants("shared_stride")] == ["float", "float2", "float4"]
+    assert tuple(lesson.WORDS) == next(r["choices"] for r in gm._core.args("shared_stride")
+                                if r["name"] == "word")     # issue 48: the C table's words
 
 
 def test_reference_is_a_contiguous_float32_transpose(rng):

@@ -28,9 +28,9 @@ import numpy as np
 
 from .. import _core, runtime
 from .._core import DeviceArray
-from ..runtime.args import _given, _indices
-from ..tools.sweep import (MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run,
-                     _str)
+from ..runtime.args import _checked, _given, _indices
+from ..tools.sweep import (MAX_N, _choices, _common, _each, _empty, _int, _ints, _Point,
+                           _random_device, _run, _str)
 from ..runtime.table import Table
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools import headline as hl
@@ -192,14 +192,6 @@ def _offset_launch(family: str, call: dict):
     return launch
 
 
-def _unrolls(fn: str, unroll) -> list[int]:
-    us = _ints(fn, "unroll", unroll, 1, 4)
-    for u in us:
-        if u not in (1, 4):
-            raise ValueError(f"{fn}: unroll={u} is not allowed; unroll must be 1 or 4")
-    return us
-
-
 def offset_sweep(offsets: Iterable[int] = range(0, 129), kind: str | Sequence[str] = "read",
                  cache: str | Sequence[str] = "default", unroll: int | Sequence[int] = 1,
                  block: int = 512, n: int = 2**24, repeat: int = 20, progress: bool = True,
@@ -242,11 +234,11 @@ def _offset_sweep(fn: str, offsets, kind, cache, unroll, block, n, repeat, progr
     """:func:`offset_sweep` for ``fn``, the function the user called, whose argument
     ``cache_name`` is the sweep's ``cache`` (errors name both)."""
     kinds = _choices(fn, "kind", kind, tuple(_KINDS))
-    caches = _choices(fn, cache_name, cache, _core.CACHE_PATHS,
-                      each="cache" if cache_name != "cache" else None)
-    unrolls = _unrolls(fn, unroll)
+    caches = _each(fn, cache_name, cache, "read_offset", "cache")
+    families = [_KINDS[k] for k in kinds]          # each value by the rules of every kernel
+    unrolls = [_each(fn, "unroll", unroll, f) for f in families][0]
     n = _int(fn, "n", n, 1, MAX_N)
-    block = _int(fn, "block", block, 1, 1024)
+    block = [_checked(fn, f, "block", block) for f in families][0]
     offs = _ints(fn, "offsets", offsets, 0, n)
     repeat, progress, metrics = _common(fn, repeat, progress, metrics)
     if kinds == ["write"] and caches != ["default"]:
@@ -300,15 +292,15 @@ def idle_lanes_sweep(blocks: Iterable[int] = (32, 48, 64, 96, 100, 128, 256, 384
     """
     fn = "idle_lanes_sweep"
     (kind,) = _choices(fn, "kind", _str(fn, "kind", kind), tuple(_KINDS))
+    family = _KINDS[kind]
     n = _int(fn, "n", n, 1, MAX_N)
     offset = _int(fn, "offset", offset, 0, n)
-    (unroll,) = _unrolls(fn, _int(fn, "unroll", unroll, 1, 4))
-    (cache,) = _choices(fn, "cache", _str(fn, "cache", cache), _core.CACHE_PATHS)
+    unroll = _checked(fn, family, "unroll", unroll)
+    cache = _checked(fn, "read_offset", "cache", cache)
     if kind == "write" and cache != "default":
         raise ValueError(f"{fn}: cache={cache!r} applies to kind='read' only")
-    bs = _ints(fn, "blocks", blocks, 1, 1024)
+    bs = _each(fn, "blocks", blocks, family, "block")
     repeat, progress, metrics = _common(fn, repeat, progress, metrics)
-    family = _KINDS[kind]
     points = []
     for b in bs:
         params = {"n": n, "offset": offset, "block": b}

@@ -38,12 +38,12 @@ import numpy as np
 
 from .. import _core, runtime
 from .._core import DeviceArray
-from ..runtime.args import _flag, _index, _indices, arg_row
+from ..runtime.args import _checked, _flag, _index, _indices, arg_row
 from ..runtime.counters import _check_names
 from ..runtime.table import Table
 from ..tools import card, headline as hl
 from ..tools.lesson import Lesson
-from ..tools.sweep import MAX_N, _choices, _int, _ints, _need_gpu, _progress, _str
+from ..tools.sweep import MAX_N, _each, _int, _need_gpu, _progress
 
 __all__ = ["KINDS", "SIZES", "TOUCH_SIZES", "COUNTERS", "first_touch", "first_touch_reference",
            "alloc_cost_sweep", "free_sync_timeline", "plot_free_sync", "first_touch_sweep",
@@ -73,11 +73,8 @@ COUNTERS = ("dram_write_bytes", "dram_read_bytes", "lts__t_sectors.sum",
             "lts__t_sectors_op_write_lookup_miss.sum", "lts__d_sectors_fill_device.sum",
             "gpu_time_ns")
 
-_MAX_BYTES = 1 << 40
-#: The most pinned host memory :func:`alloc_cost_sweep` may be asked to pin (its C table).
-_HOST_MAX = arg_row("_alloc_cost", "host_max")["hi"]
 _PAGE_FLOATS = 16384          # first_touch(touch="page"): one write per 64 KiB
-_TOUCHES = ("write", "page")
+_TOUCHES = arg_row("_first_touch", "touch")["choices"]       # write, page
 
 
 # ---- the kernel ----------------------------------------------------------------------
@@ -113,7 +110,7 @@ def first_touch_reference(n: int, touch: Literal["write", "page"] = "write") -> 
     kernel writes, NaN where it does not (compare with an output poisoned with NaN)."""
     fn = "first_touch_reference"
     n = _int(fn, "n", n, 1, MAX_N)
-    touch = _choices(fn, "touch", _str(fn, "touch", touch), _TOUCHES)[0]
+    touch = _checked(fn, "first_touch", "touch", touch)
     i = np.arange(n, dtype=np.int64)
     if touch == "write":
         return (i & 0xFFFFFF).astype(np.float32)
@@ -134,8 +131,10 @@ def _measuring(fn: str) -> None:
     raise runtime.CudaUnavailableError(f"{fn}: no GPU to measure on")
 
 
-def _sizes(fn: str, sizes: Any, lo: int = 1, mult: int = 1) -> list[int]:
-    out = _ints(fn, "sizes", sizes, lo, _MAX_BYTES)
+def _sizes(fn: str, sizes: Any, family: str, mult: int = 1) -> list[int]:
+    """Sizes in bytes, each a ``nbytes`` of ``family`` (its C table's range) and a
+    multiple of ``mult``."""
+    out = _each(fn, "sizes", sizes, family, "nbytes")
     for s in out:
         if s % mult:
             raise ValueError(f"{fn}: sizes: {s} is not a multiple of {mult} bytes (float32)")
@@ -189,10 +188,10 @@ def alloc_cost_sweep(sizes: Sequence[int] = SIZES, *,
     (medians of each), repeat.
     """
     fn = "alloc_cost_sweep"
-    sizes = _sizes(fn, sizes)
-    kinds = _choices(fn, "kinds", kinds, tuple(KINDS), each="kind")
-    rep = None if repeat is None else _int(fn, "repeat", repeat, 1, 100_000)
-    host_max = _int(fn, "host_max", host_max, 1, _HOST_MAX)
+    sizes = _sizes(fn, sizes, "_alloc_cost")
+    kinds = _each(fn, "kinds", kinds, "_alloc_cost", "kind")
+    rep = None if repeat is None else _checked(fn, "_alloc_cost", "repeat", repeat)
+    host_max = _checked(fn, "_alloc_cost", "host_max", host_max)
     progress = _flag(fn, "progress", progress)
     cases = [(k, s) for k in kinds for s in sizes if not (k == "host" and s > host_max)]
     if not cases:
@@ -235,8 +234,8 @@ def free_sync_timeline(spin_us: int = 2000, *, nbytes: int = 1 << 20) -> Table:
     each mode's kernel time (CUDA events); :func:`plot_free_sync` draws it.
     """
     fn = "free_sync_timeline"
-    spin_us = _int(fn, "spin_us", spin_us, 1, 1_000_000)
-    nbytes = _int(fn, "nbytes", nbytes, 1, _MAX_BYTES)
+    spin_us = _checked(fn, "_free_sync", "spin_us", spin_us)
+    nbytes = _checked(fn, "_free_sync", "nbytes", nbytes)
     _measuring(fn)
     _fit(fn, [nbytes])
     d = _core._free_sync(spin_us, nbytes)
@@ -315,12 +314,9 @@ def first_touch_sweep(sizes: Sequence[int] = TOUCH_SIZES, *,
     ns/page, and fresh / reused (the time ratio).
     """
     fn = "first_touch_sweep"
-    sizes = _sizes(fn, sizes, 4, 4)
-    for s in sizes:
-        if s > 4 * 2**32:
-            raise ValueError(f"{fn}: sizes: {s} bytes is more than 2**32 floats")
-    touches = _choices(fn, "touches", touches, _TOUCHES, each="touch")
-    repeat = _int(fn, "repeat", repeat, 1, 100_000)
+    sizes = _sizes(fn, sizes, "_first_touch", 4)
+    touches = _each(fn, "touches", touches, "_first_touch", "touch")
+    repeat = _checked(fn, "_first_touch", "repeat", repeat)
     progress = _flag(fn, "progress", progress)
     _measuring(fn)
     _fit(fn, sizes)
@@ -362,10 +358,10 @@ def first_touch_counters(nbytes: int = 64 << 20, *, touch: Literal["write", "pag
     Table: metric, fresh, reused, fresh / reused, passes, note.
     """
     fn = "first_touch_counters"
-    nbytes = _int(fn, "nbytes", nbytes, 4, 4 * 2**32)
+    nbytes = _checked(fn, "_first_touch", "nbytes", nbytes)
     if nbytes % 4:
         raise ValueError(f"{fn}: nbytes={nbytes} is not a multiple of 4 (float32)")
-    touch = _choices(fn, "touch", _str(fn, "touch", touch), _TOUCHES)[0]
+    touch = _checked(fn, "_first_touch", "touch", touch)
     names = _check_names(metrics, fn, "metrics")
     _measuring(fn)
     _fit(fn, [nbytes])

@@ -61,14 +61,14 @@ import numpy as np
 
 from .. import _core, runtime
 from .._core import DeviceArray
-from ..runtime.args import _flag, _given, _host, _index
+from ..runtime.args import _checked, _flag, _given, _host, _index, arg_row
 from ..runtime.measure import device_copy
 from ..model import async_copy as _model_async
 from ..runtime.table import Table
 from ..tools import headline as hl
 from ..tools.introspect import kernel_attributes
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
-from ..tools.sweep import (_choices, _counters_available, _int, _model_predict, _progress,
+from ..tools.sweep import (_choices, _counters_available, _each, _int, _model_predict, _progress,
                            _repeat, _str)
 
 __all__ = ["VARIANTS", "FAMILIES", "CC_NEEDED", "TILE", "TRANSPOSE_TILES", "TRANSPOSE_TILES_EXT",
@@ -86,9 +86,10 @@ FAMILIES = ("tile_copy", "tile_transpose")
 #: The compute capability each variant needs ((0, 0): any GPU gpumem runs on).
 CC_NEEDED = {"ldg_sts": (0, 0), "cp_async4": (8, 0), "cp_async16": (8, 0), "bulk": (9, 0),
              "tensor": (9, 0), "tensor_swizzle128": (9, 0)}
-#: Floats per tile side; tiles per block (tile_copy's default), tile buffers per block
-#: (at most), threads per block.
-TILE, TILES_PER_BLOCK, STAGES, THREADS = 32, 8, 4, 256
+#: Floats per tile side, tile buffers per block (at most), threads per block.
+TILE, STAGES, THREADS = 32, 4, 256
+#: Tiles per block: tile_copy's default (its C argument table's).
+TILES_PER_BLOCK = arg_row("tile_copy", "tiles")["default"]
 #: tile_transpose's default tiles per block: 2 (the H100's fastest at 8192 x 8192), 8
 #: where M % 8 != 0 (the ext rows; the H100's fastest at 8190 x 8190).  The model holds
 #: the defaults, checked against the launch records on the GPU.
@@ -110,7 +111,7 @@ def variant_capable(variant: str, cc: Sequence[int]) -> bool:
     """Whether a GPU of compute capability ``cc`` (``(major, minor)``) runs ``variant``:
     ``cp_async*`` need 8.0, ``bulk`` and the tensor variants 9.0 (:data:`CC_NEEDED`)."""
     fn = "variant_capable"
-    (variant,) = _choices(fn, "variant", _str(fn, "variant", variant), VARIANTS)
+    variant = _checked(fn, "tile_copy", "variant", variant)
     if isinstance(cc, (str, bytes)) or not hasattr(cc, "__len__") or len(cc) != 2:
         raise TypeError(f"{fn}: cc must be (major, minor), not {cc!r}")
     major, minor = (_int(fn, "cc", v, 0) for v in cc)
@@ -229,7 +230,7 @@ def registers(family: str, variant: str) -> int:
     stores, which runs where N is a multiple of 4 (the other stores a float per lane)."""
     fn = "registers"
     (family,) = _choices(fn, "family", _str(fn, "family", family), FAMILIES)
-    (variant,) = _choices(fn, "variant", _str(fn, "variant", variant), VARIANTS)
+    variant = _checked(fn, family, "variant", variant)
     return kernel_attributes(family, variant).registers_per_thread
 
 
@@ -273,13 +274,10 @@ def async_compare(m: int = 8192, n: int = 8192, *, family: str = "tile_transpose
     m, n = _int(fn, "m", m, 1, 65535 * TILE), _int(fn, "n", n, 1, 1 << 29)
     (family,) = _choices(fn, "family", _str(fn, "family", family), FAMILIES)
     vs = list(VARIANTS) if variants is None else \
-        _choices(fn, "variants", variants, VARIANTS, each="variant")
+        _each(fn, "variants", variants, family, "variant")
     if tiles is None:
         tiles = transpose_tiles(m) if family == "tile_transpose" else TILES_PER_BLOCK
-    tiles = _int(fn, "tiles", tiles, 1, 64)
-    if tiles & (tiles - 1):
-        raise ValueError(f"{fn}: tiles={tiles} is not allowed; tiles must be one of 1, 2, 4, "
-                         "8, 16, 32, 64")
+    tiles = _checked(fn, family, "tiles", tiles)
     repeat, progress = _repeat(fn, repeat), _flag(fn, "progress", progress)
     gpu = runtime.is_available()
     kernel = tile_transpose if family == "tile_transpose" else tile_copy

@@ -36,13 +36,13 @@ import numpy as np
 
 from .. import _core, runtime
 from .._core import DeviceArray
-from ..runtime.args import _flag, _host, _index, _indices, arg_range
+from ..runtime.args import _checked, _flag, _host, _index, _indices, arg_row
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
 from ..tools import card
 from ..tools import headline as hl
 from ..tools.lesson import Lesson
-from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress, _str
+from ..tools.sweep import _each, _int, _ints, _need_gpu, _progress, _repeat
 
 __all__ = ["CC_NEEDED", "CLUSTER_SIZES", "HISTOGRAM_BINS", "CHASE_VARIANTS", "STREAM_VARIANTS",
            "HISTOGRAM_VARIANTS", "cluster_capable", "dsmem_chase", "dsmem_chase_reference",
@@ -55,16 +55,18 @@ Array = Union[np.ndarray, DeviceArray]
 
 #: The compute capability thread block clusters need (Hopper, sm_90).
 CC_NEEDED = (9, 0)
-#: Cluster sizes of :func:`dsmem_bandwidth`: 8 is the portable maximum, 16 needs the
-#: non-portable size (``cudaFuncAttributeNonPortableClusterSizeAllowed``).
-CLUSTER_SIZES = (1, 2, 4, 8, 16)
+#: Cluster sizes of :func:`dsmem_bandwidth` (:func:`dsmem_stream`'s, 1 .. 16): 8 is the
+#: portable maximum, 16 needs the non-portable size
+#: (``cudaFuncAttributeNonPortableClusterSizeAllowed``).
+CLUSTER_SIZES = arg_row("dsmem_stream", "cluster")["allowed"]
 #: Bin counts of :func:`histogram_sweep`: 2^12 fit one block's shared memory; 2^16 ..
 #: 2^18 (256 KiB .. 1 MiB of counts) do not, on any GPU of today.
 HISTOGRAM_BINS = (1 << 12, 1 << 14, 1 << 16, 1 << 17, 1 << 18)
-CHASE_VARIANTS = ("local", "self", "remote")
-STREAM_VARIANTS = ("read", "write", "local")
-HISTOGRAM_VARIANTS = ("cluster", "block", "global", "owner")
-PIPELINE_VARIANTS = ("dsmem", "global")
+#: Each kernel's variants, as its C argument table names them.
+CHASE_VARIANTS = arg_row("dsmem_chase", "variant")["choices"]           # local, self, remote
+STREAM_VARIANTS = arg_row("dsmem_stream", "variant")["choices"]         # read, write, local
+HISTOGRAM_VARIANTS = arg_row("cluster_histogram", "variant")["choices"]  # cluster, ... owner
+PIPELINE_VARIANTS = arg_row("dsmem_pipeline", "variant")["choices"]     # dsmem, global
 #: Sizes of :func:`pipeline_sweep` (float32 elements): 2^16 .. 2^26.
 PIPELINE_SIZES = tuple(1 << k for k in range(16, 27, 2))
 
@@ -155,10 +157,9 @@ def dsmem_chase_reference(nodes: int = 1024, *, steps: int = 4096,
                           warmup: int | None = None) -> int:
     """The node :func:`dsmem_chase` ends at, from node 0 after ``warmup + steps`` links."""
     fn = "dsmem_chase_reference"
-    nodes = _int(fn, "nodes", nodes, *arg_range("dsmem_chase", "nodes"))
-    steps = _int(fn, "steps", steps, *arg_range("dsmem_chase", "steps"))
-    warmup = nodes if warmup is None else _int(fn, "warmup", warmup,
-                                               *arg_range("dsmem_chase", "warmup"))
+    nodes = _checked(fn, "dsmem_chase", "nodes", nodes)
+    steps = _checked(fn, "dsmem_chase", "steps", steps)
+    warmup = nodes if warmup is None else _checked(fn, "dsmem_chase", "warmup", warmup)
     return (warmup + steps) * chase_hop(nodes) % nodes
 
 
@@ -217,12 +218,11 @@ def dsmem_stream_reference(variant: Literal["read", "write", "local"] = "read", 
     The sum of the words ``b * 65599 + j (+ pass)`` wraps at 2**32 like the kernel's, and a
     sum of wrapped words is the wrapped sum, so it is a closed form in Python integers."""
     fn = "dsmem_stream_reference"
-    variant = _choices(fn, "variant", _str(fn, "variant", variant), STREAM_VARIANTS)[0]
-    lo, hi = arg_range("dsmem_stream", "smem")
-    smem = _int(fn, "smem", smem, lo, hi)
+    variant = _checked(fn, "dsmem_stream", "variant", variant)
+    smem = _checked(fn, "dsmem_stream", "smem", smem)
     if smem % 16:
         raise ValueError(f"{fn}: smem={smem} is not a multiple of 16 bytes")
-    passes = _int(fn, "passes", passes, 1, 1 << 16)
+    passes = _checked(fn, "dsmem_stream", "passes", passes)
     blocks = _int(fn, "blocks", blocks, 1, 16 << 20)
     w = smem // 4                                   # words per block
     words = 65599 * w * (blocks * (blocks - 1) // 2) + blocks * (w * (w - 1) // 2)
@@ -283,7 +283,7 @@ def cluster_histogram_reference(x: Any, bins: int) -> np.ndarray:
     """NumPy reference of :func:`cluster_histogram`: ``np.bincount`` of the values below
     ``bins``, as uint32."""
     fn = "cluster_histogram_reference"
-    bins = _int(fn, "bins", bins, *arg_range("cluster_histogram", "bins"))
+    bins = _checked(fn, "cluster_histogram", "bins", bins)
     x = _host(fn, "x", x, None)
     if x.dtype != np.uint32 or x.ndim != 1:
         raise TypeError(f"{fn}: x must be a 1-D uint32 array, not {x.dtype} with shape "
@@ -346,11 +346,10 @@ def dsmem_latency(*, nodes: int = 1024, cluster: int = 2, steps: int = 4096,
     Table: variant, where, cluster, nodes, steps, cycles/load.
     """
     fn = "dsmem_latency"
-    lo, hi = arg_range("dsmem_chase", "nodes")
-    nodes = _int(fn, "nodes", nodes, lo, hi)
-    cluster = _int(fn, "cluster", cluster, 2, 16)
-    steps = _int(fn, "steps", steps, 1, 1 << 20)
-    variants = _choices(fn, "variants", variants, CHASE_VARIANTS, each="variant")
+    nodes = _checked(fn, "dsmem_chase", "nodes", nodes)
+    cluster = _checked(fn, "dsmem_chase", "cluster", cluster)
+    steps = _checked(fn, "dsmem_chase", "steps", steps)
+    variants = _each(fn, "variants", variants, "dsmem_chase", "variant")
     _require(fn)
     rows = []
     for v in variants:
@@ -409,16 +408,17 @@ def dsmem_bandwidth(sizes: Sequence[int] | None = None, *,
     """
     fn = "dsmem_bandwidth"
     given = sizes is not None
-    sizes = _ints(fn, "sizes", CLUSTER_SIZES if sizes is None else sizes, 1, 16)
+    sizes = _ints(fn, "sizes", CLUSTER_SIZES if sizes is None else sizes, min(CLUSTER_SIZES),
+                  max(CLUSTER_SIZES))
     for s in sizes:
         if s not in CLUSTER_SIZES:
-            raise ValueError(f"{fn}: sizes: {s} is not a cluster size; allowed: 1, 2, 4, 8, 16")
-    variants = _choices(fn, "variants", variants, STREAM_VARIANTS, each="variant")
-    lo, hi = arg_range("dsmem_stream", "smem")
-    smem = None if smem is None else _int(fn, "smem", smem, lo, hi)
-    passes = _int(fn, "passes", passes, 1, 1 << 16)
-    block = _int(fn, "block", block, 32, 1024)
-    repeat = _int(fn, "repeat", repeat, 1, 100_000)
+            raise ValueError(f"{fn}: sizes: {s} is not a cluster size; allowed: "
+                             + ", ".join(map(str, CLUSTER_SIZES)))
+    variants = _each(fn, "variants", variants, "dsmem_stream", "variant")
+    smem = None if smem is None else _checked(fn, "dsmem_stream", "smem", smem)
+    passes = _checked(fn, "dsmem_stream", "passes", passes)
+    block = _checked(fn, "dsmem_stream", "block", block)
+    repeat = _repeat(fn, repeat)
     progress = _flag(fn, "progress", progress)
     _require(fn)
     cases = [(s, v) for s in sizes for v in variants]
@@ -457,10 +457,10 @@ def histogram_sweep(bins: Sequence[int] = HISTOGRAM_BINS, *, n: int = 1 << 24,
     Table: bins, variant, cluster, ms, Gvalues/s, note.
     """
     fn = "histogram_sweep"
-    bins = _ints(fn, "bins", bins, 1, 1 << 24)
+    bins = _each(fn, "bins", bins, "cluster_histogram")
     n = _int(fn, "n", n, 1, (1 << 32) - 1)
-    variants = _choices(fn, "variants", variants, HISTOGRAM_VARIANTS, each="variant")
-    repeat = _int(fn, "repeat", repeat, 1, 100_000)
+    variants = _each(fn, "variants", variants, "cluster_histogram", "variant")
+    repeat = _repeat(fn, repeat)
     seed = _int(fn, "seed", seed, 0)
     progress = _flag(fn, "progress", progress)
     _require(fn)
@@ -507,10 +507,8 @@ def pipeline_sweep(sizes: Sequence[int] = PIPELINE_SIZES, *, block: int = 256,
     """
     fn = "pipeline_sweep"
     sizes = _ints(fn, "sizes", sizes, 1, 1 << 30)
-    block = _int(fn, "block", block, 32, 1024)
-    if block % 32:
-        raise ValueError(f"{fn}: block={block} is not a multiple of 32")
-    repeat = _int(fn, "repeat", repeat, 1, 100_000)
+    block = _checked(fn, "dsmem_pipeline", "block", block)
+    repeat = _repeat(fn, repeat)
     progress = _flag(fn, "progress", progress)
     _require(fn)
     rng = np.random.default_rng(0)

@@ -32,14 +32,14 @@ import numpy as np
 from .. import _core, runtime
 from .._core import DeviceArray
 from ..model import dram as dm
-from ..runtime.args import _given, _host, _index, _indices, _validate
+from ..runtime.args import _checked, _given, _host, _index, _indices, _validate, arg_row
 from ..runtime.counters import _check_names
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
 from ..tools import headline as hl
 from ..tools.introspect import kernel_occupancy
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
-from ..tools.sweep import _int, _ints, _repeat, _flag, _choices
+from ..tools.sweep import _each, _int, _ints, _repeat, _flag, _choices
 
 __all__ = ["dram_stream", "dram_burst", "dram_channels", "WIDTHS", "PIECES", "stream_reference",
            "burst_slots", "burst_reference", "channel_starts", "channels_reference",
@@ -50,8 +50,8 @@ Array = Union[np.ndarray, DeviceArray]
 
 #: dram_stream's load widths: variant -> bytes per lane per load.
 WIDTHS = {"float": 4, "float2": 8, "float4": 16}
-#: dram_burst's piece sizes, bytes.
-PIECES = (4, 8, 16, 32, 64, 128)
+#: dram_burst's piece sizes, bytes (its C argument table's).
+PIECES = arg_row("dram_burst", "piece")["allowed"]
 #: The largest buffer the sweeps allocate: 1 GiB (2^28 floats).
 MAX_BUFFER = 1 << 30
 
@@ -183,11 +183,6 @@ def _check_as(fn: str, kernel, args: tuple, kw: dict) -> None:
         raise type(e)(f"{fn}: {e}") from None
 
 
-def _int_arg(fn: str, name: str, v, lo: int, hi: int) -> int:
-    """An integer argument of a reference, lo..hi (TypeError/ValueError naming fn and name)."""
-    return _int(fn, name, v, lo, hi)
-
-
 def _flat(fn: str, a, ndim: int | None = None) -> np.ndarray:
     if isinstance(a, DeviceArray):
         a = a.get()
@@ -198,13 +193,10 @@ def burst_slots(pieces: int, piece: int, n: int, seed: int = 0) -> np.ndarray:
     """The slot of each piece of :func:`dram_burst` (piece ``q`` starts at float
     ``slot[q] * piece // 4``), as the kernel computes them."""
     fn = "burst_slots"
-    pieces = _int_arg(fn, "pieces", pieces, 1, 2**31 - 1)
-    piece = _int_arg(fn, "piece", piece, 4, 128)
-    if piece not in PIECES:
-        raise ValueError(f"{fn}: piece={piece!r} is not allowed; piece must be one of "
-                         f"{', '.join(map(str, PIECES))} bytes")
-    n = _int_arg(fn, "n", n, piece // 4, 2**62)
-    seed = _int_arg(fn, "seed", seed, 0, 2**31 - 1)
+    pieces = _checked(fn, "dram_burst", "pieces", pieces)
+    piece = _checked(fn, "dram_burst", "piece", piece)
+    n = _int(fn, "n", n, piece // 4, 2**62)
+    seed = _checked(fn, "dram_burst", "seed", seed)
     slots = 4 * n // piece
     return (dm.mix64(np.arange(pieces, dtype=np.uint64), seed) % np.uint64(slots)).astype(np.int64)
 
@@ -250,7 +242,7 @@ def channel_starts(streams: int, *, placement: str = "strided", stride: int = 0,
     """The byte where each warp of :func:`dram_channels` starts (``nbytes``: the
     bytes of its ``a``)."""
     fn = "channel_starts"
-    nbytes = _int_arg(fn, "nbytes", nbytes, 4, 2**62)
+    nbytes = _int(fn, "nbytes", nbytes, 4, 2**62)
     _check_as(fn, _core.dram_channels, (np.broadcast_to(np.float32(0), (nbytes // 4,)), streams),
               dict(placement=placement, stride=stride, chunk=chunk, seed=seed))
     w = np.arange(streams, dtype=np.int64)
@@ -390,9 +382,7 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
             bank_ns=None, round_ns=None, spread_ns=None) -> Table:
     ways = _choices(fn, "ways", ways, tuple(LITTLE_WAYS))
     n = _int(fn, "n", n, 1, MAX_BUFFER // 4)
-    block = _int(fn, "block", block, 32, 1024)
-    if block % 32:
-        raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
+    block = _checked(fn, "dram_stream", "block", block)
     repeat = _repeat(fn, repeat)
     progress = _flag(fn, "progress", progress)
     sms, latency_ns, peak_gbps, terms = _figures(fn, sms, latency_ns, peak_gbps, bank_ns,
@@ -499,14 +489,10 @@ def burst_sweep(pieces_sizes: Sequence[int] = PIECES, *, pieces: int = 1 << 20,
 
 
 def _burst(fn, pieces_sizes, pieces, n, seed, repeat, progress, gpu) -> Table:
-    sizes = _ints(fn, "pieces_sizes", pieces_sizes, 4, 128)
-    for p in sizes:
-        if p not in PIECES:
-            raise ValueError(f"{fn}: piece size {p} is not allowed; allowed: "
-                             f"{', '.join(map(str, PIECES))}")
+    sizes = _each(fn, "pieces_sizes", pieces_sizes, "dram_burst", "piece")
     pieces = _int(fn, "pieces", pieces, 1, 1 << 26)
     n = _int(fn, "n", n, 32, MAX_BUFFER // 4)
-    seed = _int(fn, "seed", seed, 0, 2**31 - 1)
+    seed = _checked(fn, "dram_burst", "seed", seed)
     repeat = _repeat(fn, repeat)
     progress = _flag(fn, "progress", progress)
     a = runtime.to_device(np.ones(n, np.float32)) if gpu else None
@@ -573,7 +559,7 @@ def channel_sweep(strides: Sequence[int] | None = None, *,
     """
     fn = "channel_sweep"
     n = _int(fn, "n", n, 512, MAX_BUFFER // 4)
-    chunk = _int(fn, "chunk", chunk, 2048, 4 * n)
+    chunk = _int(fn, "chunk", chunk, arg_row("dram_channels", "chunk")["lo"], 4 * n)
     if chunk & (chunk - 1):
         raise ValueError(f"{fn}: chunk={chunk} is not allowed; chunk must be a power of two")
     if strides is None:        # 64 B .. 64 MiB, within the buffer
@@ -582,8 +568,8 @@ def channel_sweep(strides: Sequence[int] | None = None, *,
     for s in ss:
         if s & (s - 1):
             raise ValueError(f"{fn}: stride {s} is not allowed; strides must be powers of two")
-    max_streams = _int(fn, "max_streams", max_streams, 1, 1 << 24)
-    seed = _int(fn, "seed", seed, 0, 2**31 - 1)
+    max_streams = _checked(fn, "dram_channels", "streams", max_streams, "max_streams")
+    seed = _checked(fn, "dram_channels", "seed", seed)
     repeat = _repeat(fn, repeat)
     progress = _flag(fn, "progress", progress)
     metrics = () if metrics is None else tuple(_check_names(metrics, fn))

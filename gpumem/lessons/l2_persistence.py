@@ -42,7 +42,7 @@ import numpy as np
 from .. import _core, runtime
 from .._core import DeviceArray
 from ..model import l2_persistence as model
-from ..runtime.args import _flag, _given, _host, _index, _indices
+from ..runtime.args import _checked, _flag, _given, _host, _index, _indices
 from ..runtime.table import Table
 from ..tools import headline as hl
 from ..tools.lesson import Lesson, sanitize_f32
@@ -62,8 +62,6 @@ HIT_RATIOS = (0.0, 0.5, 1.0)
 COUNTERS = ("l2_hit_rate", "dram_read_bytes")
 #: The compute capability access-policy windows need (Ampere).
 WINDOW_CC = (8, 0)
-_VARIANTS = ("plain", "cold_streaming")
-_MAX_REUSE = model.MAX_REUSE
 
 
 def _ratio(fn: str, name: str, v: Any) -> float:
@@ -75,15 +73,6 @@ def _ratio(fn: str, name: str, v: Any) -> float:
     if not 0.0 <= float(v) <= 1.0:
         raise ValueError(f"{fn}: {name}={v} is not allowed; {name} must be in [0, 1]")
     return float(v)
-
-
-def _variant(fn: str, v: Any) -> str:
-    if not isinstance(v, str):
-        raise TypeError(f"{fn}: variant must be a str, not {type(v).__name__}")
-    if v not in _VARIANTS:
-        raise ValueError(f"{fn}: variant={v!r} is unknown; allowed: "
-                         + ", ".join(repr(x) for x in _VARIANTS))
-    return v
 
 
 # ---- the kernel ----------------------------------------------------------------------
@@ -130,13 +119,13 @@ def hot_cold(hot: Array, cold: Array, *, reuse: int = 2,
     window = _flag(fn, "window", window)
     hit_ratio = _ratio(fn, "hit_ratio", hit_ratio)
     if set_aside is not None:
-        set_aside = _int(fn, "set_aside", set_aside, 0, 1 << 40)
+        set_aside = _checked(fn, "_hot_cold_window", "set_aside", set_aside)
     if not window:
         if hit_ratio != 1.0 or set_aside is not None:
             raise ValueError(f"{fn}: hit_ratio and set_aside need window=True")
         return _core.hot_cold(hot, cold, **_indices(fn, reuse=reuse, block=block),
                               variant=variant, out=out)
-    if _variant(fn, variant) != "plain":
+    if _checked(fn, "hot_cold", "variant", variant) != "plain":
         raise ValueError(f"{fn}: variant={variant!r} is not allowed with window=True; "
                          "the window runs the 'plain' kernel")
     if _index(fn, "block", block) != 256:
@@ -152,7 +141,7 @@ def hot_cold_reference(hot: np.ndarray, cold: np.ndarray, reuse: int = 2) -> np.
     fn = "hot_cold_reference"
     hot = _host(fn, "hot", hot, np.float32, 1)
     cold = _host(fn, "cold", cold, np.float32, 1)
-    reuse = _int(fn, "reuse", reuse, 1, _MAX_REUSE)
+    reuse = _checked(fn, "hot_cold", "reuse", reuse)
     if hot.size < 1:
         raise ValueError(f"{fn}: hot is empty")
     i = np.arange(cold.size, dtype=np.int64)
@@ -258,8 +247,8 @@ def persistence_sweep(hot_mib: Sequence[int] = HOT_MIB, *,
     sizes = _ints(fn, "hot_mib", hot_mib, 1, 1024)
     ratios = _hit_ratios(fn, hit_ratios)
     cold_mib = _int(fn, "cold_mib", cold_mib, 1, 16384)
-    reuse = _int(fn, "reuse", reuse, 1, _MAX_REUSE)
-    repeat = _int(fn, "repeat", repeat, 1, 100_000)
+    reuse = _checked(fn, "hot_cold", "reuse", reuse)
+    repeat = _checked(fn, "_hot_cold_window", "repeat", repeat)
     counters = _flag(fn, "counters", counters)
     progress = _flag(fn, "progress", progress)
     measure = _flag(fn, "measure", measure)

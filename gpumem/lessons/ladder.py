@@ -42,9 +42,10 @@ from .. import runtime
 
 from .. import _core
 from .._core import DeviceArray
-from ..runtime.args import arg_range, _checking_only, _flag, _given, _host, _index, _indices
-from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress, _repeat
-from ..model.ring import _M32, chain_image, chain_order, latency_chain, latency_reference
+from ..runtime.args import (arg_range, _checked, _checking_only, _flag, _given, _host, _index,
+                            _indices)
+from ..tools.sweep import _choices, _each, _ints, _need_gpu, _progress, _repeat
+from ..model.ring import chain_image, chain_order, latency_chain, latency_reference
 from ..runtime.measure import device_copy
 from ..runtime.published import REFERENCE_GPU, compared_with as _published
 from ..runtime.table import Table
@@ -72,8 +73,6 @@ LADDER_VARIANTS = tuple(v for v in LATENCY_VARIANTS if v != "tma")
 #: largest ring, the shared and the constant ring's (MAX_WORKING_SET, SHARED_MAX,
 #: CONSTANT_MAX) are :mod:`gpumem.tools.levels`'s.
 MAX_STRIDE = arg_range("latency", "stride")[1]
-MAX_STEPS = arg_range("latency", "steps")[1]
-MAX_WARMUP = arg_range("latency", "warmup")[1]
 MAX_PASSES = arg_range("bandwidth", "passes")[1]
 BANDWIDTH_SHARED_MAX = 48 * KiB   #: bytes of x for the bandwidth ``shared`` variant
 
@@ -257,13 +256,14 @@ def bandwidth_reference(x: np.ndarray, *, variant: str = "read", passes: int = 1
     small integers (every partial sum below 2**24), close otherwise.
     """
     fn = "bandwidth_reference"
-    variant = _choices(fn, "variant", variant, ("read", "copy", "shared"))[0]
+    variant = _checked(fn, "bandwidth", "variant", variant)
     x = _host(fn, "x", x, np.float32)
-    passes, blocks = _int(fn, "passes", passes, 1, MAX_PASSES), _int(fn, "blocks", blocks, 1)
+    passes = _checked(fn, "bandwidth", "passes", passes)
+    blocks = _checked(fn, "bandwidth", "blocks", blocks)
     if variant == "copy":
         return x.copy()
     if scope is not None:
-        scope = _choices(fn, "scope", scope, ("grid", "block"))[0]
+        scope = _checked(fn, "bandwidth", "scope", scope)
     per_block = variant == "shared" or scope == "block"
     return float(x.astype(np.float64).sum()) * passes * (blocks if per_block else 1)
 
@@ -306,15 +306,15 @@ def latency_ladder(working_sets: Sequence[int] | None = None, *,
     twice the L2 (about 5 million dependent loads per global path at stride 128).
     """
     fn = "latency_ladder"
-    variants = _choices(fn, "variants", variants, LATENCY_VARIANTS, each="variant")
-    sets = _ints(fn, "working_sets", LATENCY_SETS if working_sets is None else working_sets,
-                 8, MAX_WORKING_SET)
-    stride = _int(fn, "stride", stride, 8, MAX_STRIDE)
+    variants = _each(fn, "variants", variants, "latency", "variant")
+    sets = _each(fn, "working_sets", LATENCY_SETS if working_sets is None else working_sets,
+                 "latency", "working_set")
+    stride = _checked(fn, "latency", "stride", stride)
     if stride % 8:
         raise ValueError(f"{fn}: stride={stride} is not allowed; stride must be a multiple of 8 "
                          f"bytes from 8 to {MAX_STRIDE}")
-    lanes, steps = _int(fn, "lanes", lanes, 1, 32), _int(fn, "steps", steps, 1, MAX_STEPS)
-    seed = _int(fn, "seed", seed, 0, _M32)
+    lanes, steps = _checked(fn, "latency", "lanes", lanes), _checked(fn, "latency", "steps", steps)
+    seed = _checked(fn, "latency", "seed", seed)
     progress = _flag(fn, "progress", progress)
     small = sorted({ws for ws in sets if ws < stride})
     if small:               # a ring holds at least one node: never dropped silently
@@ -431,7 +431,7 @@ def bandwidth_ladder(working_sets: Sequence[int] | None = None, *,
     allocating and launching over the 4 GiB sets).
     """
     fn = "bandwidth_ladder"
-    variants = _choices(fn, "variants", variants, BANDWIDTH_VARIANTS, each="variant")
+    variants = _each(fn, "variants", variants, "bandwidth", "variant")
     sets = _ints(fn, "working_sets", BANDWIDTH_SETS if working_sets is None else working_sets,
                  16, MAX_WORKING_SET)
     repeat = _repeat(fn, repeat)

@@ -19,8 +19,9 @@ import numpy as np
 
 from .. import _core, runtime
 from .._core import DeviceArray
-from ..runtime.args import _given, _indices
-from ..tools.sweep import MAX_N, _choices, _common, _empty, _int, _ints, _Point, _random_device, _run
+from ..runtime.args import _checked, _given, _indices
+from ..tools.sweep import (MAX_N, _choices, _common, _each, _empty, _int, _Point, _random_device,
+                           _run)
 from ..runtime.table import Table
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools import headline as hl
@@ -125,8 +126,8 @@ def stride_sweep(strides: Iterable[int] = (1, 2, 3, 4, 8, 16, 32, 64), n: int = 
     """
     fn = "stride_sweep"
     n = _int(fn, "n", n, 1, MAX_N)
-    block = _int(fn, "block", block, 1, 1024)
-    ss = _ints(fn, "strides", strides, 1, 64)
+    block = _checked(fn, "strided_read", "block", block)
+    ss = _each(fn, "strides", strides, "strided_read", "stride")
     repeat, progress, metrics = _common(fn, repeat, progress, metrics)
 
     def buffers():
@@ -161,8 +162,9 @@ def aos_vs_soa(n: int = 2**22, block: int = 512, kernels: Sequence[str] = ("stru
     """
     fn = "aos_vs_soa"
     n = _int(fn, "n", n, 1, MAX_N // 3)     # distance's points: 3 n floats
-    block = _int(fn, "block", block, 1, 1024)
     ks = _choices(fn, "kernels", kernels, ("struct_update", "distance"))
+    for k in ks:
+        block = _checked(fn, k, "block", block)
     repeat, progress, metrics = _common(fn, repeat, progress, metrics)
     fields = {"struct_update": 2, "distance": 3}
 

@@ -22,9 +22,10 @@ import numpy as np
 
 from .. import _core, runtime, model
 from .._core import DeviceArray
-from ..runtime.args import arg_range, _checking_only, _given, _host, _index, _indices, _validate
+from ..runtime.args import (arg_range, _checked, _checking_only, _given, _host, _index, _indices,
+                            _validate)
 from ..tools.introspect import kernel_attributes, kernel_occupancy
-from ..tools.sweep import MAX_N, _bench, _choices, _int, _need_gpu, _repeat, _str
+from ..tools.sweep import MAX_N, _bench, _int, _need_gpu, _repeat
 from ..runtime.table import Table
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
 from ..tools import card, headline as hl
@@ -44,8 +45,6 @@ REGCAP_LIVE = 64          #: floats each register_pressure thread keeps live
 REGCAP_CAPS = {name: min(255, 65536 // (256 * select) // 8 * 8)
                for _, name, *_, select in _core.variants("register_pressure")}
 HISTOGRAM_BINS = 16
-MAX_THREADS = arg_range("thread_histogram", "threads")[1]  #: the most histograms
-MAX_ITERS = arg_range("register_pressure", "rounds")[1]    #: rounds (and divergence's iters)
 MAX_LAUNCHES = 10_000        #: lifetimes' launches: at most this
 
 # ---- local memory vs registers -------------------------------------------------------
@@ -84,7 +83,7 @@ def thread_histogram_reference(x: np.ndarray, threads: int) -> np.ndarray:
     """NumPy reference of :func:`thread_histogram`."""
     fn = "thread_histogram_reference"
     x = _host(fn, "x", x, np.float32, ndim=1)
-    threads = _int(fn, "threads", threads, 1, MAX_THREADS)
+    threads = _checked(fn, "thread_histogram", "threads", threads)
     b = np.floor(x * np.float32(HISTOGRAM_BINS))
     b = np.nan_to_num(np.clip(b, 0, HISTOGRAM_BINS - 1), nan=0.0).astype(np.int64)
     t = np.arange(x.size) % threads
@@ -185,7 +184,7 @@ def register_pressure_reference(x: np.ndarray, rounds: int = 8) -> np.ndarray:
     x = _host(fn, "x", x, np.float32, ndim=2)
     if x.shape[0] != REGCAP_LIVE:
         raise ValueError(f"{fn}: x must have shape ({REGCAP_LIVE}, n), not {x.shape}")
-    rounds = _int(fn, "rounds", rounds, 0, MAX_ITERS)
+    rounds = _checked(fn, "register_pressure", "rounds", rounds)
     v = [row.copy() for row in x]
     h, q = np.float32(0.5), np.float32(0.25)
     for _ in range(rounds):
@@ -232,12 +231,9 @@ def divergence_reference(x: np.ndarray, iters: int = 256, *, variant: str = "odd
     """NumPy reference of :func:`divergence` (float32)."""
     fn = "divergence_reference"
     x = _host(fn, "x", x, np.float32, ndim=1).copy()
-    iters = _int(fn, "iters", iters, 0, MAX_ITERS)
-    (variant,) = _choices(fn, "variant", _str(fn, "variant", variant),
-                          _variant_names("divergence"))
-    block = _int(fn, "block", block, 32, 1024)
-    if block % 32:
-        raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
+    iters = _checked(fn, "divergence", "iters", iters)
+    variant = _checked(fn, "divergence", "variant", variant)
+    block = _checked(fn, "divergence", "block", block)
     tid = np.arange(x.size) % block
     odd = (tid % 2 == 1) if variant == "odd_even" else ((tid // 32) % 2 == 1)
     a, b = x[odd], x[~odd]
@@ -262,7 +258,7 @@ def local_vs_registers(n: int = 1 << 24, *, threads: int = 1 << 16, repeat: int 
     """:func:`thread_histogram` in local memory and in registers: resources and time."""
     fn = "local_vs_registers"
     n, repeat = _int(fn, "n", n, 1, MAX_N), _repeat(fn, repeat)
-    threads = _int(fn, "threads", threads, 1, MAX_THREADS)
+    threads = _checked(fn, "thread_histogram", "threads", threads)
     _validate(thread_histogram, (_zeros(n),), dict(threads=threads))
     _need_gpu()
     x = np.random.default_rng(0).random(n, dtype=np.float32)
@@ -282,7 +278,7 @@ def register_pressure_sweep(n: int = 1 << 20, *, rounds: int = 8, repeat: int = 
     occupancy at 256 threads per block, and time."""
     fn = "register_pressure_sweep"
     n, repeat = _int(fn, "n", n, 1, MAX_N // REGCAP_LIVE), _repeat(fn, repeat)
-    rounds = _int(fn, "rounds", rounds, 0, MAX_ITERS)
+    rounds = _checked(fn, "register_pressure", "rounds", rounds)
     _need_gpu()
     x = np.random.default_rng(0).standard_normal((REGCAP_LIVE, n), dtype=np.float32)
     rows = []
@@ -303,7 +299,7 @@ def divergence_compare(n: int = 1 << 22, *, iters: int = 256, repeat: int = 20) 
     """:func:`divergence` both ways: time and the ratio to the warp-aligned branch."""
     fn = "divergence_compare"
     n, repeat = _int(fn, "n", n, 1, MAX_N), _repeat(fn, repeat)
-    iters = _int(fn, "iters", iters, 0, MAX_ITERS)
+    iters = _checked(fn, "divergence", "iters", iters)
     _need_gpu()
     x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     rows = []
@@ -513,8 +509,8 @@ def _arguments(st) -> dict:
     None (:attr:`Lesson.arguments`)."""
     return {"register_pressure": st.integers(1, 64).map(
                 lambda n: {"x": np.ones((REGCAP_LIVE, n), np.float32)}),
-            "lifetimes": st.fixed_dictionaries({"value": st.integers(-2**31, 2**31 - 1),
-                                                "counter": st.integers(0, 2**62)})}
+            "lifetimes": st.fixed_dictionaries({k: st.integers(*arg_range("lifetimes", k))
+                                                for k in ("value", "counter")})}
 
 
 LESSON = Lesson(

@@ -15,8 +15,8 @@ import numpy as np
 
 from .. import _core, runtime
 from .._core import DeviceArray
-from ..runtime.args import arg_range, _given, _host, _index, _indices
-from ..tools.sweep import _bench, _int, _ints, _repeat
+from ..runtime.args import _checked, _given, _host, _index, _indices
+from ..tools.sweep import _bench, _each, _repeat
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
@@ -34,8 +34,6 @@ STENCIL_8TH_ORDER = np.array([0.00357, -0.03809, 0.2, -0.8, 0.0, 0.8, -0.2, 0.03
 
 BROADCAST_TABLE = 256     #: floats in the broadcast table (1 KiB)
 MAX_RADIUS = 16           #: the largest stencil radius (2R + 1 = 33 weights)
-#: constant_broadcast's ranges (as the kernel checks them): distinct, n, iters.
-BROADCAST_RANGES = {k: arg_range("constant_broadcast", k) for k in ("distinct", "n", "iters")}
 
 
 # ---- stencil ----------------------------------------------------------------
@@ -133,7 +131,7 @@ def constant_broadcast_reference(distinct: int, n: int = 1 << 20, iters: int = 2
     """NumPy reference of :func:`constant_broadcast` (exact: every partial sum is a
     multiple of 1/4 well below 2**22)."""
     fn = "constant_broadcast_reference"
-    distinct, n, iters = (_int(fn, k, v, *BROADCAST_RANGES[k])
+    distinct, n, iters = (_checked(fn, "constant_broadcast", k, v)
                           for k, v in (("distinct", distinct), ("n", n), ("iters", iters)))
     table = broadcast_table().astype(np.float64)
     words = np.arange(32) % distinct
@@ -148,9 +146,8 @@ def broadcast_sweep(distincts: Sequence[int] = (1, 2, 4, 8, 16, 32), *, n: int =
     """:func:`constant_broadcast` through both caches for each number of distinct words
     per warp: time, and time per load relative to one word."""
     fn = "broadcast_sweep"
-    ds = _ints(fn, "distincts", distincts, *BROADCAST_RANGES["distinct"])
-    n, iters = _int(fn, "n", n, *BROADCAST_RANGES["n"]), _int(fn, "iters", iters,
-                                                                *BROADCAST_RANGES["iters"])
+    ds = _each(fn, "distincts", distincts, "constant_broadcast", "distinct")
+    n, iters = (_checked(fn, "constant_broadcast", k, v) for k, v in (("n", n), ("iters", iters)))
     repeat = _repeat(fn, repeat)
     rows = []
     for d in ds:

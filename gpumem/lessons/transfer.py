@@ -41,8 +41,8 @@ from .. import runtime
 
 from .. import _core
 from .._core import DeviceArray
-from ..runtime.args import _flag, _given, _host
-from ..tools.sweep import _choices, _int, _ints, _need_gpu, _progress
+from ..runtime.args import _checked, _flag, _given, _host, arg_row
+from ..tools.sweep import _each, _need_gpu, _progress
 from ..runtime.table import Table
 from ..tools import card, headline as hl
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
@@ -65,11 +65,10 @@ KINDS = {
     "staged": "gpumem's to_device / get on pageable memory: reused pinned buffers, several "
               "threads, host copy and DMA overlapped",
 }
-#: The directions of a copy.
-DIRECTIONS = ("h2d", "d2h")
+#: The directions of a copy (its C argument table's).
+DIRECTIONS = arg_row("_transfer_copy", "direction")["choices"]        # h2d, d2h
 #: The default sizes of :func:`transfer_sweep`: 4 KiB .. 1 GiB, by 4x.
 SIZES = tuple(4096 * 4 ** k for k in range(10))
-_MAX_BYTES = 1 << 36
 
 
 def read_sum(x: Array, *, block: int = 256):
@@ -122,7 +121,7 @@ def scale_reference(x: Any, work: int = 0) -> np.ndarray:
     """NumPy reference of :func:`scale`, in float64 (the kernel rounds each FMA to
     float32: compare with a tolerance of about ``work`` float32 ulps)."""
     v = _host("scale_reference", "x", x, np.float32).astype(np.float64)
-    work = _int("scale_reference", "work", work, 0, 1_000_000)
+    work = _checked("scale_reference", "scale", "work", work)
     # v_k = a^k v + b (1 - a^k) / (1 - a), closed form of the recurrence
     a, b = 0.999, 0.001
     ak = a ** work
@@ -151,8 +150,10 @@ def _measuring(fn: str) -> None:
         raise runtime.CudaUnavailableError(f"{fn}: no GPU to measure on")
 
 
-def _sizes(fn: str, sizes: Any, lo: int = 1, mult: int = 1) -> list[int]:
-    out = _ints(fn, "sizes", sizes, lo, _MAX_BYTES)
+def _sizes(fn: str, sizes: Any, family: str, mult: int = 1) -> list[int]:
+    """Sizes in bytes, each a ``nbytes`` of ``family`` (its C table's range) and a
+    multiple of ``mult``."""
+    out = _each(fn, "sizes", sizes, family, "nbytes")
     if not out:
         raise ValueError(f"{fn}: sizes is empty; give at least one size in bytes")
     for s in out:
@@ -167,8 +168,7 @@ def _auto_repeat(nbytes: int) -> int:
 
 
 def transfer_sweep(sizes: Sequence[int] = SIZES, *,
-                   kinds: Sequence[str] = ("pageable", "fresh", "pinned", "write_combined",
-                                           "staged"),
+                   kinds: Sequence[str] = tuple(KINDS),
                    directions: Sequence[str] = DIRECTIONS, repeat: int | None = None,
                    progress: bool = True) -> Table:
     """Host<->device copies by kind, direction and size (see :data:`KINDS`).
@@ -184,10 +184,10 @@ def transfer_sweep(sizes: Sequence[int] = SIZES, *,
     None without a pinned row).
     """
     fn = "transfer_sweep"
-    sizes = _sizes(fn, sizes)
-    kinds = _choices(fn, "kinds", kinds, tuple(KINDS), each="kind")
-    directions = _choices(fn, "directions", directions, DIRECTIONS, each="direction")
-    rep = None if repeat is None else _int(fn, "repeat", repeat, 1, 100000)
+    sizes = _sizes(fn, sizes, "_transfer_copy")
+    kinds = _each(fn, "kinds", kinds, "_transfer_copy", "kind")
+    directions = _each(fn, "directions", directions, "_transfer_copy", "direction")
+    rep = None if repeat is None else _checked(fn, "_transfer_copy", "repeat", repeat)
     progress = _flag(fn, "progress", progress)
     _measuring(fn)
     cases = [(k, d, s) for d in directions for k in kinds for s in sizes
@@ -228,11 +228,9 @@ def zero_copy_compare(sizes: Sequence[int] = (64 << 10, 1 << 20, 16 << 20, 256 <
     / time), winner ("mapped" or "copy").
     """
     fn = "zero_copy_compare"
-    sizes = _sizes(fn, sizes, 4, 4)
-    reads = _ints(fn, "reads", reads, 1, 1000)
-    if not reads:
-        raise ValueError(f"{fn}: reads is empty; give at least one number of reads")
-    repeat = _int(fn, "repeat", repeat, 1, 10000)
+    sizes = _sizes(fn, sizes, "_transfer_zero_copy", 4)
+    reads = _each(fn, "reads", reads, "_transfer_zero_copy")
+    repeat = _checked(fn, "_transfer_zero_copy", "repeat", repeat)
     progress = _flag(fn, "progress", progress)
     _measuring(fn)
     cases = [(s, r) for s in sizes for r in reads]
@@ -277,8 +275,8 @@ def managed_compare(sizes: Sequence[int] = (1 << 20, 16 << 20, 256 << 20), *, re
     Table: bytes, how, ms, GB/s (bytes / ms).
     """
     fn = "managed_compare"
-    sizes = _sizes(fn, sizes, 4, 4)
-    repeat = _int(fn, "repeat", repeat, 1, 1000)
+    sizes = _sizes(fn, sizes, "_transfer_managed", 4)
+    repeat = _checked(fn, "_transfer_managed", "repeat", repeat)
     progress = _flag(fn, "progress", progress)
     _measuring(fn)
     rows = []
@@ -304,7 +302,8 @@ def _calibrate_work(nbytes: int) -> int:
     x = runtime.empty(max(nbytes // 4, 1), np.float32)
     probe = 256
     ms = runtime.bench(scale, x, work=probe, repeat=3, warmup=1).median_ms
-    return int(min(1_000_000, max(1, round(probe * copy_ms / max(ms, 1e-6)))))
+    most = arg_row("scale", "work")["hi"]
+    return int(min(most, max(1, round(probe * copy_ms / max(ms, 1e-6)))))
 
 
 def overlap_timeline(nbytes: int = 64 << 20, *, chunks: int = 8, work: int | None = None) -> Table:
@@ -323,15 +322,15 @@ def overlap_timeline(nbytes: int = 64 << 20, *, chunks: int = 8, work: int | Non
     ``table.title`` holds each mode's total.
     """
     fn = "overlap_timeline"
-    nbytes = _int(fn, "nbytes", nbytes, 4, _MAX_BYTES)
+    nbytes = _checked(fn, "_transfer_overlap", "nbytes", nbytes)
     if nbytes % 4:
         raise ValueError(f"{fn}: nbytes={nbytes} is not a multiple of 4 (float32)")
-    chunks = _int(fn, "chunks", chunks, 1, 64)
+    chunks = _checked(fn, "_transfer_overlap", "chunks", chunks)
     if chunks > nbytes // 4:
         raise ValueError(f"{fn}: chunks={chunks} is not allowed; chunks must be at most the "
                          f"{nbytes // 4} floats of nbytes")
     if work is not None:
-        work = _int(fn, "work", work, 0, 1_000_000)
+        work = _checked(fn, "_transfer_overlap", "work", work)
     _measuring(fn)
     if work is None:
         work = _calibrate_work(nbytes)

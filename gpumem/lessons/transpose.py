@@ -25,9 +25,8 @@ from .. import runtime
 
 from .. import _core
 from .._core import DeviceArray
-from ..runtime.args import arg_range, _flag, _given, _host, _index
-from ..tools.sweep import (_choices, _counters_available, _int, _ints, _model_predict, _progress,
-                     _repeat)
+from ..runtime.args import _checked, _flag, _given, _host, _index
+from ..tools.sweep import _counters_available, _each, _int, _model_predict, _progress, _repeat
 from ..runtime.measure import device_copy
 from ..runtime.table import Table
 from ..tools import headline as hl
@@ -45,8 +44,6 @@ TRANSPOSE_VARIANTS = tuple(v[1] for v in _core.variants("transpose"))
 WORDS = {"float": 4, "float2": 8, "float4": 16}
 #: Shared array of :func:`shared_stride` (bytes) and its threads per block.
 STRIDE_BYTES, STRIDE_BLOCK = 16384, 256
-#: shared_stride's ranges (as the kernel checks them).
-STRIDE_RANGES = {k: arg_range("shared_stride", k) for k in ("stride", "iters", "blocks")}
 
 #: The counters :func:`transpose_compare` reports (measured, and the model's beside them).
 TRANSPOSE_METRICS = ("gld_transactions", "gst_transactions", "gld_efficiency",
@@ -133,10 +130,8 @@ def shared_stride_reference(stride: int = 1, word: str = "float", iters: int = 2
     """NumPy reference of :func:`shared_stride` (exact: element ``e`` holds ``e % 7``,
     ``e % 5``, ``e % 3``, ``e % 2`` in its first 1, 2 or 4 components)."""
     fn = "shared_stride_reference"
-    stride = _int(fn, "stride", stride, *STRIDE_RANGES["stride"])
-    iters = _int(fn, "iters", iters, *STRIDE_RANGES["iters"])
-    blocks = _int(fn, "blocks", blocks, *STRIDE_RANGES["blocks"])
-    (word,) = _choices(fn, "word", word, tuple(WORDS))
+    stride, iters, blocks, word = (_checked(fn, "shared_stride", k, v) for k, v in (
+        ("stride", stride), ("iters", iters), ("blocks", blocks), ("word", word)))
     nelem = STRIDE_BYTES // WORDS[word]
     e = np.arange(nelem)
     value = sum(e % mod for mod in (7, 5, 3, 2)[:WORDS[word] // 4])
@@ -176,7 +171,7 @@ def transpose_compare(m: int = 8192, n: int = 8192, *,
     fn = "transpose_compare"
     m, n = _int(fn, "m", m, 1, 65535 * 32), _int(fn, "n", n, 1, 2**31 - 65)
     vs = list(TRANSPOSE_VARIANTS) if variants is None else \
-        _choices(fn, "variants", variants, TRANSPOSE_VARIANTS, each="variant")
+        _each(fn, "variants", variants, "transpose", "variant")
     repeat, progress = _repeat(fn, repeat), _flag(fn, "progress", progress)
     gpu = runtime.is_available()
     preds = _predictions("transpose", [(v, {"m": m, "n": n}) for v in vs])
@@ -227,10 +222,10 @@ def bank_conflict_sweep(strides: Sequence[int] = tuple(range(1, 33)),
     ``conflicts/read_model`` (the fill's stores are left out of both).
     """
     fn = "bank_conflict_sweep"
-    ss = _ints(fn, "strides", strides, *STRIDE_RANGES["stride"])
-    ws = _choices(fn, "words", words, tuple(WORDS), each="word")
-    iters = _int(fn, "iters", iters, *STRIDE_RANGES["iters"])
-    blocks = _int(fn, "blocks", blocks, *STRIDE_RANGES["blocks"])
+    ss = _each(fn, "strides", strides, "shared_stride", "stride")
+    ws = _each(fn, "words", words, "shared_stride", "word")
+    iters = _checked(fn, "shared_stride", "iters", iters)
+    blocks = _checked(fn, "shared_stride", "blocks", blocks)
     repeat, progress = _repeat(fn, repeat), _flag(fn, "progress", progress)
     cases = [(w, {"stride": s, "iters": iters, "blocks": blocks}) for w in ws for s in ss]
     preds = _predictions("shared_stride", cases)

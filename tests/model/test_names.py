@@ -79,3 +79,49 @@ def test_the_rings_limits_are_the_latency_kernels():
     assert (ring.MAX_WORKING_SET, ring.MAX_STRIDE, ring.MAX_STEPS, ring.MAX_WARMUP) == (
         rows["working_set"]["hi"], rows["stride"]["hi"], rows["steps"]["hi"],
         rows["warmup"]["hi"])
+
+
+def test_the_models_defaults_are_the_c_tables():
+    # every modelled family's parameter that is an argument of the kernel's C table: the
+    # same default where both state one, and a range that takes every value the kernel does
+    from gpumem.model import _launch, registry
+
+    compared = 0
+    for family, spec in registry._registry().items():
+        rows = {r["name"]: r for r in _core.args(family)}
+        limits = {**_launch.RANGES, **spec.get("limits", {})}
+        for key, default in spec["params"].items():
+            r = rows.get(key)
+            if r is None:
+                continue
+            if default not in (None, _launch.REQUIRED) and r["default"] is not None:
+                assert default == r["default"], (family, key, default, r)
+                compared += 1
+            if key in limits and r["lo"] is not None:
+                lo, hi = limits[key]
+                assert lo <= r["lo"] and r["hi"] <= hi, (family, key, limits[key], r)
+    assert compared >= 20
+
+
+def test_the_models_restated_rules_are_the_kernels():
+    # the model restates these C table rows (it never imports _core): checked here
+    from gpumem.model import async_copy, clusters, dram, l2_persistence
+
+    def row(family, name):
+        return next(r for r in _core.args(family) if r["name"] == name)
+
+    assert l2_persistence.MAX_REUSE == row("hot_cold", "reuse")["hi"]
+    assert clusters.STREAM_VARIANTS == row("dsmem_stream", "variant")["choices"]
+    assert clusters.HISTOGRAM_VARIANTS == row("cluster_histogram", "variant")["choices"]
+    assert dram._PIECES == row("dram_burst", "piece")["allowed"]
+    assert async_copy.TILES_PER_BLOCK == row("tile_copy", "tiles")["default"]
+    for family in ("tile_copy", "tile_transpose"):
+        assert async_copy.VARIANTS == row(family, "variant")["choices"]
+        taken = set()
+        for tiles in range(1, 2 * max(row(family, "tiles")["allowed"]) + 1):
+            try:
+                model.predict(family, "ldg_sts", m=32, n=32, tiles=tiles)
+            except ValueError:
+                continue
+            taken.add(tiles)
+        assert taken == set(row(family, "tiles")["allowed"]), family
