@@ -182,3 +182,25 @@ def test_the_counters_launches_leave_out_wgmma_below_compute_capability_9_0():
     assert matmul.LESSON.model_counters((9, 0))["cases"] == every
     assert {v for _, v, _ in matmul.LESSON.model_counters((8, 0))["cases"]} == \
         set(model.families()["matmul"]) - {"wgmma"}
+
+
+def test_the_tiles_are_stated_once_in_c():
+    # issue 48: the C entry point says which tiles each variant takes (csrc/lessons/matmul.c);
+    # the lesson reads them by check-only calls, the model keeps its own copy -- equal
+    tile = next(r for r in gm._core.args("matmul") if r["name"] == "tile")
+    assert tile["default"] is None          # the variant picks (below)
+    took = matmul._tiles()
+    assert set(took) == set(model.families()["matmul"])
+    assert {t for ts in took.values() for t in ts} == set(tile["allowed"])
+    spec = model.registry._registry()["matmul"]["tiles"]
+    assert {v: ts for v, (_, ts) in spec.items()} == took
+    # each variant's default tile: the one a call too tall for it names (no GPU needed)
+    m = 65535 * max(tile["allowed"]) + 1
+    a, b = np.ones((m, 0), np.float32), np.ones((0, 1), np.float32)
+    with gm.runtime.args._checking():
+        for v, (default, _) in spec.items():
+            with pytest.raises(ValueError, match=rf"too large for one launch with tile={default} "):
+                gm._core.matmul(a, b, variant=v)
+    # the lesson's sanitizer and the model's launches cover every variant's every tile
+    assert {(v, p["tile"]) for _, v, p in matmul.LESSON.model_counters(None)["cases"]} == \
+        {(v, t) for v, ts in took.items() for t in ts}

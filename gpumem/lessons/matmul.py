@@ -46,7 +46,7 @@ import numpy as np
 
 from .. import _core, runtime, model
 from .._core import DeviceArray
-from ..runtime.args import _given, _host, _index, _indices
+from ..runtime.args import _checking, _given, _host, _index, _indices, arg_row
 from ..runtime.measure import time_calls
 from ..runtime.table import Table
 from ..tools.lesson import Lesson, sanitize_f32 as _f32
@@ -321,9 +321,26 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------
+def _tiles() -> dict[str, tuple[int, ...]]:
+    """The tiles each variant takes, as the C entry point says: each of the table's allowed
+    tiles (``gpumem._core.args("matmul")``) tried by a check-only call on 1 x 1 operands,
+    which touches no GPU (the variant's own rule is csrc/lessons/matmul.c's, not restated)."""
+    one = np.ones((1, 1), np.float32)
+
+    def takes(variant: str, tile: int) -> bool:
+        try:
+            _core.matmul(one, one, tile=tile, variant=variant)
+        except ValueError:
+            return False
+        return True
+
+    with _checking():
+        return {v: tuple(t for t in arg_row("matmul", "tile")["allowed"] if takes(v, t))
+                for v in arg_row("matmul", "variant")["choices"]}
+
+
 def _sanitize_matmul():
-    tiles = {"naive": (8, 16, 32), "tiled": (8, 16, 32), "prefetch": (16, 32), "coarsened": (32,),
-             "register_tiled": (64,), "warptiled": (64, 128), "mma": (128,), "wgmma": (128,)}
+    tiles = _tiles()
     for v in runtime.variants("matmul"):
         if v.name == "mma" and not _has_mma() or v.name == "wgmma" and not _has_wgmma():
             continue                        # refused on other compute capabilities
@@ -381,8 +398,7 @@ def _model_launches() -> dict:
     operands come through the tensor copy."""
     from .. import model
 
-    tiles = {"naive": (8, 16, 32), "tiled": (8, 16, 32), "prefetch": (16, 32), "coarsened": (32,),
-             "register_tiled": (64,), "warptiled": (64, 128), "mma": (128,), "wgmma": (128,)}
+    tiles = _tiles()
     largest = [("matmul", v, dict(m=65535 * t, n=2**30 - 1, k=2**31 - 1, tile=t))
                for v, ts in tiles.items() for t in ts]
     large = [("matmul", v, dict(m=16384, n=16384, k=16384)) for v in model.families()["matmul"]]
@@ -401,8 +417,7 @@ def _model_counters(cc) -> dict:
     polls on shared memory, as many as the copies take) are the likely source, not
     separated by a counter yet: there the model is a floor."""
     shapes = ((64, 64, 64), (100, 37, 53), (33, 65, 7), (1, 1, 1), (17, 200, 3), (257, 129, 70))
-    tiles = {"naive": (8, 16, 32), "tiled": (8, 16, 32), "prefetch": (16, 32), "coarsened": (32,),
-             "register_tiled": (64,), "warptiled": (64, 128), "mma": (128,), "wgmma": (128,)}
+    tiles = _tiles()
     cases = [("matmul", v, dict(m=m, n=n, k=k, tile=t)) for v, ts in tiles.items() for t in ts
              for m, n, k in shapes if v != "wgmma" or cc is None or tuple(cc) == (9, 0)]
     return {"cases": cases, "helpers": ("matmul_pad_rows",),
