@@ -7,7 +7,13 @@ import types
 import numpy as np
 import pytest
 
-import gpumem
+# tools/gpu-check's one-process-per-GPU phase: this worker sees its GPU alone (before
+# anything starts CUDA; child processes inherit it).
+if os.environ.get("GPUMEM_TEST_GPU_PER_WORKER") and os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(
+        int(os.environ["PYTEST_XDIST_WORKER"][2:]) % int(os.environ["GPUMEM_TEST_GPU_PER_WORKER"]))
+
+import gpumem  # noqa: E402  (after the GPU is chosen)
 
 REQUIRE_GPU = os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0")
 
@@ -66,37 +72,21 @@ def each_device(request):
 
 
 # ---- several pytest processes on one machine (pytest-xdist) -------------------------------
-# CUPTI's profiler serves one process of a GPU at a time (a second one gets
+# CUPTI's profiler serves a GPU only while no other process runs kernels on it (else
 # CUPTI_ERROR_HARDWARE_BUSY, and Nsight Compute fails), and a test that times a whole
-# command or report measures the other processes too.  So under GPUMEM_TEST_DEFER=FILE
-# (tools/gpu-check, with --dist loadgroup):
-# * the counters' own test files (_CUPTI_FILES) all go to one worker, the only one that
-#   profiles;
-# * elsewhere a worker neither profiles nor runs a module that says ``ONE_PROCESS = True``
-#   (or _ONE_PROCESS_FILES): the test is skipped there and its node ID appended to FILE,
-#   and tools/gpu-check runs FILE's tests in one process after the parallel phase.
+# command or report measures the other processes too.  So under GPUMEM_TEST_DEFER=FILE a
+# pytest-xdist worker neither profiles nor runs a module that says ``ONE_PROCESS = True``
+# (or one of _ONE_PROCESS_FILES): the test is skipped there and its node ID appended to
+# FILE.  tools/gpu-check then runs FILE's tests with one process per GPU
+# (GPUMEM_TEST_GPU_PER_WORKER=N: worker k sees GPU k mod N alone, its child processes too).
 _DEFER = os.environ.get("GPUMEM_TEST_DEFER") if os.environ.get("PYTEST_XDIST_WORKER") else None
-_CUPTI_FILES = {"test_profile.py", "test_profile_threads.py", "test_profile_ncu.py",
-                "test_predict.py", "test_occupancy.py"}
-_ONE_PROCESS_FILES = {"test_report.py", "test_report_output.py"}
-
-
-_cupti_group: set = set()   # node IDs of the tests grouped on the worker that profiles
-
-
-def _in_cupti_worker() -> bool:
-    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
-    return test in _cupti_group
-
+_ONE_PROCESS_FILES = {"test_report.py", "test_report_output.py", "test_profile.py",
+                      "test_profile_threads.py", "test_profile_ncu.py"}
 
 if _DEFER:
     from _helpers import defer_to_one_process
 
-    _profile_begin = gpumem._core._profile_begin
-
     def _deferred_profile_begin(*args, **kwargs):
-        if _in_cupti_worker():
-            return _profile_begin(*args, **kwargs)
         defer_to_one_process("it reads hardware counters")
 
     gpumem._core._profile_begin = _deferred_profile_begin
@@ -111,15 +101,6 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=[it for it in items if it not in keep])
         items[:] = keep
     _deadline["items"] = [it.nodeid for it in items]
-    if os.environ.get("GPUMEM_TEST_DEFER"):
-        # the lessons' sweeps read counters on a GPU: their random-argument runs go there too
-        sweeps = {name for lesson in gpumem.lessons.declarations() for name in lesson.sweeps}
-        for it in items:
-            params = getattr(getattr(it, "callspec", None), "params", {})
-            if (os.path.basename(str(it.fspath)) in _CUPTI_FILES
-                    or (it.originalname == "test_random_arguments" and params.get("name") in sweeps)):
-                it.add_marker(pytest.mark.xdist_group("cupti"))
-                _cupti_group.add(it.nodeid)
 
 
 @pytest.fixture(autouse=True)

@@ -141,12 +141,13 @@ def _sizes(fn: str, sizes: Any, family: str, mult: int = 1) -> list[int]:
     return out
 
 
-def _fit(fn: str, sizes: list[int]) -> None:
-    """Every size must fit the device memory free now (never ask for more than that)."""
+def _fit(fn: str, sizes: list[int], name: str = "sizes") -> None:
+    """Every size (the argument `name`) must fit the device memory free now (never ask for
+    more than that)."""
     free = int(runtime.memory_info()["free"])
     big = [s for s in sizes if s > free]
     if big:
-        raise ValueError(f"{fn}: sizes: {big[0]} bytes is more than the {free} bytes of device "
+        raise ValueError(f"{fn}: {name}: {big[0]} bytes is more than the {free} bytes of device "
                          "memory free now (gpumem.empty_cache() gives back what gpumem's pool "
                          "keeps)")
 
@@ -237,7 +238,7 @@ def free_sync_timeline(spin_us: int = 2000, *, nbytes: int = 1 << 20) -> Table:
     spin_us = _checked(fn, "_free_sync", "spin_us", spin_us)
     nbytes = _checked(fn, "_free_sync", "nbytes", nbytes)
     _measuring(fn)
-    _fit(fn, [nbytes])
+    _fit(fn, [nbytes], "nbytes")
     d = _core._free_sync(spin_us, nbytes)
     rows, kernel = [], {}
     for mode in ("cudaFree", "cudaFreeAsync"):
@@ -364,7 +365,7 @@ def first_touch_counters(nbytes: int = 64 << 20, *, touch: Literal["write", "pag
     touch = _checked(fn, "_first_touch", "touch", touch)
     names = _check_names(metrics, fn, "metrics")
     _measuring(fn)
-    _fit(fn, [nbytes])
+    _fit(fn, [nbytes], "nbytes")
     _core._first_touch(touch, 4096, False, 1, 1)     # the kernel loaded before any profiling
     rows = []
     readable = runtime.profiler_available()

@@ -80,7 +80,8 @@ _REFUSED = "refused by this GPU"
 def cluster_capable(cc: Sequence[int]) -> bool:
     """Whether a GPU of compute capability ``cc`` (``(major, minor)``) runs this lesson's
     kernels: thread block clusters need :data:`CC_NEEDED`, 9.0 (Hopper) or newer."""
-    if (isinstance(cc, (str, bytes)) or not hasattr(cc, "__len__") or len(cc) != 2):
+    if (isinstance(cc, (str, bytes)) or not hasattr(cc, "__len__")
+            or getattr(cc, "ndim", 1) != 1 or len(cc) != 2):   # a 0-d array has __len__ too
         raise TypeError(f"cluster_capable: cc must be (major, minor), not {cc!r}")
     major, minor = (_index("cluster_capable", "cc", v) for v in cc)
     return (major, minor) >= CC_NEEDED

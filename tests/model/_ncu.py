@@ -164,9 +164,7 @@ def number(text: str) -> float:
 
 def run_ncu(cases, tmp_path, metrics, family_filter=None, timeout=400):
     """Profile the cases in one ncu process; one dict {metric: value, ...} per launch, in order."""
-    if os.path.basename(os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[0]) not in (
-            "test_predict.py", "test_occupancy.py"):         # conftest.py's CUPTI worker
-        defer_to_one_process("it runs Nsight Compute")
+    defer_to_one_process("it runs Nsight Compute")
     script = tmp_path / "launch_all.py"
     script.write_text(SCRIPT)
     spec = tmp_path / "cases.json"
