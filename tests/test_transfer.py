@@ -333,7 +333,7 @@ class Producer:
 def test_dlpack_export_and_import(rng, no_leak):
     a = f32(rng, 37, 41)
     d = gm.to_device(a)
-    assert d.__dlpack_device__() == (2, 0)
+    assert d.__dlpack_device__() == (2, d.device) and d.device == gm.device().index
     assert _capsule_name(d.__dlpack__()) == "dltensor"
     assert _capsule_name(d.__dlpack__(max_version=(1, 0))) == "dltensor_versioned"
     assert _capsule_name(d.__dlpack__(max_version=(0, 8))) == "dltensor"
