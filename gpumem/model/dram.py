@@ -25,9 +25,11 @@ return times of a thread's independent loads, which that run puts at 0 ns.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
+from . import _check
 from ._launch import BYTES_MAX, REQUIRED as _REQ
 from .coalescing import coalesce_warps
 
@@ -63,13 +65,45 @@ _WIDTHS = (4, 8, 16)
 _PIECES = (4, 8, 16, 32, 64, 128)
 
 
-def _pos(fn: str, name: str, v, integer: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not isinstance(v, int)):
-        what = "an int" if integer else "a number"
-        raise TypeError(f"{fn}: {name} must be {what}, not {type(v).__name__}")
+#: A block of these kernels is whole warps: a multiple of 32 from BLOCK_MIN to BLOCK_MAX
+#: threads (the C tables' ``whole_warps`` rows; tests/model/test_names proves them equal).
+BLOCK_MIN, BLOCK_MAX = WARP, 1024
+
+
+def _number(fn: str, name: str, v) -> float | int:
+    """``v`` as a Python number: an integer (anything with ``__index__``, NumPy's
+    included) or a float (NumPy's included); bool and everything else: TypeError."""
+    if not isinstance(v, (bool, np.bool_)):
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+        if isinstance(v, (float, np.floating)):
+            return float(v)
+    raise TypeError(f"{fn}: {name} must be a number, not {type(v).__name__}")
+
+
+def _pos(fn: str, name: str, v, integer: bool = False) -> float | int:
+    v = _check.index(fn, name, v) if integer else _number(fn, name, v)
     if not (v > 0 and math.isfinite(v)):
         raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be positive and finite")
     return v
+
+
+def _block(fn: str, block) -> int:
+    """A block of whole warps, BLOCK_MIN..BLOCK_MAX threads (the C tables' rule)."""
+    block = _check.index(fn, "block", block)
+    if block % WARP or not BLOCK_MIN <= block <= BLOCK_MAX:
+        raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of "
+                         f"{WARP} from {BLOCK_MIN} to {BLOCK_MAX} (whole warps)")
+    return block
+
+
+def _width(fn: str, width) -> int:
+    width = _check.index(fn, "width", width)
+    if width not in _WIDTHS:
+        raise ValueError(f"{fn}: width={width!r} is not allowed; width must be 4, 8 or 16 bytes")
+    return width
 
 
 def bytes_in_flight(warps_per_sm: int, width: int, unroll: int) -> int:
@@ -77,10 +111,9 @@ def bytes_in_flight(warps_per_sm: int, width: int, unroll: int) -> int:
     resident warps issues ``unroll`` independent loads of ``width`` bytes per
     lane before it waits: ``warps_per_sm * 32 * width * unroll``."""
     fn = "model.dram.bytes_in_flight"
-    _pos(fn, "warps_per_sm", warps_per_sm, True)
-    _pos(fn, "unroll", unroll, True)
-    if width not in _WIDTHS or isinstance(width, bool):
-        raise ValueError(f"{fn}: width={width!r} is not allowed; width must be 4, 8 or 16 bytes")
+    warps_per_sm = _pos(fn, "warps_per_sm", warps_per_sm, True)
+    unroll = _pos(fn, "unroll", unroll, True)
+    width = _width(fn, width)
     return warps_per_sm * WARP * width * unroll
 
 
@@ -88,17 +121,17 @@ def _harmonic(k: int) -> float:
     return sum(1.0 / i for i in range(1, k + 1))
 
 
-def _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns) -> None:
-    _pos(fn, "loads", loads, True)
-    _pos(fn, "sms", sms, True)
-    _pos(fn, "latency_ns", latency_ns)
-    _pos(fn, "peak_gbps", peak_gbps)
+def _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns) -> tuple:
+    """The figures checked and as Python numbers, in the order given."""
+    out = [_pos(fn, "loads", loads, True), _pos(fn, "sms", sms, True),
+           _pos(fn, "latency_ns", latency_ns), _pos(fn, "peak_gbps", peak_gbps)]
     for name, v in (("bank_ns", bank_ns), ("round_ns", round_ns), ("spread_ns", spread_ns)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError(f"{fn}: {name} must be a number, not {type(v).__name__}")
+        v = _number(fn, name, v)
         if not (v >= 0 and math.isfinite(v)):
             raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be >= 0 "
                              "and finite")
+        out.append(v)
+    return tuple(out)
 
 
 def _idle_round(loads, latency_ns, round_ns, spread_ns) -> float:
@@ -157,8 +190,9 @@ def little_bandwidth(in_flight_per_sm: float, *, loads: int = 1, sms: int = H100
     ``spread_ns`` would help; the H100's six points hold no such point.
     """
     fn = "model.dram.little_bandwidth"
-    _pos(fn, "in_flight_per_sm", in_flight_per_sm)
-    _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns)
+    in_flight_per_sm = _pos(fn, "in_flight_per_sm", in_flight_per_sm)
+    loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns = _little_figures(
+        fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns)
     demand = in_flight_per_sm * sms                  # bytes the SMs keep on their way
     idle = _idle_round(loads, latency_ns, round_ns, spread_ns)
     a = bank_ns * _harmonic(loads)
@@ -179,11 +213,11 @@ def little_bytes(fraction: float = 0.9, *, loads: int = 1, sms: int = H100_SMS,
     ``bank_ns``, ``round_ns`` and ``spread_ns`` all 0: ``fraction`` x the latency x
     bandwidth product."""
     fn = "model.dram.little_bytes"
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
-        raise TypeError(f"{fn}: fraction must be a number, not {type(fraction).__name__}")
+    fraction = _number(fn, "fraction", fraction)
     if not 0 < fraction < 1:
         raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1)")
-    _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns)
+    loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns = _little_figures(
+        fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns)
     t = (_idle_round(loads, latency_ns, round_ns, spread_ns)
          + bank_ns * _harmonic(loads) * fraction / (1 - fraction))
     return fraction * peak_gbps * t / sms
@@ -195,9 +229,9 @@ def latency_bandwidth_product(*, sms: int = H100_SMS, latency_ns: float = H100_D
     (the textbook's "R + 1 banks" in today's terms: enough requests on their way
     to cover the latency at the full rate)."""
     fn = "model.dram.latency_bandwidth_product"
-    _pos(fn, "sms", sms, True)
-    _pos(fn, "latency_ns", latency_ns)
-    _pos(fn, "peak_gbps", peak_gbps)
+    sms = _pos(fn, "sms", sms, True)
+    latency_ns = _pos(fn, "latency_ns", latency_ns)
+    peak_gbps = _pos(fn, "peak_gbps", peak_gbps)
     return peak_gbps * latency_ns / sms
 
 
@@ -208,9 +242,10 @@ def bytes_for_fraction(points, fraction: float = 0.9, peak_gbps: float | None = 
 
     ``points``: (bytes in flight per SM, GB/s) pairs, any order."""
     fn = "model.dram.bytes_for_fraction"
-    pts = sorted((float(x), float(y)) for x, y in points)
+    pts = sorted(_points(fn, points))
     if not pts:
         raise ValueError(f"{fn}: points must hold at least one (bytes, GB/s) pair")
+    fraction = _number(fn, "fraction", fraction)
     if not 0 < fraction <= 1:
         raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1]")
     peak = max(y for _, y in pts) if peak_gbps is None else _pos(fn, "peak_gbps", peak_gbps)
@@ -226,18 +261,40 @@ def bytes_for_fraction(points, fraction: float = 0.9, peak_gbps: float | None = 
     return None
 
 
+def _points(fn: str, points) -> list[tuple[float, float]]:
+    """``points`` as (bytes, GB/s) pairs of finite numbers, bytes >= 0."""
+    if isinstance(points, (str, bytes)) or not hasattr(points, "__iter__"):
+        raise TypeError(f"{fn}: points must be an iterable of (bytes in flight per SM, GB/s) "
+                        f"pairs, not {type(points).__name__}")
+    out = []
+    for i, p in enumerate(points):
+        if isinstance(p, (str, bytes)) or not hasattr(p, "__iter__"):
+            raise TypeError(f"{fn}: points[{i}] must be a (bytes, GB/s) pair, not "
+                            f"{type(p).__name__}")
+        pair = tuple(p)
+        if len(pair) != 2:
+            raise ValueError(f"{fn}: points[{i}] has {len(pair)} entries; a point is a "
+                             "(bytes, GB/s) pair")
+        x, y = (float(_number(fn, f"points[{i}][{j}]", v)) for j, v in enumerate(pair))
+        if not (math.isfinite(x) and math.isfinite(y) and x >= 0 and y >= 0):
+            raise ValueError(f"{fn}: points[{i}]={pair!r} is not allowed; bytes and GB/s must "
+                             "be finite and >= 0")
+        out.append((x, y))
+    return out
+
+
 def burst_lanes(piece: int) -> int:
     """Lanes that read one piece in ``dram_burst``: piece / 16 above 16 bytes, else 1."""
-    _piece("model.dram.burst_lanes", piece)
+    piece = _piece("model.dram.burst_lanes", piece)
     return piece // 16 if piece > 16 else 1
 
 
 def burst_requests(piece: int, pieces: int, block: int = 256) -> int:
     """Warp-wide load instructions of a ``dram_burst`` launch (warps with an active lane)."""
     fn = "model.dram.burst_requests"
-    _piece(fn, piece)
-    _pos(fn, "pieces", pieces, True)
-    _pos(fn, "block", block, True)
+    piece = _piece(fn, piece)
+    pieces = _pos(fn, "pieces", pieces, True)
+    _block(fn, block)
     threads = pieces * burst_lanes(piece)
     # whole warps: block is a multiple of 32, so warp w's first thread is 32 w
     return -(-threads // WARP)
@@ -253,8 +310,8 @@ def burst_sectors(piece: int, pieces: int, slots=None) -> int:
     distinct sectors of each warp's request summed (a warp reads 32 / lanes
     pieces; pieces over 16 bytes take piece / 16 lanes)."""
     fn = "model.dram.burst_sectors"
-    _piece(fn, piece)
-    _pos(fn, "pieces", pieces, True)
+    piece = _piece(fn, piece)
+    pieces = _pos(fn, "pieces", pieces, True)
     per = max(1, piece // SECTOR)
     if slots is None:
         return pieces * per
@@ -275,10 +332,12 @@ def burst_dram_floor(piece: int, pieces: int) -> int:
     return SECTOR * burst_sectors(piece, pieces)
 
 
-def _piece(fn: str, piece) -> None:
-    if isinstance(piece, bool) or piece not in _PIECES:
+def _piece(fn: str, piece) -> int:
+    piece = _check.index(fn, "piece", piece)
+    if piece not in _PIECES:
         raise ValueError(f"{fn}: piece={piece!r} is not allowed; piece must be one of "
                          f"{', '.join(map(str, _PIECES))} bytes")
+    return piece
 
 
 def _counts(requests: int, sectors: int, nbytes: int, stores: int) -> dict:
@@ -297,13 +356,11 @@ def stream_counts(n: int, width: int = 16, unroll: int = 1, grid: int = 132,
     one more request of one sector.  Stores: one float per block, one request
     and one sector each."""
     fn = "model.dram.stream_counts"
-    _pos(fn, "n", n, True)
-    for name, v in (("unroll", unroll), ("grid", grid), ("block", block)):
-        _pos(fn, name, v, True)
-    if width not in _WIDTHS or isinstance(width, bool):
-        raise ValueError(f"{fn}: width={width!r} is not allowed; width must be 4, 8 or 16 bytes")
-    if block % WARP:
-        raise ValueError(f"{fn}: block={block} is not allowed; block must be a multiple of 32")
+    n = _pos(fn, "n", n, True)
+    unroll = _pos(fn, "unroll", unroll, True)
+    grid = _pos(fn, "grid", grid, True)
+    block = _block(fn, block)
+    width = _width(fn, width)
     k = width // 4
     nv, tile = n // k, block * unroll
     tiles, r = divmod(nv, tile)
@@ -324,9 +381,9 @@ def channels_counts(streams: int, chunk: int, block: int = 256) -> dict:
     """Global loads and stores of one ``dram_channels`` launch, exactly: each warp
     reads its chunk 512 bytes (16 sectors) per request; one float stored per block."""
     fn = "model.dram.channels_counts"
-    _pos(fn, "streams", streams, True)
-    _pos(fn, "chunk", chunk, True)
-    _pos(fn, "block", block, True)
+    streams = _pos(fn, "streams", streams, True)
+    chunk = _pos(fn, "chunk", chunk, True)
+    block = _block(fn, block)
     if chunk % 2048:
         raise ValueError(f"{fn}: chunk={chunk} is not allowed; chunk must be a multiple of 2048")
     req = streams * chunk // 512
@@ -392,9 +449,9 @@ def _launch(grid):
 
 
 def _whole_warps(where: str, p: dict) -> None:
-    if p["block"] % WARP or p["block"] < WARP:
+    if p["block"] % WARP or not BLOCK_MIN <= p["block"] <= BLOCK_MAX:
         raise ValueError(f"{where}: block={p['block']} is not allowed; block must be a multiple "
-                         "of 32 from 32 to 1024")
+                         f"of {WARP} from {BLOCK_MIN} to {BLOCK_MAX}")
 
 
 def _recorded(where: str, p: dict, key: str, want) -> None:

@@ -425,3 +425,82 @@ def test_predict_burst_costs_what_its_pieces_cost():
     assert r["gld_requests"] == (1 << 24) * 8 // 32
     # 2^24 pieces among 2^23 slots: some of a warp's 4 pieces share a slot, never more sectors
     assert r["gld_transactions"] <= 4 * (1 << 24)
+
+
+# ---- hostile inputs (issue 49): NumPy integers taken, the rest refused by name ----------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+import numpy as np  # noqa: E402
+
+_INT_TYPES = (int, np.int16, np.int32, np.int64, np.uint16, np.uint32, np.uint64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(t=st.sampled_from(_INT_TYPES), sms=st.integers(1, 127), loads=st.integers(1, 16),
+       b=st.integers(1, 100))
+def test_integers_with_index_are_taken_as_ints(t, sms, loads, b):
+    want = dm.little_bandwidth(float(b) * 100, sms=sms, loads=loads)
+    assert dm.little_bandwidth(np.float64(b * 100), sms=t(sms), loads=t(loads)) == want
+    assert dm.little_bytes(0.5, sms=t(sms), loads=t(loads)) == dm.little_bytes(0.5, sms=sms,
+                                                                               loads=loads)
+    assert dm.latency_bandwidth_product(sms=t(sms)) == dm.latency_bandwidth_product(sms=sms)
+    got = dm.bytes_in_flight(t(sms), t(16), t(loads))
+    assert got == dm.bytes_in_flight(sms, 16, loads) and type(got) is int
+    assert dm.burst_requests(t(32), t(b), block=t(64)) == dm.burst_requests(32, b, block=64)
+    assert dm.burst_sectors(t(8), t(b)) == dm.burst_sectors(8, b)
+    assert dm.stream_counts(t(b), t(8), block=t(128)) == dm.stream_counts(b, 8, block=128)
+    assert dm.channels_counts(t(b), t(2048), block=t(96)) == dm.channels_counts(b, 2048, block=96)
+
+
+def test_the_issue_49_examples():
+    assert dm.little_bandwidth(np.float64(1e4), sms=np.int64(132)) == dm.little_bandwidth(1e4)
+    with pytest.raises(TypeError, match=r"model\.dram\.bytes_for_fraction: points must be an "
+                                        r"iterable .* not int"):
+        dm.bytes_for_fraction(5)
+    with pytest.raises(ValueError, match=r"model\.dram\.burst_requests: block=33 .* multiple of 32"):
+        dm.burst_requests(32, 10, block=33)
+
+
+_NOT_NUMBERS = st.one_of(st.none(), st.booleans(), st.just(np.True_), st.text(max_size=3),
+                         st.just([1]), st.just(np.array([1.0, 2.0])), st.just(1 + 2j))
+
+
+@settings(max_examples=80, deadline=None)
+@given(bad=_NOT_NUMBERS, name=st.sampled_from(["in_flight_per_sm", "loads", "sms", "latency_ns",
+                                               "peak_gbps", "bank_ns", "round_ns", "spread_ns"]))
+def test_little_bandwidth_refuses_what_is_not_a_number_by_name(bad, name):
+    kw = {"in_flight_per_sm": 4096.0, name: bad}
+    with pytest.raises(TypeError, match=rf"model\.dram\.little_bandwidth: {name} must be"):
+        dm.little_bandwidth(**kw)
+
+
+@settings(max_examples=80, deadline=None)
+@given(block=st.integers(-2000, 3000).filter(lambda b: b % 32 or not 32 <= b <= 1024),
+       t=st.sampled_from((int, np.int16, np.int32, np.int64)))
+def test_blocks_that_are_not_whole_warps_are_refused(block, t):
+    for call in (lambda: dm.burst_requests(32, 10, block=t(block)),
+                 lambda: dm.stream_counts(1000, block=t(block)),
+                 lambda: dm.channels_counts(4, 2048, block=t(block))):
+        with pytest.raises(ValueError, match=rf"block={block} is not allowed; block must be a "
+                                             "multiple of 32 from 32 to 1024"):
+            call()
+
+
+@settings(max_examples=80, deadline=None)
+@given(points=st.one_of(st.none(), st.integers(), st.floats(), st.text(min_size=1),
+                        st.lists(st.one_of(st.none(), st.integers(), st.text(min_size=1),
+                                           st.tuples(st.integers(0, 9)),
+                                           st.tuples(st.integers(0, 9), st.none()),
+                                           st.tuples(st.integers(0, 9), st.integers(0, 9),
+                                                     st.integers(0, 9)),
+                                           st.tuples(st.just(float("nan")), st.integers(0, 9)),
+                                           st.tuples(st.integers(0, 9), st.just(-1.0))),
+                                 min_size=1)))
+def test_bytes_for_fraction_refuses_what_is_not_pairs_by_name(points):
+    with pytest.raises((TypeError, ValueError), match=r"model\.dram\.bytes_for_fraction: points"):
+        dm.bytes_for_fraction(points)
+
+
+def test_bytes_for_fraction_refuses_a_fraction_that_is_not_a_number():
+    with pytest.raises(TypeError, match=r"bytes_for_fraction: fraction must be a number"):
+        dm.bytes_for_fraction([(1, 2)], fraction="0.9")
+    assert dm.bytes_for_fraction([(np.int64(1), np.float32(2))], fraction=np.float64(0.5)) == 1.0

@@ -114,6 +114,9 @@ def test_the_models_restated_rules_are_the_kernels():
     assert clusters.STREAM_VARIANTS == row("dsmem_stream", "variant")["choices"]
     assert clusters.HISTOGRAM_VARIANTS == row("cluster_histogram", "variant")["choices"]
     assert dram._PIECES == row("dram_burst", "piece")["allowed"]
+    for family in ("dram_stream", "dram_burst", "dram_channels"):   # the model's _block rule
+        r = row(family, "block")
+        assert r["whole_warps"] and (r["lo"], r["hi"]) == (dram.BLOCK_MIN, dram.BLOCK_MAX), r
     assert async_copy.TILES_PER_BLOCK == row("tile_copy", "tiles")["default"]
     for family in ("tile_copy", "tile_transpose"):
         assert async_copy.VARIANTS == row(family, "variant")["choices"]
