@@ -27,9 +27,75 @@ class ReportFileError(ValueError):
     """A file that is not the JSON of ``gpumem report --json``."""
 
 
+_WHAT = "the JSON of 'gpumem report --json'"
+
+
+def _strs(where: str, r: dict, keys: tuple[str, ...]) -> str | None:
+    """What is wrong with ``r``'s ``keys`` (each a str or None where present), or None."""
+    for k in keys:
+        if r.get(k) is not None and not isinstance(r[k], str):
+            return f"{where}[{k!r}] is {_a(r[k])}, not a string"
+    return None
+
+
+def _problem(doc: Any) -> str | None:
+    """What keeps ``doc`` from being a report as ``gpumem report --json`` writes it (a dict
+    whose ``rows`` is a list of dicts -- ``lesson`` and ``experiment`` strings, ``measured``
+    a dict -- and whose optional ``card`` is a list of dicts -- ``level`` and ``size_text``
+    strings), or None where it is one."""
+    if not isinstance(doc, dict):
+        return f"it is {_a(doc)}, not an object"
+    if not isinstance(doc.get("rows"), list):
+        return ("it has no 'rows' list" if "rows" not in doc else
+                f"its 'rows' is {_a(doc['rows'])}, not a list")
+    for i, r in enumerate(doc["rows"]):
+        if not isinstance(r, dict):
+            return f"rows[{i}] is {json.dumps(r)[:40] if _plain(r) else type(r).__name__}, " \
+                   "not an object"
+        why = _strs(f"rows[{i}]", r, ("lesson", "experiment"))
+        if why:
+            return why
+        if r.get("measured") is not None and not isinstance(r["measured"], dict):
+            return f"rows[{i}]['measured'] is {_a(r['measured'])}, not an object"
+    card = doc.get("card", [])
+    if card is not None and not isinstance(card, list):
+        return f"its 'card' is {_a(card)}, not a list"
+    for i, r in enumerate(card or []):
+        if not isinstance(r, dict):
+            return f"card[{i}] is {json.dumps(r)[:40] if _plain(r) else type(r).__name__}, " \
+                   "not an object"
+        why = _strs(f"card[{i}]", r, ("level", "size_text"))
+        if why:
+            return why
+    why = _strs("its", doc, ("device", "_path"))
+    return why.replace("its[", "its ") if why else None
+
+
+def _a(v: Any) -> str:
+    """``v``'s type with its article: 'a list', 'an int'."""
+    t = type(v).__name__
+    return ("an " if t[:1].lower() in "aeiou" else "a ") + t
+
+
+def _plain(v: Any) -> bool:
+    return v is None or isinstance(v, (bool, int, float, str))
+
+
+def _report(fn: str, name: str, doc: Any) -> dict:
+    """``doc`` checked (see :func:`_problem`): TypeError where it is not a dict, ValueError
+    naming what is wrong inside it; ``fn`` and the argument ``name`` lead the message."""
+    why = _problem(doc)
+    if why is None:
+        return doc
+    exc = TypeError if not isinstance(doc, dict) else ValueError
+    raise exc(f"{fn}: {name} is not a report as 'gpumem report --json' writes it: {why}")
+
+
 def load(path: str | os.PathLike) -> dict:
     """The report a ``gpumem report --json`` run wrote to ``path`` (a dict), checked: it
-    must hold ``rows`` (the headlines); ``card`` is optional (older runs lack it)."""
+    must hold ``rows`` (the headlines); ``card`` is optional (older runs lack it).  Every
+    row is checked as the file is loaded (each an object, its names strings, its
+    ``measured`` an object): :class:`ReportFileError` naming the file and what is wrong."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"compare.load: path must be a file name, not {type(path).__name__}")
     try:
@@ -37,26 +103,37 @@ def load(path: str | os.PathLike) -> dict:
             doc = json.load(f)
     except OSError as e:
         raise ReportFileError(f"cannot read {os.fspath(path)!r}: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError) as e:   # ValueError: JSONDecodeError, and an
+        # integer of more digits than int() takes (sys.get_int_max_str_digits)
         raise ReportFileError(f"{os.fspath(path)!r} is not JSON ({e})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
-        raise ReportFileError(f"{os.fspath(path)!r} is not the JSON of 'gpumem report --json' "
-                              "(no 'rows' list)")
-    doc.setdefault("card", [])
+    except RecursionError:
+        raise ReportFileError(f"{os.fspath(path)!r} nests its brackets too deep to be "
+                              f"{_WHAT}") from None
+    why = _problem(doc)
+    if why is not None:
+        raise ReportFileError(f"{os.fspath(path)!r} is not {_WHAT} ({why})")
+    if doc.get("card") is None:
+        doc["card"] = []
     doc["_path"] = os.fspath(path)
     return doc
 
 
 def label(doc: dict) -> str:
     """Who ran: the device (or that there was none), and the file."""
+    _report("compare.label", "doc", doc)
     dev = doc.get("device") or "no GPU: model only"
     return f"{dev} ({os.path.basename(doc.get('_path', ''))}" + \
         (", --quick)" if doc.get("quick") else ")")
 
 
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and \
-        math.isfinite(v) else None
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)                    # an int of JSON's can be too large for a float
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _ratio(a: Any, b: Any) -> float | None:
@@ -80,8 +157,10 @@ def _merge(a: list, b: list, key) -> list[tuple[Any, dict | None, dict | None]]:
 def card_table(a: dict, b: dict) -> Table:
     """The two memory cards, level by level: size, cycles, ns and GB/s of A and B, and
     B / A of each (sizes that differ show as ``"A | B"``)."""
+    a, b = _report("compare.card_table", "a", a), _report("compare.card_table", "b", b)
     rows = []
-    for level, ra, rb in _merge(a["card"], b["card"], lambda r: r.get("level")):
+    for level, ra, rb in _merge(a.get("card") or [], b.get("card") or [],
+                                lambda r: r.get("level")):
         ra, rb = ra or {}, rb or {}
         sa, sb = ra.get("size_text", ""), rb.get("size_text", "")
         rows.append({"level": level, "size": sa if sa == sb or not sb else
@@ -101,6 +180,7 @@ def card_table(a: dict, b: dict) -> Table:
 
 def headline_table(a: dict, b: dict) -> Table:
     """Every number the headlines measured, A against B, with B / A."""
+    a, b = _report("compare.headline_table", "a", a), _report("compare.headline_table", "b", b)
     rows = []
     pairs = _merge(a["rows"], b["rows"], lambda r: (r.get("lesson"), r.get("experiment")))
     for (lesson, _), ra, rb in pairs:
@@ -120,5 +200,6 @@ def headline_table(a: dict, b: dict) -> Table:
 
 def as_text(a: dict, b: dict) -> str:
     """Both tables as text, after a line naming each run."""
+    a, b = _report("compare.as_text", "a", a), _report("compare.as_text", "b", b)
     return "\n\n".join([f"A: {label(a)}\nB: {label(b)}", str(card_table(a, b)),
                         str(headline_table(a, b))])

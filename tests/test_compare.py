@@ -178,3 +178,81 @@ def test_the_saved_h100_run_compares_with_a_second_gpu(tmp_path):
     assert len(heads) > 30 and all(r["B/A"] == pytest.approx(1.25) for r in heads
                                    if r["A"] not in ("", "0"))
     assert {r["lesson"] for r in heads} >= {"device", "ladder", "transfer", "allocation"}
+
+
+# ---- hostile inputs (issue 49): every entry point checks the shape of what it is given ----------
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+                     lambda kids: st.lists(kids, max_size=3) |
+                     st.dictionaries(st.text(max_size=4), kids, max_size=3), max_leaves=12)
+_ROW = st.fixed_dictionaries({}, optional={"lesson": _JSON, "experiment": _JSON,
+                                           "measured": _JSON | st.dictionaries(
+                                               st.text(max_size=3), _JSON, max_size=3)})
+_CARD = st.fixed_dictionaries({}, optional={"level": _JSON, "size_text": _JSON, "ns": _JSON,
+                                            "cycles": _JSON, "GB/s": _JSON})
+#: documents shaped like a report, wrong in places: what a hand-edited or foreign file holds
+_DOCS = _JSON | st.fixed_dictionaries({}, optional={
+    "rows": _JSON | st.lists(_ROW | _JSON, max_size=3),
+    "card": _JSON | st.lists(_CARD | _JSON, max_size=3),
+    "device": _JSON, "quick": _JSON})
+_ENTRY = [compare.as_text, compare.card_table, compare.headline_table]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(doc=_DOCS, which=st.integers(0, 1))
+def test_every_entry_point_refuses_what_is_not_a_report_by_name(doc, which):
+    good = run("x", 40.0, 3e4, 3e3)
+    args = (doc, good) if which == 0 else (good, doc)
+    for fn in _ENTRY:
+        try:
+            fn(*args)
+        except (TypeError, ValueError) as e:
+            assert str(e).startswith(f"compare.{fn.__name__}: {'ab'[which]} is not a report"), e
+    try:
+        compare.label(doc)
+    except (TypeError, ValueError) as e:
+        assert str(e).startswith("compare.label: doc is not a report"), e
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(doc=_DOCS)
+def test_load_takes_a_report_or_refuses_the_file(tmp_path, doc):
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(doc))
+    try:
+        loaded = compare.load(path)
+    except compare.ReportFileError as e:
+        assert str(path) in str(e)
+        return
+    compare.as_text(loaded, loaded)            # what load takes, every entry point takes
+
+
+@pytest.mark.parametrize("a,exc,why", [
+    ({}, ValueError, "no 'rows' list"),
+    (None, TypeError, "it is a NoneType, not an object"),
+    ({"card": "x", "rows": []}, ValueError, "its 'card' is a str, not a list"),
+    ({"rows": ["a", 5, None]}, ValueError, "rows\\[0\\] is \"a\", not an object"),
+    ({"rows": [], "card": [1, 2]}, ValueError, "card\\[0\\] is 1, not an object"),
+    ({"rows": [{"lesson": ["x"]}]}, ValueError, "rows\\[0\\]\\['lesson'\\] is a list"),
+    ({"rows": [{"measured": 5}]}, ValueError, "rows\\[0\\]\\[.measured.\\] is an int"),
+])
+def test_the_issue_49_examples(a, exc, why):
+    for fn in _ENTRY:
+        with pytest.raises(exc, match=f"compare.{fn.__name__}: a is not a report .*{why}"):
+            fn(a, run("x", 40.0, 3e4, 3e3))
+
+
+def test_numbers_too_large_for_a_float_show_empty():
+    a, b = run("x", 40.0, 3e4, 3e3), run("y", 40.0, 3e4, 3e3)
+    a["rows"][0]["measured"]["copy_GB/s"] = 10 ** 400
+    rows = {r["measured"]: r for r in compare.headline_table(a, b)}
+    assert rows["copy_GB/s"]["A"] == "" and rows["copy_GB/s"]["B/A"] is None
+
+
+def test_load_refuses_an_integer_too_long_for_python(tmp_path):
+    path = tmp_path / "long.json"
+    path.write_text('{"rows": [], "n": ' + "1" * 5000 + "}")
+    with pytest.raises(compare.ReportFileError, match="is not JSON"):
+        compare.load(path)
