@@ -68,7 +68,24 @@ def _out_dir(text: str) -> str:
     except OSError as e:
         raise argparse.ArgumentTypeError(f"cannot write into {text!r}: "
                                          f"{e.strerror or e}") from None
+    from gpumem.report import plot_names
+
+    # every file the report may write there: a folder or a read-only file in its place
+    # would stop it only after the whole report ran
+    names = ["report.md", "report.html"] + plot_names([{"lesson": "matmul"}], [{}])
+    for name in names:
+        p = os.path.join(text, name)
+        if os.path.lexists(p) and not os.path.isfile(p):
+            raise argparse.ArgumentTypeError(f"cannot write {p!r}: it exists and is not a file")
+        if os.path.isfile(p) and not os.access(p, os.W_OK):
+            raise argparse.ArgumentTypeError(f"cannot write {p!r}: permission denied")
     return text
+
+
+def _error(msg: str) -> int:
+    """A one-line error on stderr, as argparse words its own; the exit status 2."""
+    print(f"gpumem: error: {msg}", file=sys.stderr)
+    return 2
 
 
 # ---- tour ----------------------------------------------------------------------------------
@@ -193,8 +210,12 @@ def _report(args: argparse.Namespace) -> int:
                   file=sys.stderr if args.json else sys.stdout)
     if args.out:
         card_rows = [] if args.lesson else card
-        paths = report.write(args.out, tables, header=lines, rows=rows,
-                             measure=measure, quick=args.quick, card=card_rows)
+        try:
+            paths = report.write(args.out, tables, header=lines, rows=rows,
+                                 measure=measure, quick=args.quick, card=card_rows)
+        except OSError as e:       # the folder changed while the report ran
+            where = e.filename if e.filename is not None else args.out
+            return _error(f"cannot write {os.fspath(where)!r}: {e.strerror or e}")
         where = sys.stderr if args.json else sys.stdout
         print("wrote " + ", ".join(paths), file=where)
         written = {os.path.basename(p) for p in paths}
@@ -292,7 +313,17 @@ def main(argv: list[str] | None = None) -> int:
         old = any(a == "--size" or a.startswith("--size=") for a in argv)
         argv.insert(0, "tour" if old else "report")
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    try:
+        code = args.run(args)
+        sys.stdout.flush()               # a closed pipe shows here, not at the exit
+    except BrokenPipeError:
+        # The reader closed the pipe ('gpumem | head -1'): a normal end, not an error.
+        # Later writes (and the exit's flush) go nowhere; exit 0, quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -70,3 +70,90 @@ def test_cli_help_and_version():
     p = run_cli("--version")
     assert p.returncode == 0 and p.stdout.startswith(f"gpumem {gm.__version__}, built with")
 
+
+
+# ---- hostile inputs (issue 49): one-line errors and exit code 2, a closed pipe a quiet end ------
+import json  # noqa: E402
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def _one_line_error(p, *words):
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr and "Error:" not in p.stderr, p.stderr
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("gpumem") and "error:" in last, p.stderr
+    for w in words:
+        assert w in last, p.stderr
+
+
+@pytest.mark.parametrize("name", ["report.md", "report.html", "memory_card.png", "matmul.png"])
+def test_out_refuses_a_folder_where_a_file_goes_before_it_measures(tmp_path, name):
+    (tmp_path / name).mkdir()
+    p = run_cli("--quick", "--no-progress", "--out", str(tmp_path))
+    _one_line_error(p, str(tmp_path / name), "not a file")
+    assert "took" not in p.stdout + p.stderr                # refused before the report ran
+
+
+def test_out_that_fails_while_writing_is_one_line(tmp_path, monkeypatch, capsys):
+    # the folder changed while the report ran: the OSError of the write, one line, exit 2
+    from gpumem import report
+    from gpumem.__main__ import main
+    bad = str(tmp_path / "report.md")
+
+    def write(*a, **kw):
+        raise IsADirectoryError(21, "Is a directory", bad)
+    monkeypatch.setattr(report, "write", write)
+    monkeypatch.setattr(report, "headlines", lambda **kw: [])
+    monkeypatch.setattr(report, "card", lambda **kw: [])
+    assert main(["--quick", "--no-progress", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"gpumem: error: cannot write {bad!r}: Is a directory\n"
+
+
+@pytest.mark.parametrize("doc,why", [
+    ({"rows": ["a", 5, None]}, "rows[0] is \"a\", not an object"),
+    ({"rows": [], "card": "L1"}, "its 'card' is a str, not a list"),
+    ({"rows": [], "card": [1, "x", None]}, "card[0] is 1, not an object"),
+    ({"rows": [{"lesson": "x", "measured": [1]}]}, "rows[0]['measured'] is a list"),
+    ({"rows": {}}, "its 'rows' is a dict, not a list"),
+])
+def test_compare_refuses_a_badly_shaped_file_in_one_line(tmp_path, doc, why):
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps({"rows": [], "card": []}))
+    bad.write_text(json.dumps(doc))
+    for args in ((good, bad), (bad, good)):
+        p = run_cli("compare", *map(str, args))
+        _one_line_error(p, str(bad), why)
+
+
+def test_compare_refuses_a_file_nested_too_deep(tmp_path):
+    good, bad = tmp_path / "good.json", tmp_path / "deep.json"
+    good.write_text(json.dumps({"rows": []}))
+    bad.write_text("[" * 100_000 + "]" * 100_000)
+    _one_line_error(run_cli("compare", str(good), str(bad)), str(bad), "too deep")
+    bad.write_text('{"rows": [' + "[" * 100_000 + "]" * 100_000 + "]}")
+    _one_line_error(run_cli("compare", str(good), str(bad)), str(bad), "too deep")
+
+
+def _into_a_closed_pipe(*args):
+    """Run the CLI with its stdout a pipe whose reader has gone (as 'gpumem | head -1'
+    once head has its line): the first write meets EPIPE."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        return subprocess.run([sys.executable, "-m", "gpumem", *args], stdout=w,
+                              stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(w)
+
+
+def test_a_closed_pipe_is_a_quiet_end(tmp_path):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"rows": [], "card": []}))
+    for args in (("--quick", "--no-progress"), ("--quick", "--no-progress", "--json"),
+                 ("compare", str(good), str(good))):
+        p = _into_a_closed_pipe(*args)
+        assert p.returncode == 0, (args, p.stderr)
+        assert "BrokenPipe" not in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
