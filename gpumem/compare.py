@@ -38,6 +38,19 @@ def _strs(where: str, r: dict, keys: tuple[str, ...]) -> str | None:
     return None
 
 
+def _objects(name: str, items: list, keys: tuple) -> str | None:
+    """What is wrong with the list `name` of a report: an item that is not an object, or
+    one whose `keys` are not strings; None where nothing is."""
+    for i, r in enumerate(items):
+        if not isinstance(r, dict):
+            return f"{name}[{i}] is {json.dumps(r)[:40] if _plain(r) else type(r).__name__}, " \
+                   "not an object"
+        why = _strs(f"{name}[{i}]", r, keys)
+        if why:
+            return why
+    return None
+
+
 def _problem(doc: Any) -> str | None:
     """What keeps ``doc`` from being a report as ``gpumem report --json`` writes it (a dict
     whose ``rows`` is a list of dicts -- ``lesson`` and ``experiment`` strings, ``measured``
@@ -48,25 +61,18 @@ def _problem(doc: Any) -> str | None:
     if not isinstance(doc.get("rows"), list):
         return ("it has no 'rows' list" if "rows" not in doc else
                 f"its 'rows' is {_a(doc['rows'])}, not a list")
+    why = _objects("rows", doc["rows"], ("lesson", "experiment"))
+    if why:
+        return why
     for i, r in enumerate(doc["rows"]):
-        if not isinstance(r, dict):
-            return f"rows[{i}] is {json.dumps(r)[:40] if _plain(r) else type(r).__name__}, " \
-                   "not an object"
-        why = _strs(f"rows[{i}]", r, ("lesson", "experiment"))
-        if why:
-            return why
         if r.get("measured") is not None and not isinstance(r["measured"], dict):
             return f"rows[{i}]['measured'] is {_a(r['measured'])}, not an object"
     card = doc.get("card", [])
     if card is not None and not isinstance(card, list):
         return f"its 'card' is {_a(card)}, not a list"
-    for i, r in enumerate(card or []):
-        if not isinstance(r, dict):
-            return f"card[{i}] is {json.dumps(r)[:40] if _plain(r) else type(r).__name__}, " \
-                   "not an object"
-        why = _strs(f"card[{i}]", r, ("level", "size_text"))
-        if why:
-            return why
+    why = _objects("card", card or [], ("level", "size_text"))
+    if why:
+        return why
     why = _strs("its", doc, ("device", "_path"))
     return why.replace("its[", "its ") if why else None
 

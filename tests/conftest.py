@@ -75,13 +75,11 @@ def each_device(request):
 # CUPTI's profiler serves a GPU only while no other process runs kernels on it (else
 # CUPTI_ERROR_HARDWARE_BUSY, and Nsight Compute fails), and a test that times a whole
 # command or report measures the other processes too.  So under GPUMEM_TEST_DEFER=FILE a
-# pytest-xdist worker neither profiles nor runs a module that says ``ONE_PROCESS = True``
-# (or one of _ONE_PROCESS_FILES): the test is skipped there and its node ID appended to
+# pytest-xdist worker neither profiles nor runs a module that says ``ONE_PROCESS = True``:
+# the test is skipped there and its node ID appended to
 # FILE.  tools/gpu-check then runs FILE's tests with one process per GPU
 # (GPUMEM_TEST_GPU_PER_WORKER=N: worker k sees GPU k mod N alone, its child processes too).
 _DEFER = os.environ.get("GPUMEM_TEST_DEFER") if os.environ.get("PYTEST_XDIST_WORKER") else None
-_ONE_PROCESS_FILES = {"test_report.py", "test_report_output.py", "test_profile.py",
-                      "test_profile_threads.py", "test_profile_ncu.py"}
 
 if _DEFER:
     from _helpers import defer_to_one_process
@@ -105,8 +103,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _one_process_phase(request):
-    if _DEFER and (getattr(request.module, "ONE_PROCESS", False)
-                   or os.path.basename(str(request.node.fspath)) in _ONE_PROCESS_FILES):
+    if _DEFER and getattr(request.module, "ONE_PROCESS", False):
         defer_to_one_process("it runs child processes that read counters, or times the "
                              "whole GPU")
     yield

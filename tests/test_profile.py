@@ -20,6 +20,10 @@ import gpumem
 from gpumem import _core
 from gpumem.runtime.counters import ALIASES, MetricAlias, _plan, raw_metrics
 
+#: It reads counters, runs child processes that do, or times whole commands: under
+#: pytest-xdist it runs in gpu-check's one-process-per-GPU phase (conftest.py).
+ONE_PROCESS = True
+
 REQUIRED = ["gld_efficiency", "gst_efficiency", "gld_transactions", "gst_transactions",
             "gld_requests", "gst_requests", "gld_transactions_per_request",
             "gst_transactions_per_request", "shared_load_transactions",

@@ -18,6 +18,10 @@ import gpumem
 from gpumem.runtime.counters import ALIASES, raw_metrics
 from test_profile import REQUIRED
 
+#: It reads counters, runs child processes that do, or times whole commands: under
+#: pytest-xdist it runs in gpu-check's one-process-per-GPU phase (conftest.py).
+ONE_PROCESS = True
+
 REQUIRE_GPU = os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0")
 
 

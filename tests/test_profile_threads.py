@@ -8,6 +8,10 @@ import pytest
 import gpumem
 from test_profile import clean_state, f32
 
+#: It reads counters, runs child processes that do, or times whole commands: under
+#: pytest-xdist it runs in gpu-check's one-process-per-GPU phase (conftest.py).
+ONE_PROCESS = True
+
 
 # ---- several threads: one block at a time, the others wait (issue 29) --------------------------
 @pytest.mark.parametrize("bad,exc", [(-1, ValueError), (float("nan"), ValueError),

@@ -27,6 +27,10 @@ from gpumem.__main__ import main
 from gpumem.tools.card import DEPTH
 from _fake_gpu import FakeGPU, fake_cupy, first_with
 
+#: It reads counters, runs child processes that do, or times whole commands: under
+#: pytest-xdist it runs in gpu-check's one-process-per-GPU phase (conftest.py).
+ONE_PROCESS = True
+
 LESSONS = [name for name, _ in report.HEADLINES]
 DECLARED = gm.lessons.declarations()
 
