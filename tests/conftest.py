@@ -16,6 +16,8 @@ if os.environ.get("GPUMEM_TEST_GPU_PER_WORKER") and os.environ.get("PYTEST_XDIST
 import gpumem  # noqa: E402  (after the GPU is chosen)
 
 REQUIRE_GPU = os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0")
+_ALONE = ("alone: needs its GPU to itself (reads counters, times a whole command, or "
+          "measures a cache): tools/gpu-check runs it after the shared phase")
 
 
 def pytest_configure(config):
@@ -23,6 +25,7 @@ def pytest_configure(config):
     # wheel, from a folder without it.
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one; fails "
                                        "instead when GPUMEM_REQUIRE_GPU=1)")
+    config.addinivalue_line("markers", _ALONE)
 
 
 @pytest.fixture(autouse=True)
@@ -74,8 +77,9 @@ def each_device(request):
 # ---- several pytest processes on one machine (pytest-xdist) -------------------------------
 # CUPTI's profiler serves a GPU only while no other process runs kernels on it (else
 # CUPTI_ERROR_HARDWARE_BUSY, and Nsight Compute fails), and a test that times a whole
-# command or report measures the other processes too.  So under GPUMEM_TEST_DEFER=FILE a
-# pytest-xdist worker neither profiles nor runs a module that says ``ONE_PROCESS = True``:
+# command or report, or a cache's latency, measures the other processes too.  So under
+# GPUMEM_TEST_DEFER=FILE a pytest-xdist worker neither profiles nor runs a test marked
+# ``alone`` (a module's ``pytestmark = pytest.mark.alone`` marks all of its tests):
 # the test is skipped there and its node ID appended to
 # FILE.  tools/gpu-check then runs FILE's tests with one process per GPU
 # (GPUMEM_TEST_GPU_PER_WORKER=N: worker k sees GPU k mod N alone, its child processes too).
@@ -103,7 +107,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _one_process_phase(request):
-    if _DEFER and getattr(request.module, "ONE_PROCESS", False):
+    if _DEFER and request.node.get_closest_marker("alone") is not None:
         defer_to_one_process("it runs child processes that read counters, or times the "
                              "whole GPU")
     yield
@@ -177,6 +181,15 @@ def pytest_terminal_summary(terminalreporter):
                                     f"{left} not run" + (f" (listed in {os.environ['GPUMEM_TEST_REST']})"
                                                          if left and os.environ.get("GPUMEM_TEST_REST")
                                                          else ""))
+
+
+# GPUMEM_TEST_TIMES=FILE: every test's node ID, phase outcome and seconds, one line each as
+# it ends (appended; safe under pytest-xdist), so a run cut short still says where time went.
+def pytest_runtest_logreport(report):
+    path = os.environ.get("GPUMEM_TEST_TIMES")
+    if path and (report.when == "call" or report.outcome != "passed"):
+        with open(path, "a") as f:
+            f.write(f"{report.duration:.3f}\t{report.when}\t{report.outcome}\t{report.nodeid}\n")
 
 
 # ---- sweeps without a GPU: a stand-in model that remembers what it was asked -----------

@@ -3,11 +3,13 @@ tour with --size (or ``gpumem tour``): measured with a GPU, the model's without.
 import subprocess
 import sys
 
+import pytest
+
 import gpumem as gm
 
 #: Its child processes read counters: under pytest-xdist it runs in the one-process
 #: phase (conftest.py).
-ONE_PROCESS = True
+pytestmark = pytest.mark.alone
 
 
 def run_cli(*args):
@@ -76,7 +78,6 @@ def test_cli_help_and_version():
 import json  # noqa: E402
 import os  # noqa: E402
 
-import pytest  # noqa: E402
 
 
 def _one_line_error(p, *words):

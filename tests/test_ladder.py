@@ -518,6 +518,7 @@ def test_tma_chase_refused_below_sm90(pretend_cc, no_leak):
     assert gm.latency(4096, variant="ca", steps=10).end.shape == (1,)     # the next call works
 
 
+@pytest.mark.alone      # a cache measured: another process would share it
 @pytest.mark.gpu
 def test_tma_chase_is_slower_from_device_memory_than_from_l2(no_leak):
     if gm.device().compute_capability < (9, 0):
@@ -542,6 +543,7 @@ def test_a_ring_beyond_the_l2_is_met_cold_and_still_followed(no_leak):
     np.testing.assert_array_equal(c32.end, latency_reference(ws, lanes=32, steps=500, warmup=7))
 
 
+@pytest.mark.alone      # a cache measured: another process would share it
 @pytest.mark.gpu
 def test_each_level_is_slower_than_the_one_above(no_leak):
     l2 = gm.device().l2_cache_size
@@ -560,6 +562,7 @@ def test_each_level_is_slower_than_the_one_above(no_leak):
     assert all(300 < c.clock_mhz < 3500 for c in (in_l1, in_l2, in_dram))
 
 
+@pytest.mark.alone      # a cache measured: another process would share it
 @pytest.mark.gpu
 def test_latency_ladder_and_cache_sizes_on_the_gpu(no_leak):
     t = ladder.latency_ladder([1024, 4096, 1 << 20, 64 << 20], variants=("ca", "shared"),
@@ -653,6 +656,7 @@ def test_bandwidth_out_and_empty_input(no_leak):
     assert gm.bandwidth(np.zeros(0, np.float32), variant="copy").shape == (0,)
 
 
+@pytest.mark.alone      # a cache measured: another process would share it
 @pytest.mark.gpu
 def test_bandwidth_ladder_on_the_gpu(no_leak):
     t = ladder.bandwidth_ladder([16 * KiB, 1 << 20, 1 << 24], repeat=2, progress=False)
@@ -668,6 +672,7 @@ def test_bandwidth_ladder_on_the_gpu(no_leak):
 
 
 # ---- on the GPU: bench(l2="cold") and the helpers -----------------------------------------------
+@pytest.mark.alone      # a cache measured: another process would share it
 @pytest.mark.gpu
 def test_cold_l2_is_not_faster_than_warm(no_leak):
     l2 = gm.device().l2_cache_size
@@ -750,6 +755,7 @@ def test_card_rows_on_an_h100_set_ratios(monkeypatch):
     assert cells["device memory"]["x published"] == "0.98 lat, 0.90 BW"     # 700 / 715 cycles
 
 
+@pytest.mark.alone      # a cache measured: another process would share it
 @pytest.mark.gpu
 def test_card_rows_on_a_gpu_climb_the_hierarchy():
     by = {r["level"]: r for r in ladder.LESSON.card(True, True)}

@@ -22,7 +22,7 @@ from gpumem.runtime.counters import ALIASES, MetricAlias, _plan, raw_metrics
 
 #: It reads counters, runs child processes that do, or times whole commands: under
 #: pytest-xdist it runs in gpu-check's one-process-per-GPU phase (conftest.py).
-ONE_PROCESS = True
+pytestmark = pytest.mark.alone
 
 REQUIRED = ["gld_efficiency", "gst_efficiency", "gld_transactions", "gst_transactions",
             "gld_requests", "gst_requests", "gld_transactions_per_request",
@@ -403,7 +403,7 @@ def test_block_replay_within_its_memory_and_batch_limits(counters, rng, no_leak,
 
 @pytest.mark.gpu
 def test_many_blocks_grow_neither_host_nor_device_memory(counters, rng):
-    # 100 blocks, one-pass and several-pass in turn (each several-pass block
+    # 50 blocks, one-pass and several-pass in turn (each several-pass block
     # makes and frees its replay memory): after a warm-up, the process's
     # resident memory and the device's free memory stay where they were.
     a, b = f32(rng, 4099), f32(rng, 4099)
@@ -423,7 +423,7 @@ def test_many_blocks_grow_neither_host_nor_device_memory(counters, rng):
 
     blocks(10)
     held, free, host = _core.bytes_held(), gpumem.memory_info()["free"], rss()
-    blocks(100)
+    blocks(50)
     assert _core.bytes_held() == held
     assert abs(gpumem.memory_info()["free"] - free) <= 4 << 20
     assert rss() - host <= 16 << 20, (rss() - host) / 2**20

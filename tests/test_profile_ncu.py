@@ -20,7 +20,7 @@ from test_profile import REQUIRED
 
 #: It reads counters, runs child processes that do, or times whole commands: under
 #: pytest-xdist it runs in gpu-check's one-process-per-GPU phase (conftest.py).
-ONE_PROCESS = True
+pytestmark = pytest.mark.alone
 
 REQUIRE_GPU = os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0")
 

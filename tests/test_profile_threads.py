@@ -10,7 +10,7 @@ from test_profile import clean_state, f32
 
 #: It reads counters, runs child processes that do, or times whole commands: under
 #: pytest-xdist it runs in gpu-check's one-process-per-GPU phase (conftest.py).
-ONE_PROCESS = True
+pytestmark = pytest.mark.alone
 
 
 # ---- several threads: one block at a time, the others wait (issue 29) --------------------------

@@ -29,7 +29,7 @@ from _fake_gpu import FakeGPU, fake_cupy, first_with
 
 #: It reads counters, runs child processes that do, or times whole commands: under
 #: pytest-xdist it runs in gpu-check's one-process-per-GPU phase (conftest.py).
-ONE_PROCESS = True
+pytestmark = pytest.mark.alone
 
 LESSONS = [name for name, _ in report.HEADLINES]
 DECLARED = gm.lessons.declarations()

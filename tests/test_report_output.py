@@ -20,7 +20,7 @@ from gpumem.__main__ import main
 
 #: It reads counters, runs child processes that do, or times whole commands: under
 #: pytest-xdist it runs in gpu-check's one-process-per-GPU phase (conftest.py).
-ONE_PROCESS = True
+pytestmark = pytest.mark.alone
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: The lesson module whose chases and reads the card's figure draws (report.card_curves).

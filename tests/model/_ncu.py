@@ -170,7 +170,10 @@ def run_ncu(cases, tmp_path, metrics, family_filter=None, timeout=400):
     spec = tmp_path / "cases.json"
     spec.write_text(json.dumps(cases))
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # The counters read here (requests, sectors, wavefronts, occupancy) do not depend on
+    # what the caches hold or on the clocks: no flush and no clock lock between passes.
     cmd = [ncu_path(), "--csv", "--print-units", "base", "--target-processes", "all",
+           "--cache-control", "none", "--clock-control", "none",
            "--metrics", ",".join(metrics), sys.executable, str(script), str(spec)]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     out = proc.stdout

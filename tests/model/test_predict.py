@@ -4,6 +4,7 @@ integer counts, the arguments it refuses, what it names -- and, on a GPU, every 
 against Nsight Compute (``Lesson.model_counters``).  A lesson is a plug-in here: this file
 names none; a family's own closed forms, refusals and launch configurations are tested in
 its lesson's ``tests/test_<lesson>.py``."""
+import functools
 import time
 from collections import namedtuple
 
@@ -178,17 +179,43 @@ _LOAD_AVERAGE = next(iter(AVERAGES))          # the load counters' bytes per sec
 _EXTRA = tuple(LDGSTS_COUNTERS.values()) + tuple(SHARED_COUNTERS.values())
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("family", sorted(COUNTED))
-def test_model_equals_nsight_compute(family, tmp_path):
-    require_family(family)
+@functools.cache
+def _family(family):
+    """A family's launches (as ``case`` dicts), their predictions and the counters to read:
+    the load and store counters, and cp.async and shared memory where its predictions
+    count them."""
     declared = COUNTED[family].model_counters(tuple(gpumem.device().compute_capability))
     cases = [case(f, v, **p) for f, v, p in declared["cases"] if f == family]
     wants = [model.predict(c["family"], c["variant"], **c["params"]) for c in cases]
-    # cp.async and shared memory: where the family's predictions count them
     extra = any(k in w for w in wants for k in _EXTRA)
     counters = dict(COUNTERS, **(dict(LDGSTS_COUNTERS, **SHARED_COUNTERS) if extra else {}))
-    hw = run_ncu(cases, tmp_path, list(counters), family_filter=family)
+    return declared, cases, wants, counters
+
+
+#: Nsight Compute's launches of each family, filled by one ncu process per counter set:
+#: every family read with the same counters runs in one process (each process costs a few
+#: seconds of start-up, as much as a family's launches).
+_PROFILED: dict[str, list] = {}
+
+
+def _profiled(family, tmp_path_factory):
+    if family not in _PROFILED:
+        counters = _family(family)[3]
+        group = [f for f in sorted(COUNTED) if f not in _PROFILED and _family(f)[3] == counters]
+        cases = [c for f in group for c in _family(f)[1]]
+        hw = run_ncu(cases, tmp_path_factory.mktemp("ncu"), list(counters))
+        for f in group:                    # a family's kernels are named after it
+            _PROFILED[f] = [h for h in hw if f in h["kernel"] or
+                            any(helper in h["kernel"] for helper in _family(f)[0]["helpers"])]
+    return _PROFILED[family]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("family", sorted(COUNTED))
+def test_model_equals_nsight_compute(family, tmp_path_factory):
+    require_family(family)
+    declared, cases, wants, counters = _family(family)
+    hw = _profiled(family, tmp_path_factory)
     for helper in declared["helpers"]:
         hw = merge_helpers(hw, helper, list(counters))
     assert len(hw) == len(cases), (
