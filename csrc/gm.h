@@ -24,8 +24,8 @@
  *   kernels:  cuda/runtime.cu
  *   errors:   csrc/runtime/errors.c csrc/runtime/args.c
  *   device:   csrc/runtime/device.c csrc/runtime/stream.c
- *   memory:   csrc/runtime/alloc.c csrc/runtime/hostmem.c csrc/runtime/dlpack.c
- *             csrc/runtime/devarray.c
+ *   memory:   csrc/runtime/alloc.c csrc/runtime/hostmem.c csrc/runtime/cai.c
+ *             csrc/runtime/dlpack.c csrc/runtime/devarray.c
  *   measure:  csrc/runtime/measure.c
  *   launch:   csrc/runtime/launch.c
  *   profiler: csrc/profiler/profile_cupti.c csrc/profiler/profile_state.c
@@ -46,6 +46,7 @@
  *   memory    alloc.c: the allocators (device and pinned host memory, each
  *             with its account; a pool later), memory_info(), bytes_held();
  *             hostmem.c: pinned NumPy arrays and the staged copies;
+ *             cai.c: a CUDA array interface read whole, no device touched;
  *             dlpack.c: the DLPack and CUDA-array-interface protocols on raw
  *             memory (it knows no DeviceArray); devarray.c: DeviceArray, its
  *             one constructor, __dlpack__, from_dlpack(), to_device(),
@@ -330,9 +331,16 @@ typedef struct {
     npy_intp shape[GM_MAXDIM];
     PyArray_Descr *dtype; /* owned */
     PyObject *owner;      /* owned: frees the memory when released */
-    int device;           /* the GPU whose memory it is */
+    int device;           /* the GPU whose memory it is (-1 while pending) */
     cudaStream_t stream;  /* gpumem's stream, ordered after the producer's work */
     PyObject *stream_keep; /* owned: that stream's Stream, or NULL */
+    int read_only;        /* its owner marked it read-only */
+    /* Described but not yet looked at on the device (a __cuda_array_interface__
+     * read with defer): gm_foreign_attach checks its memory and orders the
+     * producer's stream (has_producer: its 'stream' said one) when the call
+     * has checked everything else. */
+    int pending, has_producer;
+    cudaStream_t producer;
 } gm_foreign;
 
 /* __dlpack__'s arguments for memory of device `dev`: *versioned (a 1.x capsule
@@ -350,7 +358,24 @@ PyObject *gm_dlpack_device(int dev); /* (2, dev) */
  * any GPU) into *out, gpumem's stream for it (the current one of its device)
  * ordered after the producer's work; fn names the caller and the argument
  * ("copy: a"), as every message begins.  0 / -1. */
-int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out);
+int gm_dlpack_import(PyObject *x, const char *fn, int defer, gm_foreign *out);
+/* cai.c, also for dlpack.c: x's __cuda_array_interface__ dict `cai` read whole
+ * into *out, pending (no device touched); a stream number of the protocols as a
+ * handle (1 legacy, 2 per-thread, other positive ints; `what` names it); strides
+ * (elements, or bytes with unit) C-contiguous?; fill *out (dtype borrowed, owner
+ * stolen). */
+int gm_cai_describe(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out);
+int gm_stream_handle(PyObject *obj, const char *what, cudaStream_t *out);
+int gm_c_contiguous(int ndim, const npy_intp *shape, const int64_t *strides, int64_t unit);
+void gm_foreign_describe(gm_foreign *out, void *ptr, int ndim, const npy_intp *shape,
+                         PyArray_Descr *dtype, PyObject *owner);
+/* The device half of an import made with defer (a __cuda_array_interface__ is
+ * read whole first, so that a call refuses a wrong dtype or shape before it
+ * touches the GPU): is [ptr, ptr + nbytes) device memory, of which GPU (*dev),
+ * and gpumem's stream there (*stream, *keep owned) ordered after the producer's.
+ * 0 / -1. */
+int gm_foreign_attach(const char *fn, void *ptr, size_t nbytes, int has_producer,
+                      cudaStream_t producer, int *dev, cudaStream_t *stream, PyObject **keep);
 /* Whether obj has attribute attr (a protocol): 1, 0, or -1 when looking it up
  * raised something other than AttributeError (then a TypeError naming fn and
  * the argument, that exception chained). */
@@ -373,6 +398,10 @@ typedef struct {
      * array interfaces export, and where its memory is freed. */
     cudaStream_t stream;
     PyObject *stream_keep; /* owned: that stream's gpumem.Stream, or NULL */
+    /* Another library's memory, described and checked, not yet looked at on the
+     * device (device -1): a kernel call's operand until gm_devarray_attach. */
+    int pending, has_producer;
+    cudaStream_t producer;
 } gm_DeviceArray;
 
 extern PyTypeObject gm_DeviceArray_Type;
@@ -400,6 +429,7 @@ int gm_memory_init(PyObject *module);
  * gm_operand_upload makes `dev` valid; gm_operand_release frees what the
  * call allocated. */
 typedef struct {
+    const char *fn, *name; /* the call and the argument, for messages (static) */
     PyObject *obj;        /* borrowed: what the caller passed (or `wrapped`) */
     int on_device;        /* the caller passed a DeviceArray (or another library's array) */
     int ndim;
@@ -417,6 +447,9 @@ void gm_operand_release(gm_operand *op);
  * __dlpack__): a new DeviceArray sharing its memory, checked as from_dlpack()
  * checks; out itself (new reference) when it is no such array.  NULL on error. */
 PyObject *gm_out_operand(PyObject *out, const char *fn);
+/* A pending DeviceArray (another library's array as an operand or out=) on its
+ * device: gm_foreign_attach; nothing for any other.  0 / -1. */
+int gm_devarray_attach(gm_DeviceArray *d, const char *fn, const char *name);
 /* Check an `out=` argument: a DeviceArray with this shape and dtype. */
 int gm_check_out(PyObject *out, const char *fn, int ndim, const npy_intp *shape, int typenum);
 

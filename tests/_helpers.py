@@ -1,4 +1,5 @@
 """Helpers the test files share (plain functions; fixtures are in conftest.py)."""
+import inspect
 import math
 
 import numpy as np
@@ -56,3 +57,33 @@ def defer_to_one_process(why: str) -> None:
     with open(path, "a") as f:          # one short O_APPEND write: whole between workers
         f.write(nodeid + "\n")
     pytest.skip(f"deferred to the one-process phase: {why}")
+
+
+def simplest(strategy):
+    """A hypothesis strategy's simplest draw (hypothesis shrinks it: the smallest sizes)."""
+    import hypothesis
+
+    return hypothesis.find(strategy, lambda _: True,
+                           settings=hypothesis.settings(database=None, max_examples=50))
+
+
+def base_call(fn, rows: list[dict], declared: dict) -> tuple[list, dict]:
+    """The smallest valid call of a kernel function: every required argument from its
+    argument table's row (``_core.args``), and the values its lesson declares
+    (``declared``: its strategy's simplest draw, or another)."""
+    sig = inspect.signature(fn).parameters
+    args, kw = [], {}
+    for r in rows:
+        if not r["required"] and r["name"] not in declared:
+            continue
+        if r["name"] in declared:
+            v = declared[r["name"]]
+        elif r["kind"] == "array":
+            v = np.ones((8,) * max(r["ndim"], 1), np.float32)
+        else:
+            v = max(r["lo"], 8) if r["lo"] is not None and r["hi"] >= 8 else r["lo"]
+        if sig[r["name"]].kind is inspect.Parameter.KEYWORD_ONLY or not r["required"]:
+            kw[r["name"]] = v
+        else:
+            args.append(v)
+    return args, kw

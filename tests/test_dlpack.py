@@ -43,13 +43,28 @@ MALFORMED = [
     ({**GOOD, "shape": (2.0,)}, TypeError, r"\['shape'\]\[0\] must be an int, not float"),
     ({**GOOD, "shape": (True,)}, TypeError, r"\['shape'\]\[0\] must be an int, not bool"),
     ({**GOOD, "typestr": "|O8"}, TypeError, r"x has dtype dtype\('O'\), which cannot live"),
-    ({**GOOD, "typestr": "zz"}, ValueError, r"\['typestr'\]='zz' is not a NumPy type string"),
+    ({**GOOD, "typestr": "<zz"}, ValueError, r"\['typestr'\]='<zz' is not a NumPy type string"),
     ({**GOOD, "typestr": 4}, TypeError, r"\['typestr'\] must be a str, not int"),
     ({**GOOD, "strides": (8,), "shape": (3,)}, ValueError, r"x is not C-contiguous"),
     ({**GOOD, "strides": [4]}, TypeError, r"\['strides'\] must be a tuple, not list"),
     ({**GOOD, "mask": object()}, ValueError, r"x has a mask"),
     ({**GOOD, "version": 9}, ValueError, r"has version 9; gpumem reads 0..3"),
-    ({**GOOD, "stream": "s"}, TypeError, r"\['stream'\] must be a int, not str"),
+    ({**GOOD, "stream": "s"}, TypeError, r"\['stream'\] must be an int, not str"),
+    ({**GOOD, "stream": 0}, ValueError, r"\['stream'\]=0 is not a stream"),
+    ({**GOOD, "stream": -1}, ValueError, r"\['stream'\]=-1 is not a stream"),
+    ({**GOOD, "stream": 2**64}, ValueError, r"\['stream'\]=18446744073709551616 is not a stream"),
+    ({**GOOD, "version": None}, TypeError, r"\['version'\] must be an int, not NoneType"),
+    ({**GOOD, "version": -1}, ValueError, r"has version -1; gpumem reads 0..3"),
+    ({k: v for k, v in GOOD.items() if k != "version"}, ValueError, r"has no 'version'"),
+    ({**GOOD, "data": (0, "no")}, TypeError, r"\['data'\]\[1\] \(read-only\) must be True or "
+                                            r"False, not 'no'"),
+    ({**GOOD, "data": (0, None)}, TypeError, r"\['data'\]\[1\] \(read-only\) must be True or "
+                                            r"False, not None"),
+    ({**GOOD, "data": (2**40 + 2, False), "shape": (3,)}, ValueError,
+     r"x's data pointer 0x10000000002 is not aligned to its dtype dtype\('float32'\) \(4 "
+     r"bytes\)"),
+    ({**GOOD, "typestr": "f4"}, ValueError, r"\['typestr'\]='f4' is not byte order, kind and "
+                                            r"size \(e.g. '<f4'\)"),
     ({**GOOD, "shape": (3,)}, ValueError, r"x's data pointer is 0 \(NULL\) while it claims 12 "
                                           r"bytes"),
     ({**GOOD, "shape": (2**62, 8)}, ValueError, r"shape: array is too big"),
@@ -174,6 +189,38 @@ def test_a_foreign_operand_is_checked_like_from_dlpack():
                                         r"not object \(a CUDA array with __cuda_array_interface__ "
                                         r"or __dlpack__ is taken too\)"):
         gm.copy(object())
+
+
+ADDRESS = 2**40                   # 256-byte aligned: a fake device address no check follows
+
+
+def test_a_read_only_foreign_out_is_refused():
+    a = np.ones(8, np.float32)
+    ro = Interface({"data": (ADDRESS, True), "shape": (8,), "typestr": "<f4", "version": 3})
+    with pytest.raises(ValueError, match=r"^copy: out is read-only \(its owner says so\)"):
+        gm.copy(a, out=ro)
+    with pytest.raises(ValueError, match=r"^vec_add: out is read-only"):
+        gm.vec_add(a, a, out=ro)
+
+
+def test_foreign_shapes_and_out_are_checked_before_the_gpu():
+    f = lambda shape, t="<f4": Interface({"data": (ADDRESS, False), "shape": shape,  # noqa: E731
+                                          "typestr": t, "version": 3})
+    with pytest.raises(ValueError, match=r"^vec_add: a and b must have the same shape"):
+        gm.vec_add(f((999,)), f((1000,)))
+    with pytest.raises(ValueError, match=r"^vec_add: out has shape \(10,\); the result has "
+                                         r"shape \(1000,\)"):
+        gm.vec_add(f((1000,)), f((1000,)), out=f((10,)))
+    with pytest.raises(TypeError, match=r"^vec_add: out has dtype dtype\('float64'\)"):
+        gm.vec_add(f((1000,)), f((1000,)), out=f((1000,), "<f8"))
+    with pytest.raises(ValueError, match=r"^matmul: inner dimensions differ"):
+        gm.matmul(f((4, 5)), f((6, 4)))
+    with pytest.raises(ValueError, match=r"^matmul: a must be 2-D"):
+        gm.matmul(f((4,)), f((4,)))
+    # read whole and right: only then the device (none here)
+    if not gm.is_available():
+        with pytest.raises(gm.CudaUnavailableError):
+            gm.vec_add(f((1000,)), f((1000,)))
 
 
 @pytest.mark.gpu

@@ -262,7 +262,7 @@ def test_the_line_limit_names_each_long_file_and_its_count(tmp_path):
 #: argument strategies, model launches) and name no lesson, so adding a lesson edits none.
 SHARED_TESTS = ("test_report.py", "test_report_output.py", "test_properties.py",
                 "model/test_predict.py", "test_layers.py", "test_notebooks.py", "_fake_gpu.py",
-                "_helpers.py")
+                "_helpers.py", "test_profile_mixed.py")
 #: Every lesson's stem and family names.
 LESSON_NAMES = {d.name for d in DECLARED} | {f for d in DECLARED for f in d.families}
 #: Names of a lesson that are also plain words, allowed as a word of prose (a string with a

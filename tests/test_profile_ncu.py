@@ -110,15 +110,16 @@ def find_ncu():
     return None
 
 
-def run_ncu(ncu, raw, script, timeout=300):
-    """Raw metric values per kernel launch, in launch order, from ``ncu --csv``."""
+def run_ncu(ncu, raw, script, timeout=300, args=()):
+    """Raw metric values per kernel launch, in launch order, from ``ncu --csv`` running
+    ``script`` with ``args``."""
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(gpumem.__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     # Clocks as in-process (not locked to base); caches flushed before each
     # pass (ncu's default, which gpumem's replay does too).
     cmd = [ncu, "--csv", "--print-units", "base", "--clock-control", "none",
-           "--metrics", ",".join(raw), sys.executable, script]
+           "--metrics", ",".join(raw), sys.executable, script, *args]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     assert out.returncode == 0, (cmd, out.stdout[-3000:], out.stderr[-3000:])
     rows = list(csv.DictReader([ln for ln in out.stdout.splitlines() if ln.startswith('"')]))

@@ -31,6 +31,7 @@ import pytest
 import importlib
 
 import gpumem as gm
+from _helpers import base_call, simplest
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -288,36 +289,13 @@ STRATEGIES = {fam: strategy for d in DECLARED if d.arguments
               for fam, strategy in d.arguments(st).items()}
 
 
-def _simplest(strategy):
-    """The strategy's simplest draw (hypothesis shrinks it: the smallest sizes)."""
-    return hypothesis.find(strategy, lambda _: True,
-                           settings=settings(database=None, max_examples=50))
-
-
 #: The simplest declared values of each family: {family: {argument: value}}.
-_BASE = {fam: _simplest(strategy) for fam, strategy in STRATEGIES.items()}
+_BASE = {fam: simplest(strategy) for fam, strategy in STRATEGIES.items()}
 
 
 def _base_call(fn, rows: list[dict], declared: dict | None = None) -> tuple[list, dict]:
-    """The smallest valid call: every required argument, from its table row, and the
-    values the lesson declares (``declared``: its strategy's simplest draw, or another)."""
-    declared = _BASE.get(fn.__name__, {}) if declared is None else declared
-    sig = inspect.signature(fn).parameters
-    args, kw = [], {}
-    for r in rows:
-        if not r["required"] and r["name"] not in declared:
-            continue
-        if r["name"] in declared:
-            v = declared[r["name"]]
-        elif r["kind"] == "array":
-            v = np.ones((8,) * max(r["ndim"], 1), np.float32)
-        else:
-            v = max(r["lo"], 8) if r["lo"] is not None and r["hi"] >= 8 else r["lo"]
-        if sig[r["name"]].kind is inspect.Parameter.KEYWORD_ONLY or not r["required"]:
-            kw[r["name"]] = v
-        else:
-            args.append(v)
-    return args, kw
+    """The smallest valid call (``base_call``) with the values its lesson declares."""
+    return base_call(fn, rows, _BASE.get(fn.__name__, {}) if declared is None else declared)
 
 
 def _checked(fn, args, kw):
@@ -330,6 +308,54 @@ def _checked(fn, args, kw):
 def test_the_base_call_of_every_kernel_function_is_valid(fam, fn, rows):
     args, kw = _base_call(fn, rows)
     assert _checked(fn, args, kw) is None
+
+
+# ---- every kernel function with other libraries' arrays, one field of one wrong (issue 49) ----
+class _Interface:
+    def __init__(self, cai):
+        self.__cuda_array_interface__ = cai
+
+
+_ADDRESS = 2**40                  # 256-byte aligned: a fake device address, never followed
+#: One field wrong at a time, and what the refusal says about the argument ({} its name).
+_WRONG = {
+    "dtype": ({"typestr": "<c16"}, TypeError, r"{} has dtype dtype\('complex128'\)"),
+    "byte order": ({"typestr": "c16"}, ValueError, r"{}.__cuda_array_interface__\['typestr'\]"),
+    "version": ({"version": -1}, ValueError, r"{}.__cuda_array_interface__ has version -1"),
+    "no version": ({"version": None}, TypeError, r"{}.__cuda_array_interface__\['version'\]"),
+    "read-only flag": ({"data": (_ADDRESS, "no")}, TypeError,
+                       r"{}.__cuda_array_interface__\['data'\]\[1\]"),
+    "alignment": ({"data": (_ADDRESS + 2, False)}, ValueError,
+                  r"{}'s data pointer 0x\w+ is not aligned"),
+    "stream": ({"stream": 0}, ValueError, r"{}.__cuda_array_interface__\['stream'\]=0"),
+}
+
+
+def _as_foreign(x, **wrong):
+    return _Interface({"data": (_ADDRESS, False), "shape": x.shape, "typestr": x.dtype.str,
+                       "version": 3, **wrong})
+
+
+@pytest.mark.parametrize("fam,fn,rows", KERNEL_FUNCTIONS, ids=[k[0] for k in KERNEL_FUNCTIONS])
+@pytest.mark.parametrize("what", sorted(_WRONG))
+def test_a_wrong_foreign_operand_is_refused_by_name_before_the_gpu(fam, fn, rows, what):
+    # the base call's arrays as another library's (same shape and dtype), one of them wrong:
+    # the refusal names the function and that argument, with or without a GPU
+    fields, exc, msg = _WRONG[what]
+    args, kw = _base_call(fn, rows)
+    arrays = [r["name"] for r in rows if r["kind"] == "array" and
+              isinstance(_bound(fn, args, kw).get(r["name"]), np.ndarray)]
+    assert arrays or not any(r["kind"] == "array" and r["required"] for r in rows), fam
+    for bad in arrays:
+        bound = _bound(fn, args, kw)
+        call = {k: (_as_foreign(v, **(fields if k == bad else {})) if k in arrays else v)
+                for k, v in bound.items()}
+        with pytest.raises(exc, match=rf"^{fam}: " + msg.format(bad)):
+            fn(**call)
+
+
+def _bound(fn, args, kw):
+    return dict(inspect.signature(fn).bind(*args, **kw).arguments)
 
 
 _DECLARED_FAMILIES = [k for k in KERNEL_FUNCTIONS if k[0] in STRATEGIES]

@@ -148,7 +148,8 @@ static int offset_prepare(gm_call *c)
     const int is_read = c->f->variants == read_offset_variants;
     const long long offset = c->v[OF_OFFSET], hole = is_read ? c->host_count : 0;
     if (gm_returns_device(c) && !c->out && offset > 0)
-        GM_CUDA(cudaMemset((float *)gm_res(c) + hole, 0xff, (size_t)offset * sizeof(float)));
+        GM_CUDA(cudaMemsetAsync((float *)gm_res(c) + hole, 0xff, (size_t)offset * sizeof(float),
+                                c->stream));
     return 0;
 fail:
     return -1;

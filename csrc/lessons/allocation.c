@@ -61,6 +61,17 @@ static int touch_check(gm_call *c)
     return 0;
 }
 
+/* A new result of touch='page': NaN where the kernel writes nothing (as
+ * first_touch_reference says), not whatever the allocator's memory held. */
+static int touch_prepare(gm_call *c)
+{
+    if (!c->out && c->variant->select == GM_TOUCH_PAGE && c->work > 0)
+        GM_CUDA(cudaMemsetAsync(gm_res(c), 0xff, (size_t)c->work * sizeof(float), c->stream));
+    return 0;
+fail:
+    return -1;
+}
+
 static void touch_fill(const gm_call *c, void *params)
 {
     *(gm_first_touch_params *)params = (gm_first_touch_params){
@@ -70,8 +81,9 @@ static void touch_fill(const gm_call *c, void *params)
 static const gm_family gm_first_touch_family = {
     "first_touch",
     "n float32 written: out[i] = i mod 2^24 for every i (touch='write'), or only for i a "
-    "multiple of 16384, one per 64 KiB page (touch='page'; the rest left as it was).",
-    touch_args, 1, 0, touch_variants, touch_check, NULL, touch_fill,
+    "multiple of 16384, one per 64 KiB page (touch='page'; the rest of out= left as it was, "
+    "of a new result NaN).",
+    touch_args, 1, 0, touch_variants, touch_check, touch_prepare, touch_fill,
 };
 
 /* ---- shared parts of the experiments -------------------------------------------- */

@@ -290,7 +290,7 @@ static int stream_prepare(gm_call *c)
     if (gm_record(c, "clusters", c->v[ST_CLUSTERS]) < 0)
         return -1;
     stream_amounts(c);
-    GM_CUDA(cudaMemsetAsync(gm_res(c), 0, sizeof(unsigned), 0));
+    GM_CUDA(cudaMemsetAsync(gm_res(c), 0, sizeof(unsigned), c->stream));
     c->inout[0] = (gm_buffer){gm_res(c), sizeof(unsigned)};
     c->n_inout = 1;
     return 0;
@@ -449,7 +449,7 @@ static int hist_prepare(gm_call *c)
         gm_record(c, "clusters", c->v[HI_CLUSTERS]) < 0)
         return -1;
     hist_amounts(c);
-    GM_CUDA(cudaMemsetAsync(gm_res(c), 0, (size_t)bins * 4, 0));
+    GM_CUDA(cudaMemsetAsync(gm_res(c), 0, (size_t)bins * 4, c->stream));
     c->inout[0] = (gm_buffer){gm_res(c), (size_t)bins * 4};
     c->n_inout = 1;
     return 0;

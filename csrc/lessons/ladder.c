@@ -158,13 +158,14 @@ static int latency_prepare(gm_call *c)
         return -1;
     /* Zeroed first: the build writes only the nodes, and the shared and constant
      * chases copy the whole working set (untimed, like the build). */
-    GM_CUDA(cudaMemsetAsync(c->tmp->ptr, 0, (size_t)ws, 0));
+    GM_CUDA(cudaMemsetAsync(c->tmp->ptr, 0, (size_t)ws, c->stream));
     /* The ring holds addresses of itself (or lives in the constant bank):
      * it can only be replayed where it is. */
     c->apart = 1;
     gm_latency_params p;
     latency_fill(c, &p);
-    const gm_launch_info build = {.variant = &latency_build, .flags = GM_LAUNCH_INTERNAL};
+    const gm_launch_info build = {.variant = &latency_build, .flags = GM_LAUNCH_INTERNAL,
+                                  .stream = c->stream};
     if (gm_launch(&build, &p) < 0)
         return -1;
     if (sel == GM_LATENCY_CONSTANT)
@@ -330,7 +331,7 @@ static int bandwidth_prepare(gm_call *c)
         return -1;
     bandwidth_amounts(c);
     if (sel != GM_BANDWIDTH_COPY) {
-        GM_CUDA(cudaMemsetAsync(gm_res(c), 0, 3 * sizeof(double), 0));
+        GM_CUDA(cudaMemsetAsync(gm_res(c), 0, 3 * sizeof(double), c->stream));
         c->inout[0] = (gm_buffer){gm_res(c), 3 * sizeof(double)};
         c->n_inout = 1;
     }

@@ -52,7 +52,7 @@ static int read_sum_prepare(gm_call *c)
 {
     c->inout[0] = (gm_buffer){gm_res(c), sizeof(double)}; /* a replay must start from 0 */
     c->n_inout = 1;
-    GM_CUDA(cudaMemset(gm_res(c), 0, sizeof(double)));
+    GM_CUDA(cudaMemsetAsync(gm_res(c), 0, sizeof(double), c->stream));
     return 0;
 fail:
     return -1;

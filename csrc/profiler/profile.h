@@ -34,7 +34,10 @@
  *           block, several passes: each launch recorded on copies of its
  *             buffers (profile_replay.c), up to GM_BLOCK_RANGES (64) replayed
  *             together, one Start per pass for all, L2 flushed and in-place
- *             copies restored before each range;
+ *             copies restored before each range; a batch configured for more
+ *             ranges than the one before it runs on a range profiler enabled
+ *             afresh (on an H200 such a batch came back one range short), and
+ *             a launch CUPTI still gives no range is replayed alone;
  *           launch (and block for a launch that cannot be moved or does not
  *             fit the replay memory): one user range, gpumem replays the
  *             launch on the spot once per pass, restoring its in-place
@@ -91,6 +94,8 @@ enum { U_ENABLE, U_AVAILABILITY, U_HOST, U_CONFIG, U_COUNTER_DATA, U_FLUSH_SETUP
        U_N };
 extern double gm_prof_setup_ms[U_N];
 extern long long gm_prof_passes_run; /* passes run in this block */
+extern long long gm_prof_reenables;  /* range profiler objects made afresh in this block */
+extern long long gm_prof_recovered;  /* launches CUPTI gave no range, replayed alone */
 extern int gm_prof_active;           /* a block is open: the hook is set */
 PyObject *gm_prof_state(PyObject *self, PyObject *unused); /* _profile_state() */
 
@@ -127,6 +132,8 @@ static inline double gm_prof_now_ms(void)
     X(cuptiRangeProfilerCounterDataImageInitialize,                                \
       CUpti_RangeProfiler_CounterDataImage_Initialize_Params)                      \
     X(cuptiRangeProfilerGetCounterDataInfo, CUpti_RangeProfiler_GetCounterDataInfo_Params) \
+    X(cuptiRangeProfilerCounterDataGetRangeInfo,                                   \
+      CUpti_RangeProfiler_CounterData_GetRangeInfo_Params)                         \
     X(cuptiProfilerHostInitialize, CUpti_Profiler_Host_Initialize_Params)          \
     X(cuptiProfilerHostDeinitialize, CUpti_Profiler_Host_Deinitialize_Params)      \
     X(cuptiProfilerHostConfigAddMetrics, CUpti_Profiler_Host_ConfigAddMetrics_Params) \
@@ -202,10 +209,14 @@ typedef struct {
     size_t nbytes;
 } gm_prof_copy;
 
+/* The most ranges one CUPTI start is configured for (GPUMEM_PROFILE_BATCH's cap). */
+#define GM_PROF_MAX_RANGES 4096
+
 typedef struct {
     int mode;                          /* GM_REPLAY_* */
     int replay;                        /* CUPTI_UserReplay or CUPTI_KernelReplay */
     CUpti_RangeProfiler_Object *range; /* enabled range profiler */
+    CUcontext ctx;                     /* the context it is enabled on */
     CUpti_Profiler_Host_Object *host;
     char chip[64];
     int device;
@@ -215,7 +226,8 @@ typedef struct {
     uint8_t *counter_data;
     size_t counter_data_size;          /* of the image for image_ranges ranges */
     size_t counter_data_cap;           /* allocated: for max_ranges */
-    size_t image_ranges;
+    size_t image_ranges;               /* of range's last GetCounterDataSize (0: none) */
+    size_t configured_ranges;          /* range's last SetConfig (0: none since Enable) */
     size_t passes;
     char **names;                      /* metric names given to CUPTI */
     const char **cnames;
@@ -267,8 +279,13 @@ int gm_prof_sync_device(const char *what); /* GIL held; 0 / -1 */
 int gm_prof_ensure_scratch(const gm_launch_info *info, size_t *need);
 /* Copy the launch's in-place buffers to the scratch buffer (to_scratch) or back. */
 int gm_prof_copy_inout(const gm_launch_info *info, int to_scratch);
-/* A fresh counter data image and pass 0, for `ranges` ranges per pass. */
+/* A fresh counter data image and pass 0, for `ranges` ranges per pass; a
+ * range profiler enabled afresh first when that is more ranges than its last
+ * configuration (gm_prof_reenable). */
 int gm_prof_configure_pass0(size_t ranges);
+/* Disable the range profiler and enable a new one on the same context: no
+ * CUPTI state of earlier configurations left (no session open).  0 / -1. */
+int gm_prof_reenable(void);
 /* Push a user range (when user_range), launch, wait, pop; *pushed says
  * whether a range is still open when this fails. */
 int gm_prof_launch_in_range(const gm_variant *variant, const void *params, const char *name,
@@ -322,9 +339,13 @@ void gm_prof_block_free(void);
 /* Decode the stopped one-launch session named range_name and evaluate its
  * one range into gm_prof.values.  0, or -1 with an exception. */
 int gm_prof_evaluate_one(const char *range_name);
-/* Decode the stopped batch and fill every dict of gm_prof.pending.  0, or -1
- * with an exception (the dicts are left to gm_prof_fill_pending_nan). */
-int gm_prof_evaluate_batch(void);
+/* Decode the stopped batch and fill the dicts of gm_prof.pending, each from
+ * the range whose name ends in " #<first + its index>" (the names the pass
+ * loop pushed); found[k] (want bytes): whether dict k got a range.  The
+ * number of dicts left without one (>= 0), or -1 with an exception (more
+ * ranges than launches, dropped ranges, a name of no launch).  The dicts stay
+ * in gm_prof.pending (the caller clears it, or gm_prof_fill_pending_nan). */
+Py_ssize_t gm_prof_evaluate_batch(long long first, unsigned char *found);
 /* Put the evaluated gm_prof.values of one range into dict d (derived ratios too). */
 int gm_prof_fill_values(PyObject *d);
 /* A batch that cannot be decoded: its launches get NaN, never a stale value. */

@@ -62,13 +62,43 @@ int gm_prof_ensure_scratch(const gm_launch_info *info, size_t *need)
 }
 
 /* ---- pass 0, one launch, failure ------------------------------------------ */
+int gm_prof_reenable(void)
+{
+    if (gm_prof.range) {
+        CUpti_RangeProfiler_Disable_Params dp = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+        dp.pRangeProfilerObject = gm_prof.range;
+        gm_prof.range = NULL;
+        GM_CUPTI(cuptiRangeProfilerDisable, &dp);
+    }
+    CUpti_RangeProfiler_Enable_Params en = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+    en.ctx = gm_prof.ctx;
+    GM_CUPTI(cuptiRangeProfilerEnable, &en);
+    gm_prof.range = en.pRangeProfilerObject;
+    /* The new object has sized no counter data image and has no configuration:
+     * CounterDataImageInitialize lays an image out by the object's last
+     * GetCounterDataSize, so the next configure_pass0 asks it again. */
+    gm_prof.image_ranges = 0;
+    gm_prof.configured_ranges = 0;
+    gm_prof_reenables++;
+    return 0;
+fail:
+    return -1;
+}
+
 /* A fresh counter data image and pass 0, for `ranges` (<= gm_prof.max_ranges)
  * ranges per pass.  A Start costs ~1.4 ms more per range it is configured
- * for (H100), so a short batch is configured for what it holds. */
+ * for (H100), so a short batch is configured for what it holds -- but never
+ * for more ranges than the same range profiler object was configured for
+ * last: a block replayed as a batch of 1 and then one of 3 (the next launch's
+ * result outgrew the sink) came back with 2 ranges on an H200, so a batch that
+ * grows gets a range profiler enabled afresh (cost not measured yet;
+ * _profile_state()["reenables"] counts them). */
 int gm_prof_configure_pass0(size_t ranges)
 {
     if (ranges < 1 || ranges > gm_prof.max_ranges)
         ranges = gm_prof.max_ranges;
+    if (gm_prof.configured_ranges && ranges > gm_prof.configured_ranges && gm_prof_reenable() < 0)
+        goto fail;
     if (ranges != gm_prof.image_ranges) {
         CUpti_RangeProfiler_GetCounterDataSize_Params ds = {
             CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
@@ -109,6 +139,7 @@ int gm_prof_configure_pass0(size_t ranges)
     sc.passIndex = 0;
     sc.targetNestingLevel = 1;
     GM_CUPTI(cuptiRangeProfilerSetConfig, &sc);
+    gm_prof.configured_ranges = ranges;
     return 0;
 fail:
     return -1;

@@ -32,6 +32,8 @@ static gm_DeviceArray *make(const char *fn, void *ptr, int ndim, const npy_intp 
     d->device = -1; /* set by whoever made it */
     d->stream = NULL;
     d->stream_keep = NULL;
+    d->pending = d->has_producer = 0;
+    d->producer = NULL;
     return d;
 }
 
@@ -54,17 +56,31 @@ gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *
     return d;
 }
 
+/* How from_dlpack_obj takes another library's array: whole (from_dlpack, to_device),
+ * or as a kernel call's operand, pending until the call has checked every argument
+ * (a __cuda_array_interface__ touches no device until gm_devarray_attach), and as
+ * its out=, which must be writable. */
+enum { TAKE_NOW, TAKE_OPERAND, TAKE_OUT };
+
 /* from_dlpack(x): x's device memory as a DeviceArray, shared (no copy).  Errors name
  * fn and the argument (`name`). */
-static PyObject *from_dlpack_obj(PyObject *x, const char *fn, const char *name)
+static PyObject *from_dlpack_obj(PyObject *x, const char *fn, const char *name, int take)
 {
     gm_foreign f;
     char who[160];
     if (gm_DeviceArray_Check(x))
         return Py_NewRef(x);
     snprintf(who, sizeof who, "%s: %s", fn, name);
-    if (gm_dlpack_import(x, who, &f) < 0)
+    if (gm_dlpack_import(x, who, take != TAKE_NOW, &f) < 0)
         return NULL;
+    if (take == TAKE_OUT && f.read_only) {
+        PyErr_Format(PyExc_ValueError, "%s is read-only (its owner says so): a kernel cannot "
+                     "write its result there", who);
+        Py_DECREF(f.dtype);
+        Py_DECREF(f.owner);
+        Py_XDECREF(f.stream_keep);
+        return NULL;
+    }
     gm_DeviceArray *d = make(fn, f.ptr, f.ndim, f.shape, f.dtype, f.owner);
     Py_DECREF(f.dtype);
     if (d == NULL) {
@@ -74,7 +90,23 @@ static PyObject *from_dlpack_obj(PyObject *x, const char *fn, const char *name)
     d->device = f.device;
     d->stream = f.stream;
     d->stream_keep = f.stream_keep; /* taken over */
+    d->pending = f.pending;
+    d->has_producer = f.has_producer;
+    d->producer = f.producer;
     return (PyObject *)d;
+}
+
+int gm_devarray_attach(gm_DeviceArray *d, const char *fn, const char *name)
+{
+    char who[160];
+    if (!d->pending)
+        return 0;
+    snprintf(who, sizeof who, "%s: %s", fn, name);
+    if (gm_foreign_attach(who, d->ptr, d->nbytes, d->has_producer, d->producer, &d->device,
+                          &d->stream, &d->stream_keep) < 0)
+        return -1;
+    d->pending = 0;
+    return 0;
 }
 
 int gm_devarray_wait(gm_DeviceArray *d, cudaStream_t stream)
@@ -98,7 +130,7 @@ void gm_devarray_used(gm_DeviceArray *d, cudaStream_t stream, PyObject *keep)
 
 static PyObject *from_dlpack(PyObject *self, PyObject *x)
 {
-    return from_dlpack_obj(x, "from_dlpack", "x");
+    return from_dlpack_obj(x, "from_dlpack", "x", TAKE_NOW);
 }
 
 /* __dlpack__: a capsule of this array's memory, or of a device copy (copy=True). */
@@ -270,7 +302,7 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
         if (cai < 0 || dl < 0)
             return NULL;
         if (cai)
-            return from_dlpack_obj(obj, "to_device", "a");
+            return from_dlpack_obj(obj, "to_device", "a", TAKE_NOW);
         if (!dl) {
             PyErr_Format(PyExc_TypeError,
                          "to_device: a must be a numpy.ndarray or an array with __dlpack__ or "
@@ -285,7 +317,7 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
         Py_XDECREF(dev);
         PyErr_Clear();
         if (!host)
-            return from_dlpack_obj(obj, "to_device", "a");
+            return from_dlpack_obj(obj, "to_device", "a", TAKE_NOW);
         PyObject *np = PyImport_ImportModule("numpy");
         PyObject *arr = np ? PyObject_CallMethod(np, "from_dlpack", "O", obj) : NULL;
         Py_XDECREF(np);
@@ -583,6 +615,8 @@ int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenu
 {
     PyArray_Descr *dtype;
     memset(op, 0, sizeof *op);
+    op->fn = fn;
+    op->name = name;
     op->obj = obj;
     if (gm_DeviceArray_Check(obj)) {
         gm_DeviceArray *d = (gm_DeviceArray *)obj;
@@ -598,7 +632,8 @@ int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenu
         dtype = PyArray_DESCR((PyArrayObject *)obj);
     } else {
         /* Another library's CUDA array: shared, no copy, checked as from_dlpack() checks
-         * (its interface, then on the device its memory). */
+         * (its interface now, its memory on the device when the call's other arguments
+         * have passed too: gm_operand_upload). */
         int cai = gm_has_protocol(obj, "__cuda_array_interface__", fn, name);
         int dl = cai ? 0 : gm_has_protocol(obj, "__dlpack__", fn, name);
         if (cai < 0 || dl < 0)
@@ -610,7 +645,7 @@ int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenu
                          fn, name, Py_TYPE(obj)->tp_name);
             return -1;
         }
-        op->wrapped = from_dlpack_obj(obj, fn, name);
+        op->wrapped = from_dlpack_obj(obj, fn, name, TAKE_OPERAND);
         if (op->wrapped == NULL)
             return -1;
         gm_DeviceArray *d = (gm_DeviceArray *)op->wrapped;
@@ -643,6 +678,8 @@ long long gm_operand_size(const gm_operand *op)
 int gm_operand_upload(gm_operand *op)
 {
     if (op->on_device) {
+        if (gm_devarray_attach((gm_DeviceArray *)op->obj, op->fn, op->name) < 0)
+            return -1;
         Py_INCREF(op->obj);
         op->dev = (gm_DeviceArray *)op->obj;
         return 0;
@@ -665,7 +702,7 @@ PyObject *gm_out_operand(PyObject *out, const char *fn)
     int dl = cai ? 0 : gm_has_protocol(out, "__dlpack__", fn, "out");
     if (cai < 0 || dl < 0)
         return NULL;
-    return cai || dl ? from_dlpack_obj(out, fn, "out") : Py_NewRef(out);
+    return cai || dl ? from_dlpack_obj(out, fn, "out", TAKE_OUT) : Py_NewRef(out);
 }
 
 int gm_check_out(PyObject *out, const char *fn, int ndim, const npy_intp *shape, int typenum)

@@ -2,8 +2,9 @@
  * memory, so arrays go in and out of other libraries without a copy: the
  * checks of __dlpack__'s arguments and its capsule (DLPack 1.0, the versioned
  * capsule when the consumer asks for it, the legacy one otherwise), and the
- * import of any object with __dlpack__ or __cuda_array_interface__ whose
- * memory is on a GPU, as a gm_foreign description -- and the streams of both:
+ * import of any object with __dlpack__ or __cuda_array_interface__ (its dict is
+ * read in cai.c) whose memory is on a GPU, as a gm_foreign description -- and
+ * the streams of both:
  * a consumer's stream is made to wait for the array's newest work (an event,
  * no host wait), and gpumem's stream for a producer's.  It knows
  * no DeviceArray: devarray.c, above it, builds DeviceArrays from what it
@@ -140,31 +141,6 @@ static int is_cuda_device(PyObject *dl_device, int dev)
     return type == DL_CUDA && id == dev;
 }
 
-/* A stream handle of the array interfaces (DLPack's __dlpack__(stream=), CAI v3's
- * 'stream'): 1 the legacy default stream, 2 the per-thread default stream, any
- * other positive int a cudaStream_t; 0 is disallowed by both (ambiguous), and
- * -1 (DLPack only: no synchronisation) is the caller's to handle.  `what` names
- * it.  0 / -1 with ValueError or TypeError. */
-static int stream_handle(PyObject *obj, const char *what, cudaStream_t *out)
-{
-    if (PyBool_Check(obj) || !PyLong_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be None or an int, not %.200s", what,
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    unsigned long long v = PyLong_AsUnsignedLongLong(obj);
-    if (PyErr_Occurred() || v == 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError,
-                     "%s=%R is not a stream: 1 is the legacy default stream, 2 the per-thread "
-                     "default stream, any other positive int below 2**64 a cudaStream_t (0 is "
-                     "disallowed by the protocol)", what, obj);
-        return -1;
-    }
-    *out = v == 1 ? NULL : v == 2 ? cudaStreamPerThread : (cudaStream_t)(uintptr_t)v;
-    return 0;
-}
-
 int gm_dlpack_request(PyObject *args, PyObject *kwargs, int dev, int *versioned, int *copy_out,
                       int *sync, cudaStream_t *consumer)
 {
@@ -184,7 +160,7 @@ int gm_dlpack_request(PyObject *args, PyObject *kwargs, int dev, int *versioned,
             return -1;
         if (is_int && !overflow && v == -1)
             *sync = 0; /* the consumer asks for no synchronisation */
-        else if (stream_handle(stream, "__dlpack__: stream", consumer) < 0)
+        else if (gm_stream_handle(stream, "__dlpack__: stream", consumer) < 0)
             return -1;
     }
     if (max_version != Py_None) {
@@ -318,34 +294,6 @@ static PyArray_Descr *numpy_dtype(DLDataType dt, const char *fn)
     return PyArray_DescrFromType(type);
 }
 
-/* C-contiguous strides (in elements, or bytes when `bytes`)?  Dimensions of
- * size 1 may carry any stride; an empty array is contiguous. */
-static int c_contiguous(int ndim, const npy_intp *shape, const int64_t *strides, int64_t unit)
-{
-    int64_t want = unit;
-    for (int i = 0; i < ndim; i++)
-        if (shape[i] == 0)
-            return 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        if (shape[i] != 1 && strides[i] != want)
-            return 0;
-        want *= shape[i];
-    }
-    return 1;
-}
-
-/* Fill *out: dtype borrowed (out gets a new reference), owner stolen. */
-static void describe(gm_foreign *out, void *ptr, int ndim, const npy_intp *shape,
-                     PyArray_Descr *dtype, PyObject *owner)
-{
-    out->ptr = ptr;
-    out->ndim = ndim;
-    memcpy(out->shape, shape, sizeof(npy_intp) * (size_t)ndim);
-    Py_INCREF(dtype);
-    out->dtype = dtype;
-    out->owner = owner;
-}
-
 /* A DLPack device gpumem reads: CUDA (or managed) memory of one of this machine's
  * GPUs. */
 static int device_ok(const char *fn, long long type, long long id)
@@ -447,6 +395,7 @@ static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
             return -1;
         }
         t = &m->dl_tensor;
+        out->read_only = (m->flags & DL_FLAG_READ_ONLY) != 0;
     } else {
         t = &((DLManagedTensor *)p)->dl_tensor;
     }
@@ -465,7 +414,7 @@ static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
         }
         shape[i] = (npy_intp)t->shape[i];
     }
-    if (t->strides && !c_contiguous(t->ndim, shape, t->strides, 1)) {
+    if (t->strides && !gm_c_contiguous(t->ndim, shape, t->strides, 1)) {
         PyErr_Format(PyExc_ValueError,
                      "%s is not C-contiguous; a DeviceArray is (make a contiguous copy first, "
                      "e.g. x.copy() or x.contiguous())",
@@ -506,7 +455,7 @@ static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
         Py_DECREF(dtype);
         return -1;
     }
-    describe(out, ptr, t->ndim, shape, dtype, owner);
+    gm_foreign_describe(out, ptr, t->ndim, shape, dtype, owner);
     out->device = dev;
     Py_DECREF(dtype);
     return 0;
@@ -528,180 +477,26 @@ int gm_has_protocol(PyObject *obj, const char *attr, const char *fn, const char 
     return -1;
 }
 
-/* One key of the interface dict, of a Python type; NULL (no error) when absent. */
-static int cai_item(PyObject *cai, const char *key, PyTypeObject *type, int required,
-                    const char *fn, PyObject **out)
+int gm_foreign_attach(const char *fn, void *ptr, size_t nbytes, int has_producer,
+                      cudaStream_t producer, int *dev, cudaStream_t *stream, PyObject **keep)
 {
-    *out = PyDict_GetItemString(cai, key); /* borrowed */
-    if (*out == NULL || (*out == Py_None && !required)) {
-        *out = NULL;
-        if (!required)
-            return 0;
-        PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__ has no '%s'", fn, key);
+    /* Where the memory is, and how much of it there is. */
+    int prev = 0;
+    *keep = NULL;
+    if (gm_ensure_device() < 0 || gm_device_current(dev) < 0 ||
+        check_extent(fn, ptr, nbytes, dev) < 0 || gm_device_enter(*dev, &prev) < 0)
         return -1;
-    }
-    if (!PyObject_TypeCheck(*out, type)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s.__cuda_array_interface__['%s'] must be a %s, not %.200s", fn, key,
-                     type->tp_name, Py_TYPE(*out)->tp_name);
-        return -1;
-    }
-    return 0;
-}
-
-/* A non-negative int (not bool) of the interface, into *v. */
-static int cai_index(PyObject *o, const char *fn, const char *what, long long *v)
-{
-    if (PyBool_Check(o) || !PyLong_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s.__cuda_array_interface__%s must be an int, not %.200s",
-                     fn, what, Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    *v = PyLong_AsLongLong(o);
-    if (*v == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__%s=%R is out of range", fn,
-                     what, o);
-        return -1;
-    }
-    return 0;
-}
-
-/* The interface checked as a whole before any device call: a dict of version
- * 0..3, data (pointer, read-only flag), shape (ints >= 0), typestr (a plain
- * numeric NumPy type), strides (None or C-contiguous), no mask. */
-static int from_cai(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
-{
-    if (!PyDict_Check(cai)) {
-        PyErr_Format(PyExc_TypeError, "%s.__cuda_array_interface__ must be a dict, not %.200s",
-                     fn, Py_TYPE(cai)->tp_name);
-        return -1;
-    }
-    PyObject *data, *shape_obj, *typestr, *strides, *mask, *stream, *version;
-    if (cai_item(cai, "data", &PyTuple_Type, 1, fn, &data) < 0 ||
-        cai_item(cai, "shape", &PyTuple_Type, 1, fn, &shape_obj) < 0 ||
-        cai_item(cai, "typestr", &PyUnicode_Type, 1, fn, &typestr) < 0 ||
-        cai_item(cai, "strides", &PyTuple_Type, 0, fn, &strides) < 0 ||
-        cai_item(cai, "mask", &PyBaseObject_Type, 0, fn, &mask) < 0 ||
-        cai_item(cai, "stream", &PyLong_Type, 0, fn, &stream) < 0 ||
-        cai_item(cai, "version", &PyLong_Type, 0, fn, &version) < 0)
-        return -1;
-    long long v;
-    if (version != NULL && (cai_index(version, fn, "['version']", &v) < 0 || v > 3)) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError,
-                         "%s.__cuda_array_interface__ has version %lld; gpumem reads 0..3", fn,
-                         v);
-        return -1;
-    }
-    if (PyTuple_GET_SIZE(data) != 2) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s.__cuda_array_interface__['data'] must be (pointer, read_only), not a "
-                     "tuple of %zd", fn, PyTuple_GET_SIZE(data));
-        return -1;
-    }
-    long long addr;
-    if (cai_index(PyTuple_GET_ITEM(data, 0), fn, "['data'][0]", &addr) < 0)
-        return -1;
-    if (addr < 0) {
-        PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__['data'][0]=%lld is not "
-                     "an address", fn, addr);
-        return -1;
-    }
-    if (mask != NULL) {
-        PyErr_Format(PyExc_ValueError, "%s has a mask; gpumem takes unmasked arrays", fn);
-        return -1;
-    }
-    Py_ssize_t ndim = PyTuple_GET_SIZE(shape_obj);
-    if (ndim > GM_MAXDIM) {
-        PyErr_Format(PyExc_ValueError, "%s has %zd dimensions; gpumem holds at most %d", fn,
-                     ndim, GM_MAXDIM);
-        return -1;
-    }
-    npy_intp shape[GM_MAXDIM];
-    int64_t st[GM_MAXDIM];
-    for (Py_ssize_t i = 0; i < ndim; i++) {
-        char what[32];
-        snprintf(what, sizeof what, "['shape'][%zd]", i);
-        if (cai_index(PyTuple_GET_ITEM(shape_obj, i), fn, what, &v) < 0)
-            return -1;
-        if (v < 0) {
-            PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__%s=%lld is negative",
-                         fn, what, v);
-            return -1;
-        }
-        shape[i] = (npy_intp)v;
-    }
-    PyArray_Descr *dtype = NULL;
-    if (!PyArray_DescrConverter(typestr, &dtype)) {
-        gm_raise_from(PyExc_ValueError,
-                      "%s.__cuda_array_interface__['typestr']=%R is not a NumPy type string",
-                      fn, typestr);
-        return -1;
-    }
-    char what[64];
-    snprintf(what, sizeof what, "%s has dtype", fn);
-    size_t nbytes = 0;
-    if (gm_check_plain_dtype(dtype, what) < 0 || gm_shape_nbytes((int)ndim, shape, dtype, &nbytes, fn) < 0) {
-        Py_DECREF(dtype);
-        return -1;
-    }
-    if (strides != NULL) {
-        int bad = PyTuple_GET_SIZE(strides) != ndim;
-        for (Py_ssize_t i = 0; !bad && i < ndim; i++) {
-            PyObject *o = PyTuple_GET_ITEM(strides, i);
-            bad = PyBool_Check(o) || !PyLong_Check(o);
-            st[i] = bad ? 0 : PyLong_AsLongLong(o);
-            bad = bad || PyErr_Occurred() != NULL;
-        }
-        PyErr_Clear();
-        if (bad || !c_contiguous((int)ndim, shape, st, (int64_t)PyDataType_ELSIZE(dtype))) {
-            Py_DECREF(dtype);
-            PyErr_Format(PyExc_ValueError,
-                         "%s is not C-contiguous (or its strides are not %zd ints); a "
-                         "DeviceArray is (make a contiguous copy first, e.g. x.copy())",
-                         fn, ndim);
-            return -1;
-        }
-    }
-    void *ptr = (void *)(uintptr_t)addr;
-    if (addr == 0 && nbytes > 0) {
-        Py_DECREF(dtype);
-        PyErr_Format(PyExc_ValueError,
-                     "%s's data pointer is 0 (NULL) while it claims %zu bytes", fn, nbytes);
-        return -1;
-    }
-    cudaStream_t producer = NULL;
-    char swhat[200];
-    snprintf(swhat, sizeof swhat, "%s.__cuda_array_interface__['stream']", fn);
-    if (stream != NULL && stream_handle(stream, swhat, &producer) < 0) {
-        Py_DECREF(dtype);
-        return -1;
-    }
-    /* Only now the device: where the memory is, and how much of it there is. */
-    int dev = 0, prev = 0;
-    if (gm_ensure_device() < 0 || gm_device_current(&dev) < 0 ||
-        check_extent(fn, ptr, nbytes, &dev) < 0 || gm_device_enter(dev, &prev) < 0) {
-        Py_DECREF(dtype);
-        return -1;
-    }
-    /* Version 3: work on `stream` may still be writing x: gpumem's stream waits. */
-    int r = gm_call_stream(fn, dev, &out->stream, &out->stream_keep);
-    if (r == 0 && stream != NULL)
-        r = gm_stream_order(out->stream, producer);
+    /* Version 3: work on its stream may still be writing it: gpumem's stream waits. */
+    int r = gm_call_stream(fn, *dev, stream, keep);
+    if (r == 0 && has_producer)
+        r = gm_stream_order(*stream, producer);
     gm_device_leave(prev);
-    if (r < 0) {
-        Py_CLEAR(out->stream_keep);
-        Py_DECREF(dtype);
-        return -1;
-    }
-    describe(out, ptr, (int)ndim, shape, dtype, Py_NewRef(x));
-    out->device = dev;
-    Py_DECREF(dtype);
-    return 0;
+    if (r < 0)
+        Py_CLEAR(*keep);
+    return r;
 }
 
-int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out)
+int gm_dlpack_import(PyObject *x, const char *fn, int defer, gm_foreign *out)
 {
     memset(out, 0, sizeof *out);
     PyObject *method = PyObject_GetAttrString(x, "__dlpack__");
@@ -722,9 +517,20 @@ int gm_dlpack_import(PyObject *x, const char *fn, gm_foreign *out)
                          fn, Py_TYPE(x)->tp_name);
             return -1;
         }
-        int r = from_cai(x, cai, fn, out); /* the dict first, then the device */
+        int r = gm_cai_describe(x, cai, fn, out); /* the dict first, then the device */
         Py_DECREF(cai);
-        return r;
+        if (r < 0 || defer)
+            return r;
+        size_t nbytes = 0;
+        gm_shape_nbytes(out->ndim, out->shape, out->dtype, &nbytes, fn); /* checked */
+        if (gm_foreign_attach(fn, out->ptr, nbytes, out->has_producer, out->producer,
+                              &out->device, &out->stream, &out->stream_keep) < 0) {
+            Py_CLEAR(out->dtype);
+            Py_CLEAR(out->owner);
+            return -1;
+        }
+        out->pending = 0;
+        return 0;
     }
     /* Where it lives first: a host array is refused before a capsule is made. */
     PyObject *dev = PyObject_CallMethod(x, "__dlpack_device__", NULL);

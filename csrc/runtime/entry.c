@@ -310,6 +310,15 @@ static int same_device(gm_call *c, const gm_DeviceArray *d, const char *name, co
 static int call_device(gm_call *c)
 {
     const char *first = NULL;
+    /* Other libraries' arrays, checked whole so far: now their memory on the device. */
+    for (int i = 0; c->f->args[i].name; i++)
+        if (c->f->args[i].kind == GM_ARRAY && c->op[i].wrapped &&
+            gm_devarray_attach((gm_DeviceArray *)c->op[i].wrapped, c->f->name,
+                               c->f->args[i].name) < 0)
+            return -1;
+    if (c->out_wrapped && gm_DeviceArray_Check(c->out_wrapped) &&
+        gm_devarray_attach((gm_DeviceArray *)c->out_wrapped, c->f->name, "out") < 0)
+        return -1;
     for (int i = 0; c->f->args[i].name; i++)
         if (c->f->args[i].kind == GM_ARRAY && c->op[i].on_device &&
             same_device(c, (const gm_DeviceArray *)c->op[i].obj, c->f->args[i].name, &first) < 0)
