@@ -47,7 +47,7 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *m = PyModule_Create(&gm_module);
     if (m == NULL)
         return NULL;
-    if (gm_errors_init(m) < 0 || gm_device_init(m) < 0 || gm_stream_init(m) < 0 || gm_alloc_init(m) < 0 ||
+    if (gm_errors_init(m) < 0 || gm_device_init(m) < 0 || gm_peer_init(m) < 0 || gm_stream_init(m) < 0 || gm_alloc_init(m) < 0 ||
         gm_hostmem_init(m) < 0 || gm_memory_init(m) < 0 || gm_measure_init(m) < 0 ||
         gm_launch_init(m) < 0 || gm_profile_init(m) < 0 ||
         gm_registry_init(m, gm_lessons) < 0 || gm_introspect_init(m) < 0 ||

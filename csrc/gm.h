@@ -23,7 +23,7 @@
  * gm-layers (lowest first):
  *   kernels:  cuda/runtime.cu
  *   errors:   csrc/runtime/errors.c csrc/runtime/args.c
- *   device:   csrc/runtime/device.c csrc/runtime/stream.c
+ *   device:   csrc/runtime/device.c csrc/runtime/stream.c csrc/runtime/peer.c
  *   memory:   csrc/runtime/alloc.c csrc/runtime/hostmem.c csrc/runtime/cai.c
  *             csrc/runtime/dlpack.c csrc/runtime/devarray.c
  *   measure:  csrc/runtime/measure.c
@@ -42,7 +42,8 @@
  *             gm_arg tables and the one parser of plain (non-kernel) functions
  *   device    device.c: discovery, every GPU of the machine, the current one
  *             (per thread: CUDA's own), device_count(), device(i);
- *             stream.c: Stream, the thread's current stream, synchronize()
+ *             stream.c: Stream, the thread's current stream, synchronize();
+ *             peer.c: one GPU reaching another's memory (peer access)
  *   memory    alloc.c: the allocators (device and pinned host memory, each
  *             with its account; a pool later), memory_info(), bytes_held();
  *             hostmem.c: pinned NumPy arrays and the staged copies;
@@ -244,6 +245,7 @@ const gm_plain *gm_find_plain(const char *name); /* NULL, no exception, when non
  * CudaUnavailableError set.  Cheap after the first call. */
 int gm_ensure_device(void);
 int gm_device_init(PyObject *module); /* is_available, device_count, device, ... */
+int gm_peer_init(PyObject *module);   /* can_access_peer, peer_attributes, *_peer_access */
 #define GM_MAX_DEVICES 64
 /* How many GPUs (0 without a usable one; no exception). */
 int gm_device_count(void);
@@ -289,6 +291,11 @@ extern PyTypeObject gm_Stream_Type;
  * or the legacy default stream (NULL; *keep NULL) when none is set.  A current
  * stream of another device: ValueError naming fn and both devices.  0 / -1. */
 int gm_call_stream(const char *fn, int dev, cudaStream_t *stream, PyObject **keep);
+/* gm_stream_order for streams of two GPUs (each NULL: its own device's legacy default
+ * stream): `waiter` on waiter_dev waits for the work queued so far on `producer` on
+ * producer_dev.  The current device is unchanged.  0 / -1. */
+int gm_stream_order_across(int waiter_dev, cudaStream_t waiter, int producer_dev,
+                           cudaStream_t producer);
 /* The value a stream goes by in the array interfaces: 1 for the legacy default
  * stream, its handle otherwise. */
 uintptr_t gm_stream_value(cudaStream_t stream);

@@ -51,8 +51,9 @@ except ImportError as _e:
 from . import lessons, model, runtime, tools
 from .runtime import (CudaError, CudaUnavailableError, Device, DeviceArray, DeviceInfo,
                       DeviceMemoryError, LaunchRecord, BenchResult, Listing, ProfilerError,
-                      Stream, Table, Variant, allocator, bench, current_stream, device,
-                      device_count, empty, empty_cache, from_dlpack,
+                      Stream, Table, Variant, allocator, bench, can_access_peer,
+                      current_stream, device, device_count, disable_peer_access, empty,
+                      empty_cache, enable_peer_access, from_dlpack, peer_attributes,
                       is_available, last_record, memory_info, metrics, pinned_empty, profile,
                       profiler_available, record, set_allocator, synchronize, to_device,
                       variants)
@@ -67,7 +68,8 @@ _RUNTIME = ["CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArr
             "empty", "is_available", "last_record", "memory_info", "record", "to_device",
             "variants", "from_dlpack", "pinned_empty", "ProfilerError", "metrics", "profile",
             "profiler_available", "allocator", "set_allocator", "empty_cache", "synchronize",
-            "Device", "Stream", "current_stream", "device_count"]
+            "Device", "Stream", "current_stream", "device_count", "can_access_peer",
+            "peer_attributes", "enable_peer_access", "disable_peer_access"]
 _TOOLS = ["KernelAttributes", "Occupancy", "block_size_sweep", "compiler_report",
           "kernel_attributes", "kernel_occupancy", "roofline", "plot_roofline"]
 

@@ -333,3 +333,100 @@ def test_bench_runs_on_the_gpu_of_its_operands(rng):
         r = gm.bench(gm.vec_add, x, f32(rng, 1 << 20), repeat=3, warmup=1, l2="cold")
         assert gm._core._get_device() == 0
     assert r.median_ms > 0 and r.gbps > 0
+
+
+# ---- one GPU reaching another's memory: peer access and copies between GPUs ---------------
+PAIR_FUNCTIONS = ["can_access_peer", "peer_attributes", "enable_peer_access",
+                  "disable_peer_access"]
+
+
+@pytest.mark.parametrize("fn", PAIR_FUNCTIONS)
+@pytest.mark.parametrize("args, error, msg", [
+    ((0, 0), ValueError, r"device and peer are both 0; a GPU reaches its own memory"),
+    ((True, 1), TypeError, r"device must be an int, not bool"),
+    ((0, 1.5), TypeError, r"peer must be an int, not float"),
+    ((None, 1), TypeError, r"device and peer must be GPU numbers, not None"),
+    ((-1, 0), ValueError, r"device=-1 is not a device"),
+    ((0, -3), ValueError, r"peer=-3 is not a device")])
+def test_pair_functions_refuse_what_is_not_two_gpus(fn, args, error, msg):
+    # said the same with or without a GPU (the numbers' own faults need no driver)
+    with pytest.raises(error, match=rf"^{fn}: {msg}"):
+        getattr(gm, fn)(*args)
+
+
+def test_pair_functions_are_exported():
+    assert set(PAIR_FUNCTIONS) <= set(gm.__all__) and set(PAIR_FUNCTIONS) <= set(gm.runtime.__all__)
+
+
+PAIRS = [(a, b) for a in range(N_GPUS) for b in range(N_GPUS) if a != b] or [(0, 1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(N_GPUS < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}to{p[1]}")
+def test_peer_attributes_of_each_pair_and_the_switch(pair):
+    a, b = pair
+    att = gm.peer_attributes(a, b)
+    assert (att["device"], att["peer"]) == (a, b)
+    assert att["access_supported"] == gm.can_access_peer(a, b)
+    assert isinstance(att["performance_rank"], int) and att["performance_rank"] >= 0
+    if not att["access_supported"]:
+        with pytest.raises(ValueError, match=rf"GPU {a} cannot reach GPU {b}'s memory"):
+            gm.enable_peer_access(a, b)
+        return
+    for _ in range(2):                    # on twice, off twice: no error
+        gm.enable_peer_access(a, b)
+        assert gm.peer_attributes(a, b)["enabled"]
+    for _ in range(2):
+        gm.disable_peer_access(a, b)
+        assert not gm.peer_attributes(a, b)["enabled"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(N_GPUS < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}to{p[1]}")
+@pytest.mark.parametrize("access", ["off", "on"])
+def test_to_device_copies_between_gpus(pair, access, rng, no_leak):
+    a, b = pair
+    if access == "on" and not gm.can_access_peer(b, a):
+        pytest.skip(f"GPU {b} cannot reach GPU {a}")
+    (gm.enable_peer_access if access == "on" else gm.disable_peer_access)(b, a)
+    try:
+        for n in (0, 1, 1023, 3 * 2**20 + 7):
+            host = f32(rng, n)
+            x = gm.to_device(host, device=a)
+            y = gm.to_device(x, device=b)
+            assert (y.device, y.shape, y.dtype) == (b, x.shape, x.dtype)
+            np.testing.assert_array_equal(y.get(), host)
+        with pytest.raises(TypeError, match=rf"to_device: a is already a DeviceArray on device "
+                                            rf"{a} \(use it as it is\)"):
+            gm.to_device(x, device=a)
+    finally:
+        gm.disable_peer_access(b, a)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(N_GPUS < 2, reason="needs two GPUs")
+def test_a_copy_between_gpus_waits_for_the_kernel_writing_its_source():
+    # the source written by a naive 4096^2 matmul (tens of ms) on a non-blocking stream of
+    # GPU 0, copied to GPU 1 at once: the copy must wait for the matmul
+    with gm.Device(0):
+        a, b, out = _long_naive_matmul(4096)
+        with gm.Stream() as s:
+            gm.matmul(a, b, out=out, variant="naive")
+            y = gm.to_device(out, device=1)
+        assert s.device == 0
+    got = y.get()
+    assert not np.isnan(got).any(), f"{np.isnan(got).sum()} elements copied before written"
+    np.testing.assert_array_equal(got, out.get())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(N_GPUS < 2, reason="needs two GPUs")
+def test_another_librarys_array_is_copied_to_the_gpu_asked_for():
+    cp = pytest.importorskip("cupy")
+    with cp.cuda.Device(1):
+        src = cp.arange(1 << 20, dtype=cp.float32)
+    y = gm.to_device(src, device=0)
+    assert y.device == 0
+    np.testing.assert_array_equal(y.get(), cp.asnumpy(src))

@@ -374,6 +374,50 @@ static PyObject *to_device_into(PyObject *obj, PyObject *out)
     return r < 0 ? NULL : Py_NewRef(out);
 }
 
+/* to_device(x, device=dev) of an array on another GPU: a new DeviceArray on dev, its
+ * bytes copied between the GPUs (cudaMemcpyPeerAsync: over the link when peer access
+ * is on, staged by the driver otherwise) on dev's current stream, after x's newest
+ * work; x's own stream then waits for the copy before x is written or freed (and
+ * with finish, the host too). */
+static PyObject *copy_between(gm_DeviceArray *x, int dev, int finish)
+{
+    cudaStream_t s = NULL;
+    PyObject *keep = NULL;
+    int prev = 0;
+    if (gm_device_enter(dev, &prev) < 0)
+        return NULL;
+    gm_DeviceArray *d = NULL;
+    if (gm_call_stream("to_device", dev, &s, &keep) < 0 ||
+        (d = gm_devarray_new(x->ndim, x->shape, x->dtype)) == NULL)
+        goto fail;
+    if (x->nbytes) {
+        cudaError_t err;
+        if (gm_stream_order_across(dev, s, x->device, x->stream) < 0)
+            goto fail;
+        err = cudaMemcpyPeerAsync(d->ptr, dev, x->ptr, x->device, x->nbytes, s);
+        if (err != cudaSuccess) {
+            gm_set_cuda_error(err, "cudaMemcpyPeerAsync");
+            goto fail;
+        }
+        if (gm_stream_order_across(x->device, x->stream, dev, s) < 0)
+            goto fail;
+        /* finish: x is another library's, which knows nothing of this copy and may
+         * free or write its memory as soon as we return */
+        if (finish && (err = cudaStreamSynchronize(s)) != cudaSuccess) {
+            gm_set_cuda_error(err, "cudaStreamSynchronize");
+            goto fail;
+        }
+    }
+    gm_devarray_used(d, s, keep);
+    goto out;
+fail:
+    Py_CLEAR(d);
+out:
+    Py_XDECREF(keep);
+    gm_device_leave(prev);
+    return (PyObject *)d;
+}
+
 static PyObject *gm_to_device_py(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "out", "device", NULL}; /* a is positional-only */
@@ -392,16 +436,25 @@ static PyObject *gm_to_device_py(PyObject *self, PyObject *args, PyObject *kwarg
     }
     if (dev_obj == Py_None)
         return gm_to_device(self, obj);
-    if (gm_device_arg("to_device", "device", dev_obj, &dev) < 0 ||
-        gm_device_enter(dev, &prev) < 0)
+    if (gm_device_arg("to_device", "device", dev_obj, &dev) < 0)
+        return NULL;
+    if (gm_DeviceArray_Check(obj)) {      /* gpumem's array: on dev already, or copied */
+        gm_DeviceArray *x = (gm_DeviceArray *)obj;
+        if (x->device == dev) {
+            PyErr_Format(PyExc_TypeError, "to_device: a is already a DeviceArray on device %d "
+                         "(use it as it is)", dev);
+            return NULL;
+        }
+        return copy_between(x, dev, 0);
+    }
+    if (gm_device_enter(dev, &prev) < 0)
         return NULL;
     res = gm_to_device(self, obj);
     gm_device_leave(prev);
     if (res != NULL && ((gm_DeviceArray *)res)->device != dev) {
-        PyErr_Format(PyExc_ValueError, "to_device: a is another library's array on device %d; "
-                     "device=%d would need a copy between GPUs", ((gm_DeviceArray *)res)->device,
-                     dev);
-        Py_CLEAR(res);
+        /* another library's array on another GPU: shared there, copied here */
+        PyObject *copy = copy_between((gm_DeviceArray *)res, dev, 1);
+        Py_SETREF(res, copy);
     }
     return res;
 }
@@ -589,7 +642,9 @@ static PyMethodDef memory_methods[] = {
      "to_device($module, a, /, out=None, *, device=None)\n--\n\nCopy an ndarray to device memory: a new "
      "DeviceArray, or into `out` (a DeviceArray of the same shape and dtype: no allocation), "
      "returned.  An array already on the GPU (__dlpack__ or __cuda_array_interface__) is "
-     "shared, not copied (out= is for ndarrays).  device: the GPU (None: the current one)."},
+     "shared, not copied (out= is for ndarrays).  device: the GPU (None: the current one); "
+     "an array on another GPU (a DeviceArray too) is copied there between the GPUs (over "
+     "the link when peer access is on: enable_peer_access)."},
     {"empty", (PyCFunction)(void (*)(void))gm_empty, METH_VARARGS | METH_KEYWORDS,
      "empty($module, /, shape, dtype=None, *, device=None)\n--\n\nAn uninitialised "
      "DeviceArray of this shape and dtype (float32 by default) on GPU `device` (None: the "

@@ -302,7 +302,7 @@ static int same_device(gm_call *c, const gm_DeviceArray *d, const char *name, co
         return 0;
     PyErr_Format(PyExc_ValueError,
                  "%s: %s is on device %d and %s on device %d; a call runs on one GPU (gpumem "
-                 "does not copy between GPUs: move one, e.g. gpumem.to_device(x.get(), "
+                 "does not copy between GPUs unasked: copy one, e.g. gpumem.to_device(x, "
                  "device=%d))", c->f->name, *first, c->device, name, d->device, c->device);
     return -1;
 }

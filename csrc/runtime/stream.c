@@ -54,6 +54,34 @@ fail:
     return -1;
 }
 
+int gm_stream_order_across(int waiter_dev, cudaStream_t waiter, int producer_dev,
+                           cudaStream_t producer)
+{
+    int prev = 0;
+    cudaEvent_t ev = NULL;
+    cudaError_t err;
+    if (waiter_dev == producer_dev) {
+        if (gm_device_enter(waiter_dev, &prev) < 0)
+            return -1;
+        int r = gm_stream_order(waiter, producer);
+        gm_device_leave(prev);
+        return r;
+    }
+    /* A one-time event, recorded where the producer runs (NULL: its device's legacy
+     * default stream), waited for where the waiter runs. */
+    if (gm_device_enter(producer_dev, &prev) < 0)
+        return -1;
+    err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    if (err == cudaSuccess)
+        err = cudaEventRecord(ev, producer);
+    if (err == cudaSuccess && (err = cudaSetDevice(waiter_dev)) == cudaSuccess)
+        err = cudaStreamWaitEvent(waiter, ev, 0);
+    if (ev)
+        (void)cudaEventDestroy(ev);       /* the wait keeps its record */
+    gm_device_leave(prev);
+    return err == cudaSuccess ? 0 : gm_set_cuda_error(err, "ordering streams of two GPUs");
+}
+
 /* ---- gpumem.Stream ------------------------------------------------------------------- */
 /* A stream handle as another library gives it: 0 and 1 the legacy default
  * stream, 2 the per-thread default stream, else a cudaStream_t. */
