@@ -23,9 +23,9 @@
  * gm-layers (lowest first):
  *   kernels:  cuda/runtime.cu
  *   errors:   csrc/runtime/errors.c csrc/runtime/args.c
- *   device:   csrc/runtime/device.c csrc/runtime/stream.c csrc/runtime/peer.c
- *   memory:   csrc/runtime/alloc.c csrc/runtime/hostmem.c csrc/runtime/cai.c
- *             csrc/runtime/dlpack.c csrc/runtime/devarray.c
+ *   device:   csrc/runtime/device.c csrc/runtime/stream.c
+ *   memory:   csrc/runtime/alloc.c csrc/runtime/peer.c csrc/runtime/hostmem.c
+ *             csrc/runtime/cai.c csrc/runtime/dlpack.c csrc/runtime/devarray.c
  *   measure:  csrc/runtime/measure.c
  *   launch:   csrc/runtime/launch.c
  *   profiler: csrc/profiler/profile_cupti.c csrc/profiler/profile_state.c
@@ -42,10 +42,10 @@
  *             gm_arg tables and the one parser of plain (non-kernel) functions
  *   device    device.c: discovery, every GPU of the machine, the current one
  *             (per thread: CUDA's own), device_count(), device(i);
- *             stream.c: Stream, the thread's current stream, synchronize();
- *             peer.c: one GPU reaching another's memory (peer access)
+ *             stream.c: Stream, the thread's current stream, synchronize()
  *   memory    alloc.c: the allocators (device and pinned host memory, each
  *             with its account; a pool later), memory_info(), bytes_held();
+ *             peer.c: one GPU reaching another's memory (peer access);
  *             hostmem.c: pinned NumPy arrays and the staged copies;
  *             cai.c: a CUDA array interface read whole, no device touched;
  *             dlpack.c: the DLPack and CUDA-array-interface protocols on raw
@@ -246,6 +246,9 @@ const gm_plain *gm_find_plain(const char *name); /* NULL, no exception, when non
 int gm_ensure_device(void);
 int gm_device_init(PyObject *module); /* is_available, device_count, device, ... */
 int gm_peer_init(PyObject *module);   /* can_access_peer, peer_attributes, *_peer_access */
+/* Let kernels of GPU `accessor` reach (on) or not the memory of gpumem's pool of GPU
+ * `owner`: now if the pool exists, else when it is made.  0 / -1. */
+int gm_pool_peer_access(int owner, int accessor, int on);
 #define GM_MAX_DEVICES 64
 /* How many GPUs (0 without a usable one; no exception). */
 int gm_device_count(void);

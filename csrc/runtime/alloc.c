@@ -46,6 +46,30 @@ static int choose_allocator(void)
     return 0;
 }
 
+/* Which GPUs' kernels may reach which GPU's pool (accessor * GM_MAX_DEVICES + owner):
+ * peer access (peer.c) does not cover memory of a pool, which must grant it itself
+ * (cudaMemPoolSetAccess) -- now, or when the pool is made. */
+static unsigned char pool_access[GM_MAX_DEVICES * GM_MAX_DEVICES];
+
+static int apply_access(int owner, int accessor, int on)
+{
+    struct cudaMemAccessDesc d;
+    memset(&d, 0, sizeof d);
+    d.location.type = cudaMemLocationTypeDevice;
+    d.location.id = accessor;
+    d.flags = on ? cudaMemAccessFlagsProtReadWrite : cudaMemAccessFlagsProtNone;
+    GM_CUDA(cudaMemPoolSetAccess(pools[owner], &d, 1));
+    return 0;
+fail:
+    return -1;
+}
+
+int gm_pool_peer_access(int owner, int accessor, int on)
+{
+    pool_access[accessor * GM_MAX_DEVICES + owner] = (unsigned char)on;
+    return pools[owner] != NULL ? apply_access(owner, accessor, on) : 0;
+}
+
 /* gpumem's pool on the current device `dev`, made on first use: freed blocks are
  * kept (release threshold: all of it) until empty_cache() or an allocation that
  * finds the device full trims it. */
@@ -61,6 +85,9 @@ static int ensure_pool(int dev)
     GM_CUDA(cudaMemPoolCreate(&pools[dev], &props));
     uint64_t keep = UINT64_MAX;
     GM_CUDA(cudaMemPoolSetAttribute(pools[dev], cudaMemPoolAttrReleaseThreshold, &keep));
+    for (int a = 0; a < GM_MAX_DEVICES; a++)       /* peers let in before it existed */
+        if (pool_access[a * GM_MAX_DEVICES + dev] && apply_access(dev, a, 1) < 0)
+            goto fail;
     return 0;
 fail:
     if (pools[dev] != NULL) {

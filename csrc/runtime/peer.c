@@ -1,8 +1,10 @@
 /* peer.c -- one GPU reaching another's memory: whether it can (the driver's
  * answer and its link's attributes, cudaDeviceGetP2PAttribute), and peer access
  * switched on and off (cudaDeviceEnablePeerAccess, from `device`'s context to
- * `peer`'s memory).  What the switch changes: a kernel on `device` may then load
- * and store through a pointer into `peer`'s memory, and a copy between the two
+ * `peer`'s memory, and gpumem's pool of `peer` opened to `device`: alloc.c's
+ * gm_pool_peer_access, as peer access does not cover a pool's memory).  What the
+ * switch changes: a kernel on `device` may then load and store through a pointer
+ * into `peer`'s memory, and a copy between the two
  * (cudaMemcpyPeerAsync, devarray.c's to_device(x, device=)) goes over the link
  * directly instead of being staged by the driver. */
 #include "gm.h"
@@ -96,6 +98,8 @@ static PyObject *set_access(const char *fn, PyObject *args, PyObject *kwargs, in
         gm_set_cuda_error(err, on ? "cudaDeviceEnablePeerAccess" : "cudaDeviceDisablePeerAccess");
         return NULL;
     }
+    if (gm_pool_peer_access(peer, dev, on) < 0)      /* gpumem's pool of peer, too */
+        return NULL;
     enabled[dev * GM_MAX_DEVICES + peer] = (unsigned char)on;
     Py_RETURN_NONE;
 fail:
