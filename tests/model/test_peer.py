@@ -1,0 +1,83 @@
+"""gpumem.model.peer: the link's copy curve, Little's law over the link and nccl-tests'
+bandwidths, on paper (no GPU)."""
+import doctest
+import math
+
+import numpy as np
+import pytest
+
+from gpumem.model import dram, peer
+
+
+def test_the_examples_in_the_docstring_hold():
+    assert doctest.testmod(peer).failed == 0
+
+
+def test_link_rate_is_links_times_the_rate_of_one():
+    assert peer.link_gbps() == 18 * 25.0 == 450.0
+    assert peer.link_gbps(4, 25.0) == 100.0
+    assert peer.link_gbps(np.int64(2), np.float32(50.0)) == 100.0
+
+
+def test_a_copy_is_its_start_up_then_the_rate():
+    s = peer.copy_seconds(450 * 10**9, start_us=10.0, gbps=450.0)
+    assert s == pytest.approx(1.0 + 10e-6)
+    assert peer.copy_seconds(0) == pytest.approx(peer.COPY_START_US * 1e-6)
+    assert peer.copy_gbps(0) == 0.0
+    # the curve rises with size towards the rate and never passes it
+    sizes = [4 * 4**k for k in range(15)]
+    rates = [peer.copy_gbps(n) for n in sizes]
+    assert rates == sorted(rates) and rates[-1] < peer.link_gbps()
+    # half the rate where the bytes take as long as the start-up
+    half = int(peer.COPY_START_US * 1e-6 * 450e9)
+    assert peer.copy_gbps(half) == pytest.approx(225.0, rel=1e-6)
+
+
+def test_loads_over_the_link_are_the_dram_law_with_the_links_figures():
+    for in_flight in (512, 2048, 4096, 65536):
+        assert peer.loads_gbps(in_flight) == dram.little_bandwidth(
+            in_flight, sms=132, latency_ns=peer.PEER_LATENCY_NS, peak_gbps=450.0, bank_ns=0.0,
+            round_ns=dram.DRAM_ROUND_NS, spread_ns=0.0)
+    # below the knee: bytes in flight x SMs / the round; at and past it: the rate
+    round_ns = peer.PEER_LATENCY_NS + dram.DRAM_ROUND_NS
+    assert peer.loads_gbps(1024) == pytest.approx(1024 * 132 / round_ns)
+    assert peer.loads_gbps(1 << 20) == pytest.approx(450.0)
+    assert peer.loads_gbps(1024, peak_gbps=100.0) == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("collective, factor", [("all_reduce", lambda n: 2 * (n - 1) / n),
+                                                ("all_gather", lambda n: (n - 1) / n),
+                                                ("reduce_scatter", lambda n: (n - 1) / n),
+                                                ("all_to_all", lambda n: (n - 1) / n),
+                                                ("broadcast", lambda n: 1.0),
+                                                ("reduce", lambda n: 1.0)])
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_bus_bandwidth_is_nccl_tests_factor(collective, factor, n):
+    assert peer.bus_bandwidth(collective, 100.0, n) == pytest.approx(100.0 * factor(n))
+    assert peer.bus_bandwidth(collective, 100.0, np.int32(n)) == pytest.approx(100.0 * factor(n))
+
+
+def test_two_gpus_all_reduce_bus_bandwidth_equals_algorithm_bandwidth():
+    assert peer.bus_bandwidth("all_reduce", 327.0, 2) == 327.0
+    assert peer.algorithm_bandwidth(1 << 30, (1 << 30) / 327e9) == pytest.approx(327.0)
+
+
+@pytest.mark.parametrize("call, error, msg", [
+    (lambda: peer.link_gbps(0), ValueError, r"link_gbps: links=0 must be positive"),
+    (lambda: peer.link_gbps(True), TypeError, r"link_gbps: links must be an int, not bool"),
+    (lambda: peer.link_gbps(2, math.nan), ValueError, r"gbps_per_link=nan must be a finite"),
+    (lambda: peer.link_gbps(2, "25"), TypeError, r"gbps_per_link must be a number, not str"),
+    (lambda: peer.copy_seconds(-1), ValueError, r"copy_seconds: nbytes=-1 is not allowed"),
+    (lambda: peer.copy_seconds(1.5), TypeError, r"copy_seconds: nbytes must be an int"),
+    (lambda: peer.copy_seconds(8, gbps=0), ValueError, r"copy_seconds: gbps=0.0 must be"),
+    (lambda: peer.copy_seconds(8, start_us=-1), ValueError, r"start_us=-1.0 must be"),
+    (lambda: peer.bus_bandwidth("allreduce", 1.0, 2), ValueError,
+     r"collective='allreduce' is not one of all_reduce"),
+    (lambda: peer.bus_bandwidth(None, 1.0, 2), TypeError, r"collective must be a str"),
+    (lambda: peer.bus_bandwidth("all_reduce", 1.0, 1), ValueError, r"n=1 is not allowed"),
+    (lambda: peer.bus_bandwidth("all_reduce", math.inf, 2), ValueError, r"algbw_gbps=inf"),
+    (lambda: peer.algorithm_bandwidth(8, 0.0), ValueError, r"seconds=0.0 must be"),
+])
+def test_bad_arguments_are_refused_by_name(call, error, msg):
+    with pytest.raises(error, match=msg):
+        call()
