@@ -3,13 +3,20 @@ linked against the static CUDA runtime.
 
 Environment:
   CUDA_HOME / CUDA_PATH   toolkit root (else nvcc from PATH)
-  GPUMEM_CUDA_ARCHS       e.g. "90" or "75;80;86;89;90;100;120"; default: every
+  GPUMEM_CUDA_ARCHS       e.g. "90" or "75;80;86;89;90;100;120", or "all": every
                           real target of this nvcc from sm_75 up, plus PTX of
                           the newest (so newer GPUs still run it); 90 is built
-                          as sm_90a (wgmma, compute capability 9.0's own)
-  GPUMEM_CUDA_OBJDIR      where the CUDA objects go (default: the build's temp
-                          folder); they do not depend on Python, so builds for
-                          several Pythons can share one (tools/build-wheels)
+                          as sm_90a (wgmma, compute capability 9.0's own).
+                          Default: the GPUs of this machine (nvidia-smi), or
+                          all where none is found; wheels are built for all
+                          (tools/build-wheels)
+  GPUMEM_CUDA_OBJDIR      where the CUDA objects are kept (default: build/cuda-objects
+                          beside this file), each under a name that is a hash of
+                          what made it -- its source, every CUDA header, the nvcc
+                          flags and nvcc's version -- so a build compiles only what
+                          changed since any earlier one: `pip install .` then
+                          `pip install -e .`, and the wheels of several Pythons
+                          (objects of older sources stay: rm -rf build/ clears them)
 
 The lesson lists are derived, not kept by hand: a lesson is csrc/lessons/<stem>.c
 (+ cuda/<stem>.cu, cuda/<stem>.h).  The build writes two headers into its temp
@@ -18,6 +25,7 @@ csrc/lessons/*.c (csrc/core.c includes it), and gm_lesson_headers.inc, one
 #include "<stem>.h" per lesson header in cuda/ (cuda/gm_kernels.h includes it).
 """
 import glob
+import hashlib
 import json
 import os
 import re
@@ -43,15 +51,36 @@ def cuda_root(nvcc):
     return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
 
 
+def gpus_present():
+    """The compute capabilities (as 90, 89, ...) of this machine's GPUs: [] without any
+    (or without nvidia-smi)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return sorted({int(c.replace(".", "")) for c in out.stdout.split()
+                   if re.fullmatch(r"\d+\.\d+", c)}) if out.returncode == 0 else []
+
+
 def gencode_flags(nvcc):
     env = os.environ.get("GPUMEM_CUDA_ARCHS", "").strip()
-    if env:
+    present = [] if env else gpus_present()
+    if env and env != "all":
         archs = sorted({int(a) for a in re.split(r"[;,\s]+", env) if a})
+        why = "GPUMEM_CUDA_ARCHS"
+    elif present:
+        archs, why = present, "the GPUs of this machine; GPUMEM_CUDA_ARCHS=all for every target"
     else:
         out = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, text=True, check=True)
         archs = sorted({int(m) for m in re.findall(r"compute_(\d+)", out.stdout) if int(m) >= 75})
+        why = "every target of this nvcc" + ("" if env else ": no GPU found here")
     if not archs:
         sys.exit("gpumem: GPUMEM_CUDA_ARCHS names no architecture")
+    print(f"gpumem: CUDA code for sm_{', sm_'.join(map(str, archs))} ({why})", flush=True)
     # 9.0 is built as sm_90a: every GPU of compute capability 9.0 runs it, and it has the
     # instructions of that architecture alone (matmul's wgmma); 9.0's PTX stays generic
     flags = [f"-gencode=arch=compute_{a}a,code=sm_{a}a" if a == 90 else
@@ -125,27 +154,41 @@ class BuildExt(build_ext):
         flags = ["-O3", "-std=c++17", "--threads", "0", "-Xcompiler", "-fPIC",
                  "-Xcompiler", "-fvisibility=hidden", "-I", os.path.join(HERE, "cuda")]
         flags += gencode_flags(self.nvcc)
-        out_dir = os.environ.get("GPUMEM_CUDA_OBJDIR") or os.path.join(self.build_temp, "cuda")
+        out_dir = (os.environ.get("GPUMEM_CUDA_OBJDIR")
+                   or os.path.join(HERE, "build", "cuda-objects"))
         os.makedirs(out_dir, exist_ok=True)
-        headers = glob.glob(os.path.join(HERE, "cuda", "*.h")) + glob.glob(
-            os.path.join(HERE, "cuda", "*.cuh")) + [os.path.join(self.generated,
-                                                                 "gm_lesson_headers.inc")]
-        newest_header = max((os.path.getmtime(h) for h in headers), default=0)
-        stamp = os.path.join(out_dir, "flags.json")
-        same_flags = os.path.isfile(stamp) and json.load(open(stamp)) == flags
-        objects = []
+        # what every object depends on besides its source: nvcc, its flags, every header
+        common = hashlib.sha256()
+        common.update(subprocess.run([self.nvcc, "--version"], capture_output=True,
+                                     check=True).stdout)
+        common.update(json.dumps(flags).encode())
+        headers = sorted(glob.glob(os.path.join(HERE, "cuda", "*.h")) + glob.glob(
+            os.path.join(HERE, "cuda", "*.cuh"))) + [os.path.join(self.generated,
+                                                                  "gm_lesson_headers.inc")]
+        for h in headers:
+            common.update(os.path.basename(h).encode() + b"\0")
+            with open(h, "rb") as f:
+                common.update(f.read())
+        objects, compiled = [], 0
         for src in sorted(glob.glob(os.path.join(HERE, "cuda", "*.cu"))):
-            obj = os.path.join(out_dir, os.path.basename(src)[:-3] + ".o")
+            stem = os.path.basename(src)[:-3]
+            key = common.copy()
+            with open(src, "rb") as f:
+                key.update(f.read())
+            obj = os.path.join(out_dir, f"{stem}-{key.hexdigest()[:24]}.o")
             objects.append(obj)
-            if (same_flags and os.path.isfile(obj)
-                    and os.path.getmtime(obj) > max(os.path.getmtime(src), newest_header)):
+            if os.path.isfile(obj):
                 continue
-            # the generated lesson headers: not in the stamp (its folder differs per build)
-            cmd = [self.nvcc, "-c", src, "-o", obj] + flags + ["-I", self.generated]
+            # the generated lesson headers' folder differs per build: not in the flags hashed
+            tmp = f"{obj}.{os.getpid()}.tmp"
+            cmd = [self.nvcc, "-c", src, "-o", tmp] + flags + ["-I", self.generated]
             print(" ".join(cmd), flush=True)
             subprocess.run(cmd, check=True)
-        with open(stamp, "w") as f:
-            json.dump(flags, f)
+            os.replace(tmp, obj)                       # whole or not at all
+            compiled += 1
+        reused = len(objects) - compiled
+        print(f"gpumem: {compiled} of {len(objects)} CUDA objects compiled"
+              + (f", {reused} reused from {out_dir}" if reused else ""), flush=True)
         return objects
 
 
