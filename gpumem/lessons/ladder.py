@@ -563,7 +563,8 @@ def _card(measure: bool, quick: bool) -> list[dict]:
         kw = card.published_latency(entry, level)
         per_clk = entry.get(fig) if entry and fig == "l1_bytes_per_clk_sm" else None
         if per_clk:
-            kw.update(published_text=f"{per_clk} B/clk/SM", source=entry.source(fig))
+            kw.update(published_text=f"{per_clk} B/clk/SM", source=entry.source(fig),
+                      **card.published_for(entry, fig))
         elif fig:
             kw.update(card.published_figure(entry, fig))
         how = f"chase a {card.size_text(ws)} ring ({v})" + (

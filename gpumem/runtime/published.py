@@ -11,6 +11,9 @@ that none are known.  Every published number gpumem prints is read here.
 (3350, 'https://www.nvidia.com/en-us/data-center/h100/ (H100 Tensor Core GPU datasheet)')
 >>> h100.latency("L2 far")
 (470, 500)
+>>> h200 = published("NVIDIA H200")            # the H100's SM-side figures, marked
+>>> h200.latency("L2 far"), h200.published_for("L2 far"), h200.latency("device memory")
+((470, 500), 'H100 SXM', None)
 
 Runtime layer: imports ``_core`` (through :mod:`.hardware`) only.
 """
@@ -23,7 +26,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-__all__ = ["Published", "published", "published_gpus", "compared_with", "REFERENCE_GPU"]
+__all__ = ["Published", "published", "published_gpus", "compared_with", "REFERENCE_GPU",
+           "SAME_CHIP"]
 
 #: The entry gpumem assumes where it models without a GPU (the model's compute
 #: capability, 9.0, is the H100's).
@@ -51,6 +55,15 @@ class Published:
     units: dict = field(repr=False)
     latencies: dict = field(repr=False)
     latency_sources: dict = field(repr=False)
+    #: The chip (``"GH100"``), and for each figure or latency level this GPU's vendor
+    #: did not publish but another GPU of the same chip did: that GPU's key.
+    chip: str = ""
+    borrowed: dict = field(default_factory=dict, repr=False)
+
+    def published_for(self, name: str) -> str:
+        """The GPU the figure ``name`` (or latency level) was published for: this one's
+        key, or another GPU's of the same chip (:data:`SAME_CHIP`)."""
+        return self.borrowed.get(name, self.key)
 
     def get(self, name: str, default: Any = None) -> Any:
         """The figure ``name``'s value (``default`` where it is not published)."""
@@ -65,7 +78,38 @@ class Published:
         return self.latencies.get(level)
 
 
+#: What one GPU's figures say of another of the same chip: latencies counted in SM cycles
+#: and bandwidths per clock per SM, where the SMs and caches are the same -- not device
+#: memory (the H200's HBM3e is not the H100's HBM3), links or clocks.
+SAME_CHIP = ("shared", "constant", "L1", "L2 near", "L2 far", "l1_bytes_per_clk_sm")
+
+
 def _entry(raw: dict) -> Published:
+    """``raw``'s own figures, and where it lacks one of :data:`SAME_CHIP` that another
+    GPU of its chip has, that GPU's (its source saying so)."""
+    own = _own(raw)
+    for other in _data()["gpus"]:
+        if other is raw or not raw.get("chip") or other.get("chip") != raw["chip"]:
+            continue
+        theirs = _own(other)
+        for name in SAME_CHIP:
+            if name in own.latencies or name in own.figures or name in own.borrowed:
+                continue
+            note = (f" -- published for the {theirs.key}, the same {raw['chip']} chip "
+                    f"(same SMs and caches)")
+            if name in theirs.latencies:
+                own.latencies[name] = theirs.latencies[name]
+                own.latency_sources[name] = theirs.latency_sources[name] + note
+            elif name in theirs.figures:
+                own.figures[name] = theirs.figures[name]
+                own.sources[name] = theirs.sources[name] + note
+            else:
+                continue
+            own.borrowed[name] = theirs.key
+    return own
+
+
+def _own(raw: dict) -> Published:
     data = _data()
     names = data["sources"]
     figures, sources, lat, lat_src = {}, {}, {}, {}
@@ -77,7 +121,8 @@ def _entry(raw: dict) -> Published:
         value, src = v
         figures[name] = tuple(value) if isinstance(value, list) else value
         sources[name] = names[src]
-    return Published(raw["key"], figures, sources, dict(data["units"]), lat, lat_src)
+    return Published(raw["key"], figures, sources, dict(data["units"]), lat, lat_src,
+                     raw.get("chip", ""))
 
 
 def published_gpus() -> list[str]:

@@ -33,6 +33,7 @@ from .. import runtime
 from ..runtime.published import REFERENCE_GPU, Published, published
 
 __all__ = ["DEPTH", "card_row", "card_reference", "size_text", "published_latency", "published_figure",
+           "published_for",
            "ratio_text", "CARD_COLUMNS"]
 
 #: Where each level sits, from the SM outwards (the card's order; a level not named here
@@ -72,10 +73,12 @@ def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: 
              cycles: float | None = None, ns: float | None = None, gbps: float | None = None,
              published_cycles: tuple[float, float] | None = None,
              published_gbps: float | None = None, published_text: str = "",
-             source: str | None = None, how: str = "") -> dict:
+             source: str | None = None, how: str = "", published_for: str = "") -> dict:
     """One card row (see the module docstring).  ``published_text`` stands for the
     published bandwidth where it is stated in other units (``"128 B/clk/SM"``);
-    ``published_gbps`` may still carry its GB/s for the ratio."""
+    ``published_gbps`` may still carry its GB/s for the ratio.  ``published_for``: the
+    GPU a figure was published for where it is not this one (another of its chip),
+    named after the figure."""
     parts = []
     if published_cycles is not None:
         lo, hi = published_cycles
@@ -84,6 +87,8 @@ def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: 
         parts.append(published_text)
     elif published_gbps is not None:
         parts.append(f"{published_gbps:,.0f} GB/s")
+    if parts and published_for:
+        parts[-1] += f" ({published_for})"
     lat_ratio = bw_ratio = None
     if cycles is not None and published_cycles is not None:
         lat_ratio = cycles / (0.5 * (published_cycles[0] + published_cycles[1]))
@@ -112,11 +117,22 @@ def published_latency(entry: Published | None, level: str) -> dict[str, Any]:
     """``card_row`` keywords for the published latency of ``level`` (none where unknown)."""
     if entry is None or entry.latency(level) is None:
         return {}
-    return {"published_cycles": entry.latency(level), "source": entry.source(level)}
+    return {"published_cycles": entry.latency(level), "source": entry.source(level),
+            **published_for(entry, level)}
+
+
+def published_for(entry: Published | None, name: str) -> dict[str, str]:
+    """``card_row``'s ``published_for`` where the figure ``name`` is another GPU's of the
+    chip (:data:`gpumem.runtime.published.SAME_CHIP`); none where it is this GPU's."""
+    if entry is None:
+        return {}
+    key = entry.published_for(name)
+    return {"published_for": key} if key != entry.key else {}
 
 
 def published_figure(entry: Published | None, name: str) -> dict[str, Any]:
     """``card_row`` keywords for a published bandwidth figure (GB/s) ``name``."""
     if entry is None or entry.get(name) is None:
         return {}
-    return {"published_gbps": float(entry.get(name)), "source": entry.source(name)}
+    return {"published_gbps": float(entry.get(name)), "source": entry.source(name),
+            **published_for(entry, name)}
