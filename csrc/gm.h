@@ -249,6 +249,9 @@ int gm_peer_init(PyObject *module);   /* can_access_peer, peer_attributes, *_pee
 /* Let kernels of GPU `accessor` reach (on) or not the memory of gpumem's pool of GPU
  * `owner`: now if the pool exists, else when it is made.  0 / -1. */
 int gm_pool_peer_access(int owner, int accessor, int on);
+/* Whether gm_pool_peer_access last let `accessor` in to `owner`'s pool (the runtime's
+ * record of peer access switched on: the driver keeps none to ask). */
+int gm_pool_peer_access_on(int owner, int accessor);
 #define GM_MAX_DEVICES 64
 /* How many GPUs (0 without a usable one; no exception). */
 int gm_device_count(void);

@@ -87,3 +87,19 @@ def base_call(fn, rows: list[dict], declared: dict) -> tuple[list, dict]:
         else:
             args.append(v)
     return args, kw
+
+
+def kernel_functions() -> list[tuple[str, object, list[dict]]]:
+    """(family, its Python function, its argument table's visible rows) for every family
+    of every declared lesson (``gpumem.lessons.declarations()``) that has a function."""
+    import importlib
+
+    out = []
+    for lesson in gm.lessons.declarations():
+        module = importlib.import_module(f"gpumem.lessons.{lesson.name}")
+        for fam in lesson.families:
+            fn = getattr(module, fam, None)
+            if fn is not None:
+                out.append((fam, fn, [r for r in gm._core.args(fam) if not r["hidden"]]))
+    return out
+

@@ -31,7 +31,7 @@ import pytest
 import importlib
 
 import gpumem as gm
-from _helpers import base_call, simplest
+from _helpers import base_call, kernel_functions, simplest
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -269,18 +269,7 @@ def test_every_public_function_is_covered():
 
 
 # ---- classes of inputs, generated for every argument of every kernel function (issue 29) ----
-def _kernel_functions() -> list[tuple[str, object, list[dict]]]:
-    out = []
-    for lesson in DECLARED:
-        module = importlib.import_module(f"gpumem.lessons.{lesson.name}")
-        for fam in lesson.families:
-            fn = getattr(module, fam, None)
-            if fn is not None:
-                out.append((fam, fn, [r for r in gm._core.args(fam) if not r["hidden"]]))
-    return out
-
-
-KERNEL_FUNCTIONS = _kernel_functions()
+KERNEL_FUNCTIONS = kernel_functions()
 
 
 #: Each family's strategy for the values its table alone does not say (its shape rules, a
@@ -311,11 +300,7 @@ def test_the_base_call_of_every_kernel_function_is_valid(fam, fn, rows):
 
 
 # ---- every kernel function with other libraries' arrays, one field of one wrong (issue 49) ----
-class _Interface:
-    def __init__(self, cai):
-        self.__cuda_array_interface__ = cai
-
-
+# (_Interface, an object with only an interface dict, is defined with the generated dicts below)
 _ADDRESS = 2**40                  # 256-byte aligned: a fake device address, never followed
 #: One field wrong at a time, and what the refusal says about the argument ({} its name).
 _WRONG = {

@@ -36,8 +36,7 @@
  *             together, one Start per pass for all, L2 flushed and in-place
  *             copies restored before each range; a batch configured for more
  *             ranges than the one before it runs on a range profiler enabled
- *             afresh (on an H200 such a batch came back one range short), and
- *             a launch CUPTI still gives no range is replayed alone;
+ *             afresh (on an H200 such a batch came back one range short);
  *           launch (and block for a launch that cannot be moved or does not
  *             fit the replay memory): one user range, gpumem replays the
  *             launch on the spot once per pass, restoring its in-place
@@ -95,7 +94,6 @@ enum { U_ENABLE, U_AVAILABILITY, U_HOST, U_CONFIG, U_COUNTER_DATA, U_FLUSH_SETUP
 extern double gm_prof_setup_ms[U_N];
 extern long long gm_prof_passes_run; /* passes run in this block */
 extern long long gm_prof_reenables;  /* range profiler objects made afresh in this block */
-extern long long gm_prof_recovered;  /* launches CUPTI gave no range, replayed alone */
 extern int gm_prof_active;           /* a block is open: the hook is set */
 PyObject *gm_prof_state(PyObject *self, PyObject *unused); /* _profile_state() */
 
@@ -132,8 +130,6 @@ static inline double gm_prof_now_ms(void)
     X(cuptiRangeProfilerCounterDataImageInitialize,                                \
       CUpti_RangeProfiler_CounterDataImage_Initialize_Params)                      \
     X(cuptiRangeProfilerGetCounterDataInfo, CUpti_RangeProfiler_GetCounterDataInfo_Params) \
-    X(cuptiRangeProfilerCounterDataGetRangeInfo,                                   \
-      CUpti_RangeProfiler_CounterData_GetRangeInfo_Params)                         \
     X(cuptiProfilerHostInitialize, CUpti_Profiler_Host_Initialize_Params)          \
     X(cuptiProfilerHostDeinitialize, CUpti_Profiler_Host_Deinitialize_Params)      \
     X(cuptiProfilerHostConfigAddMetrics, CUpti_Profiler_Host_ConfigAddMetrics_Params) \
@@ -208,9 +204,6 @@ typedef struct {
     const void *src;
     size_t nbytes;
 } gm_prof_copy;
-
-/* The most ranges one CUPTI start is configured for (GPUMEM_PROFILE_BATCH's cap). */
-#define GM_PROF_MAX_RANGES 4096
 
 typedef struct {
     int mode;                          /* GM_REPLAY_* */
@@ -339,13 +332,9 @@ void gm_prof_block_free(void);
 /* Decode the stopped one-launch session named range_name and evaluate its
  * one range into gm_prof.values.  0, or -1 with an exception. */
 int gm_prof_evaluate_one(const char *range_name);
-/* Decode the stopped batch and fill the dicts of gm_prof.pending, each from
- * the range whose name ends in " #<first + its index>" (the names the pass
- * loop pushed); found[k] (want bytes): whether dict k got a range.  The
- * number of dicts left without one (>= 0), or -1 with an exception (more
- * ranges than launches, dropped ranges, a name of no launch).  The dicts stay
- * in gm_prof.pending (the caller clears it, or gm_prof_fill_pending_nan). */
-Py_ssize_t gm_prof_evaluate_batch(long long first, unsigned char *found);
+/* Decode the stopped batch and fill every dict of gm_prof.pending.  0, or -1
+ * with an exception (the dicts are left to gm_prof_fill_pending_nan). */
+int gm_prof_evaluate_batch(void);
 /* Put the evaluated gm_prof.values of one range into dict d (derived ratios too). */
 int gm_prof_fill_values(PyObject *d);
 /* A batch that cannot be decoded: its launches get NaN, never a stale value. */

@@ -3,9 +3,6 @@
  * handed out for the launches. */
 #include "profile.h"
 
-#include <stdlib.h>
-#include <string.h>
-
 /* Decode the stopped session: how many ranges it holds (and dropped). */
 static int decode_ranges(size_t *ranges, size_t *dropped)
 {
@@ -62,66 +59,28 @@ int gm_prof_evaluate_one(const char *range_name)
     return 0;
 }
 
-/* The launch index k that range i's name " ... #<first + k>" gives, or -1. */
-static Py_ssize_t range_launch(size_t i, long long first, Py_ssize_t want)
-{
-    CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri = {
-        CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE};
-    ri.pCounterDataImage = gm_prof.counter_data;
-    ri.counterDataImageSize = gm_prof.counter_data_size;
-    ri.rangeIndex = i;
-    ri.rangeDelimiter = "/";
-    GM_CUPTI(cuptiRangeProfilerCounterDataGetRangeInfo, &ri);
-    const char *hash = ri.rangeName ? strrchr(ri.rangeName, '#') : NULL;
-    char *end = NULL;
-    long long n = hash ? strtoll(hash + 1, &end, 10) : -1;
-    if (hash == NULL || end == hash + 1 || *end != '\0' || n < first || n - first >= want) {
-        gm_prof_error("cupti", "cuptiRangeProfilerCounterDataGetRangeInfo", 0,
-                      PyUnicode_FromFormat("CUPTI range %zu is named '%s', none of the %zd "
-                                           "launches of this batch", i,
-                                           ri.rangeName ? ri.rangeName : "", want));
-        return -1;
-    }
-    return (Py_ssize_t)(n - first);
-fail:
-    return -1;
-}
-
-Py_ssize_t gm_prof_evaluate_batch(long long first, unsigned char *found)
+int gm_prof_evaluate_batch(void)
 {
     size_t ranges, dropped;
     T_BEGIN();
     if (decode_ranges(&ranges, &dropped) < 0)
         return -1;
     T_MARK(T_DECODE);
-    Py_ssize_t want = PyList_GET_SIZE(gm_prof.pending), missing = want;
-    if ((Py_ssize_t)ranges > want || dropped > 0) {
+    Py_ssize_t want = PyList_GET_SIZE(gm_prof.pending);
+    if ((Py_ssize_t)ranges != want || dropped > 0) {
         gm_prof_error("cupti", "cuptiRangeProfilerDecodeData", 0,
                       PyUnicode_FromFormat("CUPTI recorded %zu ranges (%zu dropped) for "
                                            "a batch of %zd launches",
                                            ranges, dropped, want));
         return -1;
     }
-    memset(found, 0, (size_t)want);
-    /* By name, not by position: a range CUPTI did not record must not shift
-     * the values of the launches after it onto the wrong dicts. */
-    for (size_t i = 0; i < ranges; i++) {
-        Py_ssize_t k = range_launch(i, first, want);
-        if (k < 0)
+    for (Py_ssize_t k = 0; k < want; k++)
+        if (evaluate_range((size_t)k) < 0 ||
+            gm_prof_fill_values(PyList_GET_ITEM(gm_prof.pending, k)) < 0)
             return -1;
-        if (found[k]) {
-            gm_prof_error("cupti", "cuptiRangeProfilerCounterDataGetRangeInfo", 0,
-                          PyUnicode_FromFormat("CUPTI recorded launch #%lld of this batch "
-                                               "twice", first + (long long)k));
-            return -1;
-        }
-        if (evaluate_range(i) < 0 || gm_prof_fill_values(PyList_GET_ITEM(gm_prof.pending, k)) < 0)
-            return -1;
-        found[k] = 1;
-        missing--;
-    }
     T_MARK(T_EVALUATE);
-    return missing;
+    PyList_SetSlice(gm_prof.pending, 0, PyList_GET_SIZE(gm_prof.pending), NULL);
+    return 0;
 }
 
 int gm_prof_fill_values(PyObject *d)

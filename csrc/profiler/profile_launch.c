@@ -26,22 +26,8 @@ int gm_prof_batch_finish(void)
                       PyUnicode_FromString("CUPTI wants another pass for a one-pass metric set"));
         goto fail;
     }
-    Py_ssize_t want = PyList_GET_SIZE(gm_prof.pending);
-    unsigned char found[GM_PROF_MAX_RANGES];
-    Py_ssize_t missing = gm_prof_evaluate_batch(gm_prof.launches - want, found);
-    if (missing < 0)
+    if (gm_prof_evaluate_batch() < 0)
         goto fail;
-    if (missing > 0) {
-        Py_ssize_t k = 0;
-        while (found[k])
-            k++;
-        gm_prof_error("cupti", "cuptiRangeProfilerDecodeData", 0,
-                      PyUnicode_FromFormat("CUPTI recorded no range for %zd of the %zd launches "
-                                           "of a batch (the first: #%lld)",
-                                           missing, want, gm_prof.launches - want + k));
-        goto fail;
-    }
-    PyList_SetSlice(gm_prof.pending, 0, want, NULL);
     return 0;
 fail:
     gm_prof_fill_pending_nan();

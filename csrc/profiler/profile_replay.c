@@ -343,30 +343,22 @@ fail:
     return NULL;
 }
 
-/* The pass loop's view of the batch: range k is recorded launch k (r->ctx
- * NULL; else recorded launch *r->ctx + k: one launch replayed again), its
+/* The pass loop's view of the batch: range k is recorded launch k, its
  * in-place buffers restored from their pristine copies before it, every pass
  * (the working copies start unwritten). */
-static size_t recorded_index(const gm_prof_ranges *r, size_t k)
-{
-    return r->ctx ? *(const size_t *)r->ctx + k : k;
-}
-
 static void recorded_range(const gm_prof_ranges *r, size_t k, const gm_variant **variant,
                            const void **params, char *name, size_t len)
 {
-    const size_t i = recorded_index(r, k);
-    const gm_prof_record *rec = &gm_prof.recs[i];
+    const gm_prof_record *rec = &gm_prof.recs[k];
     *variant = rec->variant;
     *params = rec->params;
-    /* CUPTI merges ranges of the same name within a session: number them
-     * (gm_prof_evaluate_batch matches each range to its launch by this number). */
-    snprintf(name, len, "%s/%s #%zu", rec->variant->family, rec->variant->name, i);
+    /* CUPTI merges ranges of the same name within a session: number them. */
+    snprintf(name, len, "%s/%s #%zu", rec->variant->family, rec->variant->name, k);
 }
 
 static int recorded_restore(const gm_prof_ranges *r, size_t pass, size_t k)
 {
-    const gm_prof_record *rec = &gm_prof.recs[recorded_index(r, k)];
+    const gm_prof_record *rec = &gm_prof.recs[k];
     for (size_t i = 0; i < rec->n_restore; i++) {
         const gm_prof_copy *c = &gm_prof.restores[rec->first_restore + i];
         GM_CUDA(cudaMemcpyAsync(c->dst, c->src, c->nbytes, cudaMemcpyDeviceToDevice, 0));
@@ -376,44 +368,12 @@ fail:
     return -1;
 }
 
-/* The recorded launches CUPTI returned no range for (found[k] == 0), each
- * replayed again alone -- its own Start per pass on a range profiler enabled
- * afresh, its in-place buffers restored as before -- into its dict.  A
- * safety net: counted in _profile_state()["recovered"], which the GPU tests
- * expect to stay 0.  0 / -1. */
-static int replay_missing(const unsigned char *found)
-{
-    int fresh = 0;
-    for (size_t k = 0; k < gm_prof.n_recs; k++) {
-        if (found[k])
-            continue;
-        size_t pass = 0;
-        char whole[96], name[160];
-        const gm_variant *variant;
-        const void *params;
-        snprintf(whole, sizeof whole, "launch #%zu of a block, again alone", k);
-        const gm_prof_ranges one = {1, recorded_range, recorded_restore, "replaying", whole, &k};
-        if ((!fresh && gm_prof_reenable() < 0) || gm_prof_configure_pass0(1) < 0)
-            return -1;
-        fresh = 1;
-        if (gm_prof_run_passes(&one, &pass) < 0)
-            return -1;
-        recorded_range(&one, 0, &variant, &params, name, sizeof name);
-        if (gm_prof_evaluate_one(name) < 0 ||
-            gm_prof_fill_values(PyList_GET_ITEM(gm_prof.pending, (Py_ssize_t)k)) < 0)
-            return -1;
-        gm_prof_recovered++;
-    }
-    return 0;
-}
-
 int gm_prof_block_finish(void)
 {
     if (!gm_prof.block || gm_prof.n_recs == 0)
         return 0;
     size_t pass = 0;
     char whole[64];
-    unsigned char found[GM_PROF_MAX_RANGES];
     T_BEGIN();
     if (gm_prof_configure_pass0(gm_prof.n_recs) < 0)
         goto fail;
@@ -424,10 +384,8 @@ int gm_prof_block_finish(void)
     if (gm_prof_run_passes(&ranges, &pass) < 0)
         goto fail;
     gm_prof.last_passes_run = (double)pass;
-    Py_ssize_t missing = gm_prof_evaluate_batch(0, found);
-    if (missing < 0 || (missing > 0 && replay_missing(found) < 0))
+    if (gm_prof_evaluate_batch() < 0)
         goto fail;
-    PyList_SetSlice(gm_prof.pending, 0, PyList_GET_SIZE(gm_prof.pending), NULL);
     forget_batch();
     return 0;
 fail: {

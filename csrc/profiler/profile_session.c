@@ -394,7 +394,7 @@ static int counter_data_image(void)
         const char *env = getenv("GPUMEM_PROFILE_BATCH");
         long v = env && *env ? strtol(env, NULL, 10)
                  : gm_prof.batched ? GM_BATCH_RANGES : GM_BLOCK_RANGES;
-        gm_prof.max_ranges = v < 1 ? 1 : v > GM_PROF_MAX_RANGES ? GM_PROF_MAX_RANGES : (size_t)v;
+        gm_prof.max_ranges = v < 1 ? 1 : v > 4096 ? 4096 : (size_t)v;
     }
     ds.maxNumOfRanges = gm_prof.max_ranges;
     ds.maxNumRangeTreeNodes = gm_prof.max_ranges;
@@ -423,7 +423,7 @@ static int open_session(PyObject *names, PyObject *outs, int replay_mode)
     gm_prof.mode = replay_mode;
     gm_prof.replay = replay_mode == GM_REPLAY_KERNEL ? CUPTI_KernelReplay : CUPTI_UserReplay;
     memset(gm_prof_phase_ms, 0, sizeof gm_prof_phase_ms);
-    gm_prof_passes_run = gm_prof_reenables = gm_prof_recovered = 0;
+    gm_prof_passes_run = gm_prof_reenables = 0;
     CUcontext ctx = NULL;
     if (copy_metrics(names, outs) < 0 || enable_range_profiler(&ctx) < 0)
         return -1;

@@ -8,7 +8,6 @@ double gm_prof_phase_ms[T_N];
 double gm_prof_setup_ms[U_N];
 long long gm_prof_passes_run;
 long long gm_prof_reenables;
-long long gm_prof_recovered;
 int gm_prof_active;
 
 static const char *const gm_phase_names[T_N] = {"config", "restore", "flush", "start", "push",
@@ -42,7 +41,7 @@ PyObject *gm_prof_state(PyObject *self, PyObject *unused)
         return NULL;
     }
     return Py_BuildValue(
-        "{s:i,s:O,s:O,s:n,s:n,s:O,s:L,s:N,s:L,s:i,s:n,s:N,s:n,s:n,s:n,s:L,s:L}", "profiling",
+        "{s:i,s:O,s:O,s:n,s:n,s:O,s:L,s:N,s:L,s:i,s:n,s:N,s:n,s:n,s:n,s:L}", "profiling",
         gm_prof_active,
         "range_profiler", gm_prof.range ? Py_True : Py_False, "host_object",
         gm_prof.host ? Py_True : Py_False, "scratch_bytes", (Py_ssize_t)gm_prof.scratch_size,
@@ -52,5 +51,5 @@ PyObject *gm_prof_state(PyObject *self, PyObject *unused)
         gm_prof.pending ? PyList_GET_SIZE(gm_prof.pending) : (Py_ssize_t)0, "setup_ms", u,
         "replay_bytes", (Py_ssize_t)(gm_prof.arena_size + gm_prof.sink_size), "recorded",
         (Py_ssize_t)gm_prof.n_recs, "replay_cap_bytes", (Py_ssize_t)gm_prof.arena_cap,
-        "reenables", gm_prof_reenables, "recovered", gm_prof_recovered);
+        "reenables", gm_prof_reenables);
 }

@@ -48,7 +48,8 @@ static int choose_allocator(void)
 
 /* Which GPUs' kernels may reach which GPU's pool (accessor * GM_MAX_DEVICES + owner):
  * peer access (peer.c) does not cover memory of a pool, which must grant it itself
- * (cudaMemPoolSetAccess) -- now, or when the pool is made. */
+ * (cudaMemPoolSetAccess) -- now, or when the pool is made.  Set with peer access, so
+ * also the record of which GPU has peer access on to which. */
 static unsigned char pool_access[GM_MAX_DEVICES * GM_MAX_DEVICES];
 
 static int apply_access(int owner, int accessor, int on)
@@ -66,8 +67,15 @@ fail:
 
 int gm_pool_peer_access(int owner, int accessor, int on)
 {
+    if (pools[owner] != NULL && apply_access(owner, accessor, on) < 0)
+        return -1;
     pool_access[accessor * GM_MAX_DEVICES + owner] = (unsigned char)on;
-    return pools[owner] != NULL ? apply_access(owner, accessor, on) : 0;
+    return 0;
+}
+
+int gm_pool_peer_access_on(int owner, int accessor)
+{
+    return pool_access[accessor * GM_MAX_DEVICES + owner];
 }
 
 /* gpumem's pool on the current device `dev`, made on first use: freed blocks are

@@ -9,10 +9,6 @@
  * directly instead of being staged by the driver. */
 #include "gm.h"
 
-/* Which GPUs have switched access on to which (device * GM_MAX_DEVICES + peer):
- * the runtime keeps no table of its own to ask. */
-static unsigned char enabled[GM_MAX_DEVICES * GM_MAX_DEVICES];
-
 /* (device, peer) from the arguments: two GPUs of this machine, not the same one. */
 static int pair_args(const char *fn, PyObject *args, PyObject *kwargs, int *dev, int *peer)
 {
@@ -68,7 +64,7 @@ static PyObject *peer_attributes(PyObject *self, PyObject *args, PyObject *kwarg
                          "access_supported", PyBool_FromLong(access), "performance_rank",
                          rank, "native_atomics", PyBool_FromLong(atomics),
                          "cuda_array_access", PyBool_FromLong(arrays), "enabled",
-                         PyBool_FromLong(enabled[dev * GM_MAX_DEVICES + peer]));
+                         PyBool_FromLong(gm_pool_peer_access_on(peer, dev)));
 fail:
     return NULL;
 }
@@ -100,7 +96,6 @@ static PyObject *set_access(const char *fn, PyObject *args, PyObject *kwargs, in
     }
     if (gm_pool_peer_access(peer, dev, on) < 0)      /* gpumem's pool of peer, too */
         return NULL;
-    enabled[dev * GM_MAX_DEVICES + peer] = (unsigned char)on;
     Py_RETURN_NONE;
 fail:
     return NULL;

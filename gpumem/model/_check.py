@@ -3,6 +3,7 @@ welcome, bools and floats refused) and arrays of byte addresses.  Every
 message names the function and the argument."""
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -118,3 +119,36 @@ def active_mask(fn: str, active: Any, shape: tuple[int, ...]) -> np.ndarray:
     except ValueError:
         raise ValueError(f"{fn}: active has shape {m.shape}, which does not broadcast to "
                          f"the addresses' shape {shape}") from None
+
+
+def number(fn: str, name: str, v: Any) -> float | int:
+    """``v`` as a Python number: an integer (anything with ``__index__``, NumPy's
+    included) or a float (NumPy's included); bool and everything else: TypeError."""
+    if not isinstance(v, (bool, np.bool_)):
+        try:
+            return operator.index(v)
+        except TypeError:
+            pass
+        if isinstance(v, (float, np.floating)):
+            return float(v)
+    raise TypeError(f"{fn}: {name} must be a number, not {type(v).__name__}")
+
+
+def positive(fn: str, name: str, v: Any, integer: bool = False) -> float | int:
+    """``v`` as a number (an int with ``integer``) above 0 and finite; ValueError naming
+    ``fn`` and ``name`` otherwise."""
+    v = index(fn, name, v) if integer else number(fn, name, v)
+    if not (v > 0 and math.isfinite(v)):
+        raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be positive and finite")
+    return v
+
+
+def choice(fn: str, name: str, v: Any, allowed: tuple[str, ...]) -> str:
+    """``v``, a str among ``allowed``; TypeError/ValueError naming ``fn`` and ``name``."""
+    if not isinstance(v, str):
+        raise TypeError(f"{fn}: {name} must be a str, not {type(v).__name__}")
+    if v not in allowed:
+        raise ValueError(f"{fn}: {name}={v!r} is not allowed; allowed: "
+                         f"{', '.join(repr(a) for a in allowed)}")
+    return v
+

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ._check import index
+from ._check import choice as _choice, index
 
 __all__ = ["COUNTERS", "STREAM_VARIANTS", "HISTOGRAM_VARIANTS", "stream_counts",
            "histogram_counts", "counter_names", "from_counters"]
@@ -72,15 +72,6 @@ def counter_names(keys) -> list[str]:
 def from_counters(metrics, keys) -> dict:
     """Each model key's value from a LaunchRecord's ``metrics`` (its counters summed)."""
     return {k: sum(metrics[n] for n in COUNTERS[k]) for k in keys}
-
-
-def _choice(fn: str, name: str, v: Any, allowed: tuple[str, ...]) -> str:
-    if not isinstance(v, str):
-        raise TypeError(f"{fn}: {name} must be a str, not {type(v).__name__}")
-    if v not in allowed:
-        raise ValueError(f"{fn}: {name}={v!r} is not allowed; allowed: "
-                         f"{', '.join(repr(a) for a in allowed)}")
-    return v
 
 
 def _block(fn: str, block: Any) -> int:

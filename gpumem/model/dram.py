@@ -25,7 +25,6 @@ return times of a thread's independent loads, which that run puts at 0 ns.
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
@@ -70,26 +69,6 @@ _PIECES = (4, 8, 16, 32, 64, 128)
 BLOCK_MIN, BLOCK_MAX = WARP, 1024
 
 
-def _number(fn: str, name: str, v) -> float | int:
-    """``v`` as a Python number: an integer (anything with ``__index__``, NumPy's
-    included) or a float (NumPy's included); bool and everything else: TypeError."""
-    if not isinstance(v, (bool, np.bool_)):
-        try:
-            return operator.index(v)
-        except TypeError:
-            pass
-        if isinstance(v, (float, np.floating)):
-            return float(v)
-    raise TypeError(f"{fn}: {name} must be a number, not {type(v).__name__}")
-
-
-def _pos(fn: str, name: str, v, integer: bool = False) -> float | int:
-    v = _check.index(fn, name, v) if integer else _number(fn, name, v)
-    if not (v > 0 and math.isfinite(v)):
-        raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be positive and finite")
-    return v
-
-
 def _block(fn: str, block) -> int:
     """A block of whole warps, BLOCK_MIN..BLOCK_MAX threads (the C tables' rule)."""
     block = _check.index(fn, "block", block)
@@ -111,8 +90,8 @@ def bytes_in_flight(warps_per_sm: int, width: int, unroll: int) -> int:
     resident warps issues ``unroll`` independent loads of ``width`` bytes per
     lane before it waits: ``warps_per_sm * 32 * width * unroll``."""
     fn = "model.dram.bytes_in_flight"
-    warps_per_sm = _pos(fn, "warps_per_sm", warps_per_sm, True)
-    unroll = _pos(fn, "unroll", unroll, True)
+    warps_per_sm = _check.positive(fn, "warps_per_sm", warps_per_sm, True)
+    unroll = _check.positive(fn, "unroll", unroll, True)
     width = _width(fn, width)
     return warps_per_sm * WARP * width * unroll
 
@@ -123,10 +102,11 @@ def _harmonic(k: int) -> float:
 
 def _little_figures(fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns) -> tuple:
     """The figures checked and as Python numbers, in the order given."""
-    out = [_pos(fn, "loads", loads, True), _pos(fn, "sms", sms, True),
-           _pos(fn, "latency_ns", latency_ns), _pos(fn, "peak_gbps", peak_gbps)]
+    pos = _check.positive
+    out = [pos(fn, "loads", loads, True), pos(fn, "sms", sms, True),
+           pos(fn, "latency_ns", latency_ns), pos(fn, "peak_gbps", peak_gbps)]
     for name, v in (("bank_ns", bank_ns), ("round_ns", round_ns), ("spread_ns", spread_ns)):
-        v = _number(fn, name, v)
+        v = _check.number(fn, name, v)
         if not (v >= 0 and math.isfinite(v)):
             raise ValueError(f"{fn}: {name}={v!r} is not allowed; {name} must be >= 0 "
                              "and finite")
@@ -190,7 +170,7 @@ def little_bandwidth(in_flight_per_sm: float, *, loads: int = 1, sms: int = H100
     ``spread_ns`` would help; the H100's six points hold no such point.
     """
     fn = "model.dram.little_bandwidth"
-    in_flight_per_sm = _pos(fn, "in_flight_per_sm", in_flight_per_sm)
+    in_flight_per_sm = _check.positive(fn, "in_flight_per_sm", in_flight_per_sm)
     loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns = _little_figures(
         fn, loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns)
     demand = in_flight_per_sm * sms                  # bytes the SMs keep on their way
@@ -213,7 +193,7 @@ def little_bytes(fraction: float = 0.9, *, loads: int = 1, sms: int = H100_SMS,
     ``bank_ns``, ``round_ns`` and ``spread_ns`` all 0: ``fraction`` x the latency x
     bandwidth product."""
     fn = "model.dram.little_bytes"
-    fraction = _number(fn, "fraction", fraction)
+    fraction = _check.number(fn, "fraction", fraction)
     if not 0 < fraction < 1:
         raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1)")
     loads, sms, latency_ns, peak_gbps, bank_ns, round_ns, spread_ns = _little_figures(
@@ -229,9 +209,9 @@ def latency_bandwidth_product(*, sms: int = H100_SMS, latency_ns: float = H100_D
     (the textbook's "R + 1 banks" in today's terms: enough requests on their way
     to cover the latency at the full rate)."""
     fn = "model.dram.latency_bandwidth_product"
-    sms = _pos(fn, "sms", sms, True)
-    latency_ns = _pos(fn, "latency_ns", latency_ns)
-    peak_gbps = _pos(fn, "peak_gbps", peak_gbps)
+    sms = _check.positive(fn, "sms", sms, True)
+    latency_ns = _check.positive(fn, "latency_ns", latency_ns)
+    peak_gbps = _check.positive(fn, "peak_gbps", peak_gbps)
     return peak_gbps * latency_ns / sms
 
 
@@ -245,10 +225,11 @@ def bytes_for_fraction(points, fraction: float = 0.9, peak_gbps: float | None = 
     pts = sorted(_points(fn, points))
     if not pts:
         raise ValueError(f"{fn}: points must hold at least one (bytes, GB/s) pair")
-    fraction = _number(fn, "fraction", fraction)
+    fraction = _check.number(fn, "fraction", fraction)
     if not 0 < fraction <= 1:
         raise ValueError(f"{fn}: fraction={fraction!r} is not allowed; fraction must be in (0, 1]")
-    peak = max(y for _, y in pts) if peak_gbps is None else _pos(fn, "peak_gbps", peak_gbps)
+    peak = (max(y for _, y in pts) if peak_gbps is None
+            else _check.positive(fn, "peak_gbps", peak_gbps))
     goal = fraction * peak
     prev = None
     for x, y in pts:
@@ -275,7 +256,7 @@ def _points(fn: str, points) -> list[tuple[float, float]]:
         if len(pair) != 2:
             raise ValueError(f"{fn}: points[{i}] has {len(pair)} entries; a point is a "
                              "(bytes, GB/s) pair")
-        x, y = (float(_number(fn, f"points[{i}][{j}]", v)) for j, v in enumerate(pair))
+        x, y = (float(_check.number(fn, f"points[{i}][{j}]", v)) for j, v in enumerate(pair))
         if not (math.isfinite(x) and math.isfinite(y) and x >= 0 and y >= 0):
             raise ValueError(f"{fn}: points[{i}]={pair!r} is not allowed; bytes and GB/s must "
                              "be finite and >= 0")
@@ -293,7 +274,7 @@ def burst_requests(piece: int, pieces: int, block: int = 256) -> int:
     """Warp-wide load instructions of a ``dram_burst`` launch (warps with an active lane)."""
     fn = "model.dram.burst_requests"
     piece = _piece(fn, piece)
-    pieces = _pos(fn, "pieces", pieces, True)
+    pieces = _check.positive(fn, "pieces", pieces, True)
     _block(fn, block)
     threads = pieces * burst_lanes(piece)
     # whole warps: block is a multiple of 32, so warp w's first thread is 32 w
@@ -311,7 +292,7 @@ def burst_sectors(piece: int, pieces: int, slots=None) -> int:
     pieces; pieces over 16 bytes take piece / 16 lanes)."""
     fn = "model.dram.burst_sectors"
     piece = _piece(fn, piece)
-    pieces = _pos(fn, "pieces", pieces, True)
+    pieces = _check.positive(fn, "pieces", pieces, True)
     per = max(1, piece // SECTOR)
     if slots is None:
         return pieces * per
@@ -356,9 +337,9 @@ def stream_counts(n: int, width: int = 16, unroll: int = 1, grid: int = 132,
     one more request of one sector.  Stores: one float per block, one request
     and one sector each."""
     fn = "model.dram.stream_counts"
-    n = _pos(fn, "n", n, True)
-    unroll = _pos(fn, "unroll", unroll, True)
-    grid = _pos(fn, "grid", grid, True)
+    n = _check.positive(fn, "n", n, True)
+    unroll = _check.positive(fn, "unroll", unroll, True)
+    grid = _check.positive(fn, "grid", grid, True)
     block = _block(fn, block)
     width = _width(fn, width)
     k = width // 4
@@ -381,8 +362,8 @@ def channels_counts(streams: int, chunk: int, block: int = 256) -> dict:
     """Global loads and stores of one ``dram_channels`` launch, exactly: each warp
     reads its chunk 512 bytes (16 sectors) per request; one float stored per block."""
     fn = "model.dram.channels_counts"
-    streams = _pos(fn, "streams", streams, True)
-    chunk = _pos(fn, "chunk", chunk, True)
+    streams = _check.positive(fn, "streams", streams, True)
+    chunk = _check.positive(fn, "chunk", chunk, True)
     block = _block(fn, block)
     if chunk % 2048:
         raise ValueError(f"{fn}: chunk={chunk} is not allowed; chunk must be a multiple of 2048")

@@ -31,8 +31,6 @@ from GPU 0 through a 64 MiB ring in GPU 1's memory).
 """
 from __future__ import annotations
 
-import math
-
 from . import _check
 from .dram import DRAM_ROUND_NS, little_bandwidth
 
@@ -61,25 +59,10 @@ BUS_FACTORS = {
 }
 
 
-def _positive(fn: str, name: str, v, integer: bool = False):
-    """A finite number > 0 (an int with ``integer``), NumPy scalars taken, bool refused."""
-    if integer:
-        i = _check.index(fn, name, v)
-        if i <= 0:
-            raise ValueError(f"{fn}: {name}={i} must be positive")
-        return i
-    if isinstance(v, bool) or not hasattr(v, "__float__") or isinstance(v, (str, bytes)):
-        raise TypeError(f"{fn}: {name} must be a number, not {type(v).__name__}")
-    x = float(v)
-    if not math.isfinite(x) or x <= 0:
-        raise ValueError(f"{fn}: {name}={x!r} must be a finite number above 0")
-    return x
-
-
 def link_gbps(links: int = H200_NVLINK_LINKS, gbps_per_link: float = NVLINK4_LINK_GBPS) -> float:
     """The line rate each way of ``links`` links: GB/s."""
     fn = "link_gbps"
-    return _positive(fn, "links", links, integer=True) * _positive(fn, "gbps_per_link",
+    return _check.positive(fn, "links", links, integer=True) * _check.positive(fn, "gbps_per_link",
                                                                    gbps_per_link)
 
 
@@ -89,8 +72,8 @@ def copy_seconds(nbytes: int, *, start_us: float = COPY_START_US,
     the NV18 line rate each way)."""
     fn = "copy_seconds"
     n = _check.index(fn, "nbytes", nbytes, lo=0)
-    start = 0.0 if start_us == 0 else _positive(fn, "start_us", start_us)
-    rate = link_gbps() if gbps is None else _positive(fn, "gbps", gbps)
+    start = 0.0 if start_us == 0 else _check.positive(fn, "start_us", start_us)
+    rate = link_gbps() if gbps is None else _check.positive(fn, "gbps", gbps)
     return start * 1e-6 + n / (rate * 1e9)
 
 
@@ -113,26 +96,17 @@ def loads_gbps(in_flight_per_sm: float, *, loads: int = 1, sms: int = 132,
                             bank_ns=0.0, round_ns=DRAM_ROUND_NS, spread_ns=0.0)
 
 
-def _collective(fn: str, collective) -> str:
-    if not isinstance(collective, str):
-        raise TypeError(f"{fn}: collective must be a str, not {type(collective).__name__}")
-    if collective not in BUS_FACTORS:
-        raise ValueError(f"{fn}: collective={collective!r} is not one of "
-                         f"{', '.join(BUS_FACTORS)}")
-    return collective
-
-
 def bus_bandwidth(collective: str, algbw_gbps: float, n: int) -> float:
     """nccl-tests' bus bandwidth of ``collective`` on ``n`` GPUs from its algorithm
     bandwidth: GB/s."""
     fn = "bus_bandwidth"
-    c = _collective(fn, collective)
+    c = _check.choice(fn, "collective", collective, tuple(BUS_FACTORS))
     ranks = _check.index(fn, "n", n, lo=2)
-    return _positive(fn, "algbw_gbps", algbw_gbps) * BUS_FACTORS[c](ranks)
+    return _check.positive(fn, "algbw_gbps", algbw_gbps) * BUS_FACTORS[c](ranks)
 
 
 def algorithm_bandwidth(nbytes: int, seconds: float) -> float:
     """nccl-tests' algorithm bandwidth: one rank's buffer, ``nbytes``, over ``seconds``:
     GB/s."""
     fn = "algorithm_bandwidth"
-    return _check.index(fn, "nbytes", nbytes, lo=0) / _positive(fn, "seconds", seconds) / 1e9
+    return _check.index(fn, "nbytes", nbytes, lo=0) / _check.positive(fn, "seconds", seconds) / 1e9
