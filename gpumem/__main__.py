@@ -68,11 +68,11 @@ def _out_dir(text: str) -> str:
     except OSError as e:
         raise argparse.ArgumentTypeError(f"cannot write into {text!r}: "
                                          f"{e.strerror or e}") from None
-    from gpumem.report import plot_names
+    from gpumem.report import REPORT_FILES, plot_names
 
     # every file the report may write there: a folder or a read-only file in its place
     # would stop it only after the whole report ran
-    names = ["report.md", "report.html"] + plot_names([{"lesson": "matmul"}], [{}])
+    names = list(REPORT_FILES) + plot_names([{"lesson": "matmul"}], [{}])
     for name in names:
         p = os.path.join(text, name)
         if os.path.lexists(p) and not os.path.isfile(p):
@@ -184,8 +184,9 @@ def _report(args: argparse.Namespace) -> int:
         tables = report.sweeps(args.lesson, measure=measure, quick=args.quick, progress=progress)
         rows: list = []
         card: list = []
+        doc = report.to_json(tables=tables, lesson=args.lesson, **meta)
         if args.json:
-            print(report.to_json(tables=tables, lesson=args.lesson, **meta))
+            print(doc)
         else:
             print("\n\n".join(str(t) for t in tables))
     else:
@@ -212,7 +213,7 @@ def _report(args: argparse.Namespace) -> int:
         card_rows = [] if args.lesson else card
         try:
             paths = report.write(args.out, tables, header=lines, rows=rows,
-                                 measure=measure, quick=args.quick, card=card_rows)
+                                 measure=measure, quick=args.quick, card=card_rows, doc=doc)
         except OSError as e:       # the folder changed while the report ran
             where = e.filename if e.filename is not None else args.out
             return _error(f"cannot write {os.fspath(where)!r}: {e.strerror or e}")
@@ -267,8 +268,8 @@ def _add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the rows (or the lesson's tables) as JSON on stdout")
     p.add_argument("--out", type=_out_dir, metavar="DIR",
-                   help="also write report.md, report.html and PNG plots (with matplotlib) "
-                        "into DIR")
+                   help="also write report.md, report.html, report.json (for 'gpumem "
+                        "compare') and PNG plots (with matplotlib) into DIR")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar (tqdm, else one line per step, on stderr)")
 

@@ -616,12 +616,18 @@ def plot(rows: Sequence[dict], out_dir: str, *, measure: bool, quick: bool,
     return names
 
 
+#: The files :func:`write` writes into its folder besides the plots.
+REPORT_FILES = ("report.md", "report.html", "report.json")
+
+
 def write(out_dir: str, tables: Sequence[Table], *, header: Sequence[str] = (),
           rows: Sequence[dict] = (), measure: bool = False, quick: bool = False,
-          card: Sequence[dict] = ()) -> list[str]:
+          card: Sequence[dict] = (), doc: str | None = None) -> list[str]:
     """Write report.md and report.html (and, for report rows, PNG plots) into ``out_dir``
-    (created if missing).  report.html is one self-contained file: the plots are in it
-    (base64 PNG), beside it as files too.  Returns the paths written."""
+    (created if missing), and report.json when ``doc`` (:func:`to_json`'s text, what
+    ``--json`` prints and ``gpumem compare`` reads) is given.  report.html is one
+    self-contained file: the plots are in it (base64 PNG), beside it as files too.
+    Returns the paths written."""
     if not isinstance(out_dir, (str, os.PathLike)):
         raise TypeError(f"report.write: out_dir must be a path, not {type(out_dir).__name__}")
     os.makedirs(out_dir, exist_ok=True)
@@ -632,7 +638,8 @@ def write(out_dir: str, tables: Sequence[Table], *, header: Sequence[str] = (),
     for i in images:
         with open(os.path.join(out_dir, i), "rb") as f:
             embedded[i] = f.read()
-    for name, text in (("report.md", md), ("report.html", to_html(tables, header, embedded))):
+    texts = [md, to_html(tables, header, embedded)] + ([doc] if doc is not None else [])
+    for name, text in zip(REPORT_FILES, texts):
         p = os.path.join(out_dir, name)
         with open(p, "w", encoding="utf-8") as f:
             f.write(text)

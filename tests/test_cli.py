@@ -1,5 +1,6 @@
 """python -m gpumem: the report by default (tests/test_report.py tests it in depth), the
 tour with --size (or ``gpumem tour``): measured with a GPU, the model's without."""
+import json
 import subprocess
 import sys
 
@@ -7,9 +8,10 @@ import pytest
 
 import gpumem as gm
 
-#: Its child processes read counters: under pytest-xdist it runs in the one-process
-#: phase (conftest.py).
-pytestmark = pytest.mark.alone
+#: A test whose child process measures on the GPU (it reads counters and times whole
+#: commands) runs in pytest-xdist's one-process phase (conftest.py); the refusals, help
+#: and compare run nothing on the GPU and stay in the shared phase.
+alone = pytest.mark.alone
 
 
 def run_cli(*args):
@@ -17,6 +19,7 @@ def run_cli(*args):
                           timeout=300)
 
 
+@alone
 def test_cli_runs_and_says_what_it_can():
     # '--size' with no command is still the tour, as it was before 'report' became the default
     p = run_cli("--size", "512")
@@ -37,24 +40,40 @@ def test_cli_rejects_bad_arguments():
     assert p.returncode == 2 and "invalid int value" in p.stderr
 
 
+@alone
 def test_cli_tour_command_is_the_same_tour():
     p = run_cli("tour", "--size", "64")
     assert p.returncode == 0, p.stderr
     assert "matmul 64x64x64" in p.stdout
 
 
-def test_cli_without_arguments_runs_the_report():
-    # CI greps "No GPU here" and "model" in the output of a bare `gpumem`
-    p = run_cli() if not gm.is_available() else run_cli("--quick", "--no-progress")
+@alone
+def test_cli_without_arguments_runs_the_report(tmp_path):
+    # CI greps "No GPU here" and "model" in the output of a bare `gpumem`; on a GPU the
+    # quick report, whose report.json (what --json prints) says what each row measured
+    p = run_cli() if not gm.is_available() else run_cli("--quick", "--no-progress",
+                                                        "--out", str(tmp_path))
     assert p.returncode == 0, p.stderr
     out = p.stdout
     header = next(ln for ln in out.splitlines() if ln.startswith("lesson "))
     assert header.split() == ["lesson", "experiment", "measured", "model", "takeaway"]
-    if gm.is_available():
-        assert gm.device().name in out.splitlines()[1] and "would measure" not in out
-    else:
+    if not gm.is_available():
         assert out.startswith("No GPU here (") and "model" in out
         assert "would measure: " in out
+        return
+    assert gm.device().name in out.splitlines()[1] and "would measure" not in out
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert doc["gpu"] is True and doc["device"] == gm.device().name
+    # every row measured, or saying why not (matmul's cuBLAS row without CuPy)
+    assert all(r["measured"] or r["measured_text"] for r in doc["rows"])
+    assert sum(bool(r["measured"]) for r in doc["rows"]) >= len(doc["rows"]) - 1
+    from gpumem.tools.card import DEPTH
+    assert [r["level"] for r in doc["card"]] == sorted(DEPTH, key=DEPTH.get)
+    # every level measured but those whose row says it is not (a register: no load to time)
+    assert all(r["ns"] is not None and r["ns"] > 0 for r in doc["card"]
+               if "not measured" not in r["how"])
+    assert doc["elapsed_s"] < 15, f"report --quick took {doc['elapsed_s']} s"
+    assert (tmp_path / "report.html").exists()
 
 
 def test_cli_bad_values_are_argparse_errors_not_tracebacks():
@@ -75,7 +94,6 @@ def test_cli_help_and_version():
 
 
 # ---- hostile inputs (issue 49): one-line errors and exit code 2, a closed pipe a quiet end ------
-import json  # noqa: E402
 import os  # noqa: E402
 
 
@@ -150,10 +168,14 @@ def _into_a_closed_pipe(*args):
         os.close(w)
 
 
+@alone
 def test_a_closed_pipe_is_a_quiet_end(tmp_path):
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"rows": [], "card": []}))
-    for args in (("--quick", "--no-progress"), ("--quick", "--no-progress", "--json"),
+    # the report's text and JSON each meet EPIPE at their first write; one lesson's sweep
+    # (the device's) is enough to get there, and a fraction of the whole report's time
+    for args in (("--lesson", "device", "--quick", "--no-progress"),
+                 ("--lesson", "device", "--quick", "--no-progress", "--json"),
                  ("compare", str(good), str(good))):
         p = _into_a_closed_pipe(*args)
         assert p.returncode == 0, (args, p.stderr)

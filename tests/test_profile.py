@@ -403,8 +403,8 @@ def test_block_replay_within_its_memory_and_batch_limits(counters, rng, no_leak,
 
 @pytest.mark.gpu
 def test_many_blocks_grow_neither_host_nor_device_memory(counters, rng):
-    # 50 blocks, one-pass and several-pass in turn (each several-pass block
-    # makes and frees its replay memory): after a warm-up, the process's
+    # 30 blocks, one-pass and several-pass in turn (each several-pass block
+    # makes and frees its replay memory; a third of a second each): after a warm-up, the process's
     # resident memory and the device's free memory stay where they were.
     a, b = f32(rng, 4099), f32(rng, 4099)
     da, db = gpumem.to_device(a), gpumem.to_device(b)
@@ -421,9 +421,9 @@ def test_many_blocks_grow_neither_host_nor_device_memory(counters, rng):
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
-    blocks(10)
+    blocks(6)
     held, free, host = _core.bytes_held(), gpumem.memory_info()["free"], rss()
-    blocks(50)
+    blocks(30)
     assert _core.bytes_held() == held
     assert abs(gpumem.memory_info()["free"] - free) <= 4 << 20
     assert rss() - host <= 16 << 20, (rss() - host) / 2**20

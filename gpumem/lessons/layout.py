@@ -297,14 +297,15 @@ def _model_launches() -> dict:
 
 def _model_counters(cc) -> dict:
     """Launches for Nsight Compute's counters (:attr:`Lesson.model_counters`): every
-    stride, strides 3 and 64 at every block size, both layouts over sizes and blocks."""
+    stride, strides 3 and 64 at every block size, both layouts at every block size (the
+    two sizes taking turns across the blocks)."""
     blocks, ns = (32, 100, 256, 512, 1024), (1 << 20, 1_000_003)
     cases = [("strided_read", "default", dict(n=ns[x % 2], stride=s, block=blocks[x % 5]))
              for x, s in enumerate((1, 2, 3, 4, 8, 16, 32, 64))]
     cases += [("strided_read", "default", dict(n=ns[1], stride=s, block=b))
               for s in (3, 64) for b in blocks]
-    cases += [(f, v, dict(n=n, block=b)) for f in ("struct_update", "distance")
-              for v in ("aos", "soa") for n in ns for b in blocks]
+    cases += [(f, v, dict(n=ns[(x + y) % 2], block=b)) for f in ("struct_update", "distance")
+              for y, v in enumerate(("aos", "soa")) for x, b in enumerate(blocks)]
     return {"cases": cases, "helpers": (), "over": {}}
 
 LESSON = Lesson(
