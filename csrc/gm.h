@@ -680,6 +680,12 @@ struct gm_family {
                                    c->apart when it writes state outside the
                                    call's buffers (cudaMemcpyToSymbol) */
     void (*fill)(const gm_call *c, void *params);
+    /* Nonzero: the call runs on the current GPU, and its array operands and out=
+     * may live on any GPU whose memory it reaches (peer access switched on with
+     * enable_peer_access: gm_pool_peer_access_on), each ordered across the two
+     * GPUs' streams; otherwise one on another GPU is refused by name.  A NumPy
+     * operand and the result go to the current GPU. */
+    int peer_operands;
 };
 
 PyObject *gm_entry_call(const gm_family *f, PyObject *args, PyObject *kwargs);

@@ -281,6 +281,16 @@ static int order_buffers(gm_call *c, int before)
     if (before && c->stream != NULL && gm_stream_order(c->stream, NULL) < 0)
         return -1;
     for (int k = 0; k < n; k++) {
+        if (all[k]->device != c->device) {   /* a peer GPU's array (peer_operands) */
+            /* before: this launch after its newest work there; after: its stream
+             * there after this launch, so that it stays a stream of its own GPU */
+            if ((before ? gm_stream_order_across(c->device, c->stream, all[k]->device,
+                                                 all[k]->stream)
+                        : gm_stream_order_across(all[k]->device, all[k]->stream, c->device,
+                                                 c->stream)) < 0)
+                return -1;
+            continue;
+        }
         if (!before)
             gm_devarray_used(all[k], c->stream, c->stream_keep);
         else if (all[k]->stream != NULL && gm_devarray_wait(all[k], c->stream) < 0)
@@ -307,6 +317,19 @@ static int same_device(gm_call *c, const gm_DeviceArray *d, const char *name, co
     return -1;
 }
 
+/* A family with peer operands: the current GPU, and every operand on another GPU
+ * one it has peer access to.  0 / -1. */
+static int peer_reachable(gm_call *c, const gm_DeviceArray *d, const char *name)
+{
+    if (d->device == c->device || gm_pool_peer_access_on(d->device, c->device))
+        return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "%s: %s is on device %d, which a kernel on device %d (the current one) reaches "
+                 "only with peer access on: call gpumem.enable_peer_access(%d, %d) first",
+                 c->f->name, name, d->device, c->device, c->device, d->device);
+    return -1;
+}
+
 static int call_device(gm_call *c)
 {
     const char *first = NULL;
@@ -319,6 +342,15 @@ static int call_device(gm_call *c)
     if (c->out_wrapped && gm_DeviceArray_Check(c->out_wrapped) &&
         gm_devarray_attach((gm_DeviceArray *)c->out_wrapped, c->f->name, "out") < 0)
         return -1;
+    if (c->f->peer_operands) {
+        if (gm_device_current(&c->device) < 0)
+            return -1;
+        for (int i = 0; c->f->args[i].name; i++)
+            if (c->f->args[i].kind == GM_ARRAY && c->op[i].on_device &&
+                peer_reachable(c, (const gm_DeviceArray *)c->op[i].obj, c->f->args[i].name) < 0)
+                return -1;
+        return c->out ? peer_reachable(c, (const gm_DeviceArray *)c->out, "out") : 0;
+    }
     for (int i = 0; c->f->args[i].name; i++)
         if (c->f->args[i].kind == GM_ARRAY && c->op[i].on_device &&
             same_device(c, (const gm_DeviceArray *)c->op[i].obj, c->f->args[i].name, &first) < 0)
@@ -358,7 +390,8 @@ static PyObject *run(gm_call *c)
         if (gm_launch(&info, params) < 0)
             return NULL;
     }
-    order_buffers(c, 0);
+    if (order_buffers(c, 0) < 0)
+        return NULL;
     if (gm_returns_device(c))
         return Py_NewRef(c->res);
     if (c->host_count >= 0)
