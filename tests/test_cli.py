@@ -64,11 +64,16 @@ def test_cli_without_arguments_runs_the_report(tmp_path):
     assert gm.device().name in out.splitlines()[1] and "would measure" not in out
     doc = json.loads((tmp_path / "report.json").read_text())
     assert doc["gpu"] is True and doc["device"] == gm.device().name
-    # every row measured, or saying why not (matmul's cuBLAS row without CuPy)
-    assert all(r["measured"] or r["measured_text"] for r in doc["rows"])
-    assert sum(bool(r["measured"]) for r in doc["rows"]) >= len(doc["rows"]) - 1
+    # every row measured, or saying why not (matmul's cuBLAS row without CuPy, a lesson of
+    # two GPUs on one)
+    unmeasured = [r for r in doc["rows"] if not r["measured"]]
+    assert all(r["measured_text"] for r in unmeasured) and len(unmeasured) <= 2, unmeasured
     from gpumem.tools.card import DEPTH
-    assert [r["level"] for r in doc["card"]] == sorted(DEPTH, key=DEPTH.get)
+    # every level of the card's list, in its order; a level only some machines have (the
+    # peer GPU's, with two GPUs) where its depth puts it
+    levels = [r["level"] for r in doc["card"]]
+    assert [lv for lv in levels if lv in DEPTH] == sorted(DEPTH, key=DEPTH.get)
+    assert [r["depth"] for r in doc["card"]] == sorted(r["depth"] for r in doc["card"])
     # every level measured but those whose row says it is not (a register: no load to time)
     assert all(r["ns"] is not None and r["ns"] > 0 for r in doc["card"]
                if "not measured" not in r["how"])

@@ -73,12 +73,14 @@ def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: 
              cycles: float | None = None, ns: float | None = None, gbps: float | None = None,
              published_cycles: tuple[float, float] | None = None,
              published_gbps: float | None = None, published_text: str = "",
-             source: str | None = None, how: str = "", published_for: str = "") -> dict:
+             source: str | None = None, how: str = "", published_for: str = "",
+             depth: float | None = None) -> dict:
     """One card row (see the module docstring).  ``published_text`` stands for the
     published bandwidth where it is stated in other units (``"128 B/clk/SM"``);
     ``published_gbps`` may still carry its GB/s for the ratio.  ``published_for``: the
     GPU a figure was published for where it is not this one (another of its chip),
-    named after the figure."""
+    named after the figure.  ``depth``: where a level not in :data:`DEPTH` sits (a level
+    only some machines have, which the card shows where they have it)."""
     parts = []
     if published_cycles is not None:
         lo, hi = published_cycles
@@ -94,7 +96,9 @@ def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: 
         lat_ratio = cycles / (0.5 * (published_cycles[0] + published_cycles[1]))
     if gbps is not None and published_gbps:
         bw_ratio = gbps / published_gbps
-    return {"level": level, "lesson": lesson, "depth": DEPTH.get(level, len(DEPTH) + 1),
+    if depth is None:
+        depth = DEPTH.get(level, len(DEPTH) + 1)
+    return {"level": level, "lesson": lesson, "depth": depth,
             "size": size,
             "size_text": size_text_ or size_text(size), "cycles": cycles, "ns": ns,
             "GB/s": gbps, "published": ", ".join(parts),
