@@ -39,8 +39,9 @@ __all__ = ["DEPTH", "card_row", "card_reference", "size_text", "published_latenc
 #: Where each level sits, from the SM outwards (the card's order; a level not named here
 #: goes last, in lesson order).
 DEPTH = {"registers": 0, "shared": 1, "constant": 2, "L1": 3, "distributed shared": 3.5, "L2 near": 4,
-         "L2 near, TMA": 4.5, "L2 far": 5, "device memory": 6, "host -> device": 7, "device -> host": 8,
-         "pool, 1 MiB": 9, "cudaMalloc, 1 MiB": 10}
+         "L2 near, TMA": 4.5, "L2 far": 5, "device memory": 6, "peer GPU, one way": 6.3,
+         "peer GPU, both ways": 6.4, "peer GPU, latency": 6.5, "host -> device": 7,
+         "device -> host": 8, "pool, 1 MiB": 9, "cudaMalloc, 1 MiB": 10}
 
 #: The card's printed columns: row key -> header.
 CARD_COLUMNS = {"level": "level", "size_text": "size", "cycles": "cycles", "ns": "ns",
@@ -73,14 +74,12 @@ def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: 
              cycles: float | None = None, ns: float | None = None, gbps: float | None = None,
              published_cycles: tuple[float, float] | None = None,
              published_gbps: float | None = None, published_text: str = "",
-             source: str | None = None, how: str = "", published_for: str = "",
-             depth: float | None = None) -> dict:
+             source: str | None = None, how: str = "", published_for: str = "") -> dict:
     """One card row (see the module docstring).  ``published_text`` stands for the
     published bandwidth where it is stated in other units (``"128 B/clk/SM"``);
     ``published_gbps`` may still carry its GB/s for the ratio.  ``published_for``: the
     GPU a figure was published for where it is not this one (another of its chip),
-    named after the figure.  ``depth``: where a level not in :data:`DEPTH` sits (a level
-    only some machines have, which the card shows where they have it)."""
+    named after the figure."""
     parts = []
     if published_cycles is not None:
         lo, hi = published_cycles
@@ -96,9 +95,7 @@ def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: 
         lat_ratio = cycles / (0.5 * (published_cycles[0] + published_cycles[1]))
     if gbps is not None and published_gbps:
         bw_ratio = gbps / published_gbps
-    if depth is None:
-        depth = DEPTH.get(level, len(DEPTH) + 1)
-    return {"level": level, "lesson": lesson, "depth": depth,
+    return {"level": level, "lesson": lesson, "depth": DEPTH.get(level, len(DEPTH) + 1),
             "size": size,
             "size_text": size_text_ or size_text(size), "cycles": cycles, "ns": ns,
             "GB/s": gbps, "published": ", ".join(parts),
