@@ -23,7 +23,7 @@ __all__ = ["LESSONS", "declarations"]
 
 #: The lessons, in lesson order (the notebooks' numbering follows it).
 LESSONS = ("matmul", "access", "layout", "stencil", "spaces", "transfer", "ladder", "transpose",
-           "allocation", "dram", "l2_persistence", "clusters", "async_copy")
+           "allocation", "dram", "l2_persistence", "clusters", "async_copy", "peer")
 
 
 def declarations() -> list:

@@ -1,0 +1,342 @@
+"""The peer lesson: peer_copy and peer_chase against NumPy references on this GPU and
+across to a peer, the copy engine's copies arriving whole, and every argument refused by
+name before the GPU.  Tests of two GPUs skip on one, and fail instead under
+GPUMEM_REQUIRE_GPUS=2 (tools/gpu-check sets it to the GPUs it finds)."""
+import os
+
+import numpy as np
+import pytest
+
+import gpumem as gm
+from gpumem.lessons import peer
+from gpumem.model import peer as pm
+
+N_GPUS = gm.device_count()
+PAIRS = peer.peer_pairs() if gm.is_available() else []
+
+
+@pytest.fixture
+def pair():
+    """(device, peer): the first two GPUs that reach each other, peer access on both ways."""
+    need = int(os.environ.get("GPUMEM_REQUIRE_GPUS", "0") or 0)
+    if not PAIRS:
+        if need >= 2:
+            pytest.fail(f"GPUMEM_REQUIRE_GPUS={need} but {N_GPUS} GPU(s) here with no peer pair")
+        pytest.skip("needs two GPUs with peer access")
+    d, p = PAIRS[0]
+    gm.enable_peer_access(d, p)
+    gm.enable_peer_access(p, d)
+    return d, p
+
+
+def poisoned(shape, device=None):
+    """NaN on ``device`` (default the current GPU): an output no kernel wrote yet."""
+    if device is None:
+        return gm.to_device(np.full(shape, np.nan, np.float32))
+    with gm.Device(device):
+        return gm.to_device(np.full(shape, np.nan, np.float32))
+
+
+# ---- without a GPU: arguments and the model's side ------------------------------------------
+@pytest.mark.parametrize("kw,word", [
+    (dict(width="double"), "width"), (dict(unroll=3), "unroll"), (dict(grid=0), "grid"),
+    (dict(block=48), "block"), (dict(block=2048), "block"), (dict(unroll=True), "unroll")])
+def test_peer_copy_refuses_bad_arguments_by_name(kw, word):
+    with pytest.raises((ValueError, TypeError), match=word):
+        peer.peer_copy(np.ones(10, np.float32), **kw)
+
+
+def test_peer_chase_takes_a_1d_int32_chain():
+    with pytest.raises((ValueError, TypeError), match="chain"):
+        peer.peer_chase(np.zeros(16, np.float32))
+    with pytest.raises((ValueError, TypeError), match="chain"):
+        peer.peer_chase(np.zeros((4, 4), np.int32))
+    with pytest.raises(ValueError, match="steps"):
+        peer.peer_chase(np.zeros(16, np.int32), steps=0)
+    with pytest.raises(TypeError, match="chain"):
+        peer.peer_chase(None)
+
+
+def test_chase_ring_is_one_cycle_through_every_node():
+    ring = peer.chase_ring(1 << 16, stride=256, seed=3)
+    assert ring.dtype == np.int32 and ring.size == (1 << 16) // 4
+    nodes = np.arange(0, ring.size, 64)
+    seen, j = [], 0
+    for _ in range(len(nodes)):
+        seen.append(j)
+        j = int(ring[j])
+    assert j == 0 and sorted(seen) == list(nodes)       # back at the start, every node once
+    assert not np.any(np.delete(ring, nodes))           # the rest hold 0
+    assert not np.array_equal(seen, nodes)              # in a random order, not stride order
+    assert peer.chase_reference(ring, len(nodes)) == 0
+    with pytest.raises(ValueError, match="stride"):
+        peer.chase_ring(4096, stride=6)
+    with pytest.raises(ValueError, match="nbytes"):
+        peer.chase_ring(100, stride=4096)
+
+
+def test_sweeps_without_a_gpu_show_the_model():
+    t = peer.copy_sweep(measure=False)
+    assert t["case"] == [c for c in peer.COPY_CASES for _ in peer.COPY_SIZES]
+    on = [r for r in t if r["case"] == "access on"]
+    assert [r["model_GB/s"] for r in on] == [pm.copy_gbps(s) for s in peer.COPY_SIZES]
+    both = [r for r in t if r["case"] == "both ways"]
+    assert [r["model_GB/s"] for r in both] == [2 * pm.copy_gbps(s) for s in peer.COPY_SIZES]
+    assert all(r["GB/s"] is None for r in t)
+    loads = peer.loads_sweep(measure=False)
+    reads = [r for r in loads if r["direction"] == "read"]
+    assert [r["model_GB/s"] for r in reads] == [
+        pm.loads_gbps(r["in_flight_per_sm"], loads=r["unroll"], sms=132) for r in reads]
+    assert max(r["model_GB/s"] for r in reads) == pytest.approx(pm.link_gbps())
+    assert min(r["model_GB/s"] for r in reads) < 0.1 * pm.link_gbps()   # below the knee too
+    lat = peer.latency_sweep(measure=False)
+    assert lat["memory"] == ["device memory", "peer GPU"]
+    assert lat["model_ns"][1] == pm.PEER_LATENCY_NS
+
+
+def test_sweeps_refuse_bad_arguments_by_name():
+    with pytest.raises(ValueError, match="cases"):
+        peer.copy_sweep(cases=("sideways",), measure=False)
+    with pytest.raises(ValueError, match="sizes"):
+        peer.copy_sweep(sizes=(0,), measure=False)
+    with pytest.raises(ValueError, match="directions"):
+        peer.loads_sweep(("up",), measure=False)
+    with pytest.raises(ValueError, match="repeat"):
+        peer.loads_sweep(repeat=0, measure=False)
+    with pytest.raises(TypeError, match="measure"):
+        peer.latency_sweep(measure="yes")
+
+
+def test_peer_memcpy_refuses_what_is_not_a_pair_of_device_arrays():
+    with pytest.raises(TypeError, match="dst"):
+        gm._core._peer_memcpy(np.ones(4, np.float32), np.ones(4, np.float32))
+    with pytest.raises(ValueError, match="repeat"):
+        gm._core._peer_memcpy(None, None, repeat=0)
+
+
+# ---- one GPU: the kernels against NumPy, on the GPU's own memory ------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("width", list(peer.WIDTHS))
+@pytest.mark.parametrize("n,unroll,grid,block", [(1, 1, 1, 32), (1003, 4, 3, 96),
+                                                 (65537, 16, 7, 256), (1 << 20, 2, 264, 512)])
+def test_peer_copy_on_this_gpu_equals_its_input(rng, width, n, unroll, grid, block, no_leak):
+    a = rng.standard_normal(n).astype(np.float32)
+    out = poisoned(n)
+    got = peer.peer_copy(gm.to_device(a), width=width, unroll=unroll, grid=grid, block=block,
+                         out=out)
+    np.testing.assert_array_equal(got.get(), a)
+    assert gm.last_record().bytes == 4 * n
+
+
+@pytest.mark.gpu
+def test_peer_chase_on_this_gpu_ends_where_numpy_does(no_leak):
+    ring = peer.chase_ring(1 << 20, stride=512, seed=5)
+    for steps, warmup in ((1, 0), (777, 13), (4096, 256)):
+        r = peer.peer_chase(gm.to_device(ring), steps=steps, warmup=warmup)
+        assert r["end"] == peer.chase_reference(ring, steps, warmup)
+        assert 100 < r["cycles"] < 5000 and 50 < r["ns"] < 5000, r
+
+
+@pytest.mark.gpu
+def test_peer_chase_restarts_outside_the_chain():
+    chain = np.array([3, -7, 1 << 30, 2], np.int32)        # 0 -> 3 -> 2 -> (out: 0)
+    r = peer.peer_chase(chain, steps=4, warmup=0)
+    assert r["end"] == peer.chase_reference(chain, 4) == 3
+
+
+# ---- two GPUs: across the link ----------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("width", list(peer.WIDTHS))
+def test_sm_reads_and_writes_over_the_link(rng, pair, width, no_leak):
+    dev, other = pair
+    n = 1_000_003 if width == "float" else 1_000_000
+    a = rng.standard_normal(n).astype(np.float32)
+    with gm.Device(other):
+        there = gm.to_device(a)
+    with gm.Device(dev):                                       # read: a on the peer
+        got = peer.peer_copy(there, width=width, unroll=4, grid=132, block=256)
+    assert got.device == dev
+    np.testing.assert_array_equal(got.get(), a)
+    out = poisoned(n, other)
+    with gm.Device(dev):                                       # write: out on the peer
+        here = gm.to_device(a)
+        peer.peer_copy(here, width=width, unroll=2, grid=64, block=128, out=out)
+    assert out.device == other
+    np.testing.assert_array_equal(out.get(), a)
+
+
+@pytest.mark.gpu
+def test_a_peer_operand_without_access_is_refused_by_name(pair):
+    dev, other = pair
+    with gm.Device(other):
+        there = gm.to_device(np.ones(1000, np.float32))
+    gm.disable_peer_access(dev, other)
+    try:
+        with gm.Device(dev), pytest.raises(ValueError, match="enable_peer_access"):
+            peer.peer_copy(there)
+    finally:
+        gm.enable_peer_access(dev, other)
+    with gm.Device(dev):                                       # and the next call works
+        np.testing.assert_array_equal(peer.peer_copy(there).get(), np.ones(1000, np.float32))
+
+
+@pytest.mark.gpu
+def test_the_peer_chase_is_slower_than_device_memory(pair):
+    dev, other = pair
+    t = peer.latency_sweep(src=other, dst=dev, nbytes=16 << 20, steps=512)
+    local, far = t["ns"]
+    assert 200 < local < far < 5000, t
+    assert t["cycles"][1] > t["cycles"][0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("way", ["one", "both", "staged"])
+@pytest.mark.parametrize("access", [True, False])
+def test_the_copy_engine_moves_every_byte(rng, pair, way, access, no_leak):
+    dev, other = pair
+    for d, p in ((dev, other), (other, dev)):
+        (gm.enable_peer_access if access else gm.disable_peer_access)(d, p)
+    try:
+        n = 3 * 2**18 + 5
+        a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+        with gm.Device(dev):
+            src, back_dst = gm.to_device(a), poisoned(n, dev)
+        with gm.Device(other):
+            dst, back_src = poisoned(n, other), gm.to_device(b)
+        kw = dict(back_dst=back_dst, back_src=back_src) if way == "both" else {}
+        ms = gm._core._peer_memcpy(dst, src, repeat=3, warmup=1, staged=way == "staged", **kw)
+        assert len(ms) == 3 and all(m > 0 for m in ms)
+        np.testing.assert_array_equal(dst.get(), a)
+        if way == "both":
+            np.testing.assert_array_equal(back_dst.get(), b)
+    finally:
+        for d, p in ((dev, other), (other, dev)):
+            gm.enable_peer_access(d, p)
+
+
+@pytest.mark.gpu
+def test_the_copy_sweep_measures_every_case(pair):
+    dev, other = pair
+    t = peer.copy_sweep((4, 1 << 20, 64 << 20), src=dev, dst=other, repeat=3, progress=False)
+    assert all(r["GB/s"] > 0 and r["us"] > 0 for r in t)
+    big = {r["case"]: r["GB/s"] for r in t if r["bytes"] == 64 << 20}
+    # the link with access on beats the driver's staging, and both ways beat one way
+    assert big["access on"] > 2 * big["access off"], t
+    assert big["both ways"] > 1.3 * big["access on"], t
+    assert big["access on"] <= 1.05 * pm.link_gbps(), t
+
+
+@pytest.mark.gpu
+def test_sm_reads_follow_littles_law_over_the_link(pair):
+    dev, other = pair
+    t = peer.loads_sweep(("read",), src=other, dst=dev, n=1 << 24, repeat=3, progress=False,
+                         points=((1, "float", 1), (16, "float4", 4)))
+    few, many = t["GB/s"]
+    assert few < 0.5 * many and many > 100, t
+
+
+@pytest.mark.gpu
+def test_a_wrong_pair_is_refused_by_name():
+    with pytest.raises(ValueError, match="src"):
+        peer.memcpy_peer(1024, src=0, dst=0)
+    with pytest.raises(ValueError, match="dst"):
+        peer.memcpy_peer(1024, src=0, dst=N_GPUS)
+
+
+# ---- NCCL's collectives ---------------------------------------------------------------------
+def test_nccl_missing_says_how_to_get_it(monkeypatch):
+    from gpumem.runtime import nccl
+    monkeypatch.setattr(nccl, "_lib", None)
+    monkeypatch.setenv("GPUMEM_NCCL", "/nonexistent/libnccl.so.2")
+    with pytest.raises(nccl.NcclError, match=r"gpumem\[nccl\]"):
+        nccl.version()
+    assert os.environ["NCCL_NVLS_ENABLE"] == "0"          # set before NCCL could start
+    with pytest.raises(ValueError, match="devices"):
+        nccl.Communicators([0, 0])
+    t = peer.collectives_sweep(sizes=(1 << 20,), measure=True)
+    assert "not measured" in t.title and all(r["busbw_GB/s"] is None for r in t)
+
+
+def test_collectives_sweep_refuses_bad_arguments_by_name():
+    with pytest.raises(ValueError, match="collectives"):
+        peer.collectives_sweep(("all_to_none",), measure=False)
+    with pytest.raises(ValueError, match="sizes"):
+        peer.collectives_sweep(sizes=(2,), measure=False)
+
+
+@pytest.fixture
+def comms(pair):
+    from gpumem.runtime import nccl
+    try:
+        nccl.version()
+    except nccl.NcclError as e:
+        if os.environ.get("GPUMEM_REQUIRE_GPUS"):
+            pytest.fail(str(e))
+        pytest.skip(str(e))
+    with nccl.Communicators(list(pair)) as c:
+        yield c
+
+
+@pytest.mark.gpu
+def test_nccl_collectives_equal_numpy(rng, pair, comms):
+    n = 2 * 100_003
+    xs = [rng.standard_normal(n).astype(np.float32) for _ in pair]
+    sends = []
+    for d, x in zip(pair, xs):
+        with gm.Device(d):
+            sends.append(gm.to_device(x))
+    full = [poisoned(n, d) for d in pair]
+    half = [poisoned(n // 2, d) for d in pair]
+    twice = [poisoned(2 * n, d) for d in pair]
+    comms.run("all_reduce", sends, full)
+    for r in full:                     # two addends: the same sum in any order
+        np.testing.assert_array_equal(r.get(), xs[0] + xs[1])
+    comms.run("reduce_scatter", sends, half)
+    for i, r in enumerate(half):
+        np.testing.assert_array_equal(r.get(), (xs[0] + xs[1])[i * n // 2:(i + 1) * n // 2])
+    comms.run("all_gather", sends, twice)
+    for r in twice:
+        np.testing.assert_array_equal(r.get(), np.concatenate(xs))
+    comms.run("broadcast", sends, full, root=1)
+    for r in full:
+        np.testing.assert_array_equal(r.get(), xs[1])
+    with pytest.raises(ValueError, match="does not fit"):
+        comms.run("all_gather", sends, full)
+
+
+@pytest.mark.gpu
+def test_the_collectives_sweep_measures_bus_bandwidth(pair, comms):
+    t = peer.collectives_sweep(sizes=(1 << 20, 64 << 20), devices=list(pair), repeat=3,
+                               progress=False)
+    assert "not measured" not in t.title
+    for r in t:
+        name = "all_reduce" if r["collective"] in peer.TEACHING else r["collective"]
+        assert r["us"] > 0 and r["busbw_GB/s"] == pytest.approx(
+            pm.bus_bandwidth(name, r["algbw_GB/s"], 2))
+    big = [r for r in t if r["bytes"] == 64 << 20]
+    assert all(50 < r["busbw_GB/s"] < 1.1 * pm.link_gbps() for r in big), big
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shots", [1, 2])
+@pytest.mark.parametrize("n", [1, 5, 4099, 1_000_003])
+def test_the_teaching_all_reduce_sums_every_gpu_s_input(rng, pair, shots, n, no_leak):
+    xs = [rng.standard_normal(n).astype(np.float32) for _ in pair]
+    ins = []
+    for d, x in zip(pair, xs):
+        with gm.Device(d):
+            ins.append(gm.to_device(x))
+    outs = [poisoned(n, d) for d in pair]
+    got, ms = peer.teaching_all_reduce(ins, outs, shots=shots, repeat=2)
+    assert ms > 0 and [o.device for o in got] == list(pair)
+    for o in got:
+        np.testing.assert_array_equal(o.get(), xs[0] + xs[1])
+
+
+def test_the_teaching_all_reduce_refuses_what_is_not_one_array_per_gpu():
+    with pytest.raises(TypeError, match="ins"):
+        peer.teaching_all_reduce([np.ones(4, np.float32)])
+    with pytest.raises(ValueError, match="shots"):
+        peer.teaching_all_reduce([], shots=3)
+    with pytest.raises(TypeError, match="ins"):
+        gm._core._peer_all_reduce(None, [])
