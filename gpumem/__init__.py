@@ -40,7 +40,7 @@ def _no_extension(error: ImportError) -> ImportError:
             f"extension ({so}); run Python from another folder to use the installed gpumem, "
             "or build in place with `pip install -e .`")
     return ImportError(f"gpumem's C extension ({so}) is missing from {here}; reinstall gpumem "
-                       "(pip install --force-reinstall gpumem)")
+                       "(pip install --force-reinstall gpumem-lab)")
 
 
 try:

@@ -223,7 +223,7 @@ def _report(args: argparse.Namespace) -> int:
         skipped = [n for n in report.plot_names(rows, card_rows) if n not in written] \
             if rows else []
         if skipped:
-            print("no plots: matplotlib is not installed (pip install 'gpumem[report]'); "
+            print("no plots: matplotlib is not installed (pip install 'gpumem-lab[report]'); "
                   "skipped " + ", ".join(skipped), file=where)
     print(f"gpumem report took {time.perf_counter() - start:.1f} s"
           + (" (--quick)" if args.quick else ""), file=sys.stderr if args.json else sys.stdout)

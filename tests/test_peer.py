@@ -248,7 +248,7 @@ def test_nccl_missing_says_how_to_get_it(monkeypatch):
     from gpumem.runtime import nccl
     monkeypatch.setattr(nccl, "_lib", None)
     monkeypatch.setenv("GPUMEM_NCCL", "/nonexistent/libnccl.so.2")
-    with pytest.raises(nccl.NcclError, match=r"gpumem\[nccl\]"):
+    with pytest.raises(nccl.NcclError, match=r"gpumem-lab\[nccl\]"):
         nccl.version()
     assert os.environ["NCCL_NVLS_ENABLE"] == "0"          # set before NCCL could start
     with pytest.raises(ValueError, match="devices"):

@@ -153,7 +153,7 @@ def test_missing_cupti_is_a_profiler_error_saying_how_to_fix():
         except gpumem.ProfilerError as e:
             assert e.reason == "library", e.reason
             assert "libcupti" in str(e) and "nvidia-cuda-cupti" in str(e), str(e)
-            assert "pip install 'gpumem[profile]'" in str(e), str(e)   # the extra, named
+            assert "pip install 'gpumem-lab[profile]'" in str(e), str(e)   # the extra, named
             assert _core._profile_state()["profiling"] == 0
             if gpumem.is_available():
                 one = np.ones(3, np.float32)
@@ -706,7 +706,7 @@ def test_raw_metrics_and_profile_name_themselves():
 
 
 def test_cupti_is_looked_for_in_the_profile_extra_first(tmp_path, monkeypatch):
-    # pip install 'gpumem[profile]' puts libcupti under site-packages/nvidia/cu13/lib:
+    # pip install 'gpumem-lab[profile]' puts libcupti under site-packages/nvidia/cu13/lib:
     # that directory comes before any toolkit's, with no environment variable needed.
     import importlib
     import sys

@@ -101,7 +101,7 @@ def test_out_without_matplotlib_says_which_plots_it_skipped(model_mode, monkeypa
     assert not list(tmp_path.glob("*.png"))
     names = quick_plots()
     assert names[0] == "memory_card.png" and len(names) > 1
-    assert ("no plots: matplotlib is not installed (pip install 'gpumem[report]'); skipped "
+    assert ("no plots: matplotlib is not installed (pip install 'gpumem-lab[report]'); skipped "
             + ", ".join(names)) in out
     assert "<img" not in (tmp_path / "report.html").read_text()
 

@@ -170,7 +170,7 @@ int gm_prof_load_cupti(PyObject *dirs)
     gm_prof_error("library", NULL, 0,
                   PyUnicode_FromFormat(
                       "CUPTI (libcupti.so.13) was not found%s%s -- install gpumem's profile "
-                      "extra, pip install 'gpumem[profile]' (the nvidia-cuda-cupti wheel), or "
+                      "extra, pip install 'gpumem-lab[profile]' (the nvidia-cuda-cupti wheel), or "
                       "the CUDA toolkit (it ships extras/CUPTI/lib64), or set CUDA_HOME to a "
                       "toolkit that has it; timings work without it",
                       pos ? ": " : "", tried));
@@ -243,7 +243,7 @@ PyObject *gm_prof_load(PyObject *self, PyObject *args)
             return gm_prof_error(
                 "library", NULL, 0,
                 PyUnicode_FromFormat("CUPTI (libcupti.so.13) was not found in %R -- install "
-                                     "gpumem's profile extra, pip install 'gpumem[profile]' "
+                                     "gpumem's profile extra, pip install 'gpumem-lab[profile]' "
                                      "(the nvidia-cuda-cupti wheel), or the CUDA toolkit, or "
                                      "set CUDA_HOME; timings work without it",
                                      dirs));

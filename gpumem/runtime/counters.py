@@ -236,7 +236,7 @@ def _plan(names: list[str]) -> tuple[list[str], list[tuple[str, int, int]]]:
 
 def _cupti_dirs() -> list[str]:
     """Where libcupti may live: first the nvidia-cuda-cupti wheel of this environment
-    (``pip install 'gpumem[profile]'``: the CUDA major gpumem was built with), then the
+    (``pip install 'gpumem-lab[profile]'``: the CUDA major gpumem was built with), then the
     toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda); the loader's own path is tried last."""
     dirs: list[str] = []
     candidates = [os.path.join(entry or ".", sub) for entry in sys.path

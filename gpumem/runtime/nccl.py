@@ -1,7 +1,7 @@
 """NCCL, the engine users scale out with, loaded at run time: collectives over gpumem's
 arrays, one process driving every GPU (one communicator each).
 
-The library comes from the ``nvidia-nccl-cu13`` wheel (``pip install 'gpumem[nccl]'``), as
+The library comes from the ``nvidia-nccl-cu13`` wheel (``pip install 'gpumem-lab[nccl]'``), as
 the profiler's CUPTI comes from its wheel; ``GPUMEM_NCCL`` may name another
 ``libnccl.so``, and a system one (``libnccl.so.2`` on the loader's path) is the last
 resort.  Nothing is loaded until a collective is asked for; without the library,
@@ -57,7 +57,7 @@ def _library() -> ctypes.CDLL:
     try:
         lib = ctypes.CDLL(path or "libnccl.so.2")
     except OSError as e:
-        raise NcclError(f"NCCL is not available here ({e}); pip install 'gpumem[nccl]' "
+        raise NcclError(f"NCCL is not available here ({e}); pip install 'gpumem-lab[nccl]' "
                         "(the nvidia-nccl-cu13 wheel), or set GPUMEM_NCCL to a libnccl.so") from None
     lib.ncclGetErrorString.restype = ctypes.c_char_p
     _lib = lib
