@@ -42,10 +42,11 @@ def rel_err(got, ref):
     return np.linalg.norm(got.astype(np.float64) - ref) / max(np.linalg.norm(ref), 1e-300)
 
 
-def defer_to_one_process(why: str) -> None:
+def defer_to_one_process(why: str, all_gpus: bool = False) -> None:
     """Under pytest-xdist with GPUMEM_TEST_DEFER=FILE (tools/gpu-check): skip the running
     test here and append its node ID to FILE, for the one-process phase that follows (CUPTI
-    and Nsight Compute serve one process of a GPU at a time).  Elsewhere: nothing."""
+    and Nsight Compute serve one process of a GPU at a time); with ``all_gpus``, to
+    FILE.all, for the last phase: one process that sees every GPU.  Elsewhere: nothing."""
     import os
 
     import pytest
@@ -54,7 +55,7 @@ def defer_to_one_process(why: str) -> None:
     if not path or not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     nodeid = os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]
-    with open(path, "a") as f:          # one short O_APPEND write: whole between workers
+    with open(path + (".all" if all_gpus else ""), "a") as f:   # one short O_APPEND write
         f.write(nodeid + "\n")
     pytest.skip(f"deferred to the one-process phase: {why}")
 

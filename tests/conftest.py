@@ -16,6 +16,8 @@ if os.environ.get("GPUMEM_TEST_GPU_PER_WORKER") and os.environ.get("PYTEST_XDIST
 import gpumem  # noqa: E402  (after the GPU is chosen)
 
 REQUIRE_GPU = os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0")
+_ALL_GPUS = ("all_gpus: times work across every GPU of the machine: tools/gpu-check runs it "
+             "last, in one process that sees them all, alone")
 _ALONE = ("alone: needs its GPU to itself (reads counters, times a whole command, or "
           "measures a cache): tools/gpu-check runs it after the shared phase")
 
@@ -26,6 +28,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one; fails "
                                        "instead when GPUMEM_REQUIRE_GPU=1)")
     config.addinivalue_line("markers", _ALONE)
+    config.addinivalue_line("markers", _ALL_GPUS)
 
 
 @pytest.fixture(autouse=True)
@@ -107,6 +110,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _one_process_phase(request):
+    if _DEFER and request.node.get_closest_marker("all_gpus") is not None:
+        defer_to_one_process("it times work across every GPU", all_gpus=True)
     if _DEFER and request.node.get_closest_marker("alone") is not None:
         defer_to_one_process("it runs child processes that read counters, or times the "
                              "whole GPU")

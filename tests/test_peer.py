@@ -180,6 +180,7 @@ def test_a_peer_operand_without_access_is_refused_by_name(pair):
         np.testing.assert_array_equal(peer.peer_copy(there).get(), np.ones(1000, np.float32))
 
 
+@pytest.mark.all_gpus
 @pytest.mark.gpu
 def test_the_peer_chase_is_slower_than_device_memory(pair):
     dev, other = pair
@@ -214,6 +215,7 @@ def test_the_copy_engine_moves_every_byte(rng, pair, way, access, no_leak):
             gm.enable_peer_access(d, p)
 
 
+@pytest.mark.all_gpus
 @pytest.mark.gpu
 def test_the_copy_sweep_measures_every_case(pair):
     dev, other = pair
@@ -226,6 +228,7 @@ def test_the_copy_sweep_measures_every_case(pair):
     assert big["access on"] <= 1.05 * pm.link_gbps(), t
 
 
+@pytest.mark.all_gpus
 @pytest.mark.gpu
 def test_sm_reads_follow_littles_law_over_the_link(pair):
     dev, other = pair
@@ -304,6 +307,7 @@ def test_nccl_collectives_equal_numpy(rng, pair, comms):
         comms.run("all_gather", sends, full)
 
 
+@pytest.mark.all_gpus
 @pytest.mark.gpu
 def test_the_collectives_sweep_measures_bus_bandwidth(pair, comms):
     t = peer.collectives_sweep(sizes=(1 << 20, 64 << 20), devices=list(pair), repeat=3,

@@ -127,7 +127,7 @@ static int chase_check(gm_call *c)
 static void chase_fill(const gm_call *c, void *params)
 {
     *(gm_peer_chase_params *)params = (gm_peer_chase_params){
-        gm_in(c, CS_CHAIN), gm_res(c), c->op[CS_CHAIN].shape[0], c->v[CS_STEPS],
+        gm_in(c, CS_CHAIN), gm_res(c), gm_dim(c, CS_CHAIN, 0), c->v[CS_STEPS],
         c->v[CS_WARMUP]};
 }
 
@@ -189,6 +189,32 @@ fail:
     return -1;
 }
 
+/* A new non-blocking stream on GPU dev, and its end (after the work on it ended).  0 / -1. */
+static int own_stream(int dev, cudaStream_t *s)
+{
+    int prev = 0;
+    *s = NULL;
+    if (gm_device_enter(dev, &prev) < 0)
+        return -1;
+    const cudaError_t err = cudaStreamCreateWithFlags(s, cudaStreamNonBlocking);
+    gm_device_leave(prev);
+    if (err != cudaSuccess) {
+        *s = NULL;
+        return gm_set_cuda_error(err, "cudaStreamCreateWithFlags");
+    }
+    return 0;
+}
+
+static void drop_stream(int dev, cudaStream_t s)
+{
+    int prev = 0;
+    if (s == NULL || gm_device_enter(dev, &prev) < 0)
+        return;
+    (void)cudaStreamSynchronize(s);
+    (void)cudaStreamDestroy(s);
+    gm_device_leave(prev);
+}
+
 static PyObject *peer_memcpy(const gm_parsed *a)
 {
     const gm_DeviceArray *dst, *src, *bdst = NULL, *bsrc = NULL;
@@ -219,14 +245,16 @@ static PyObject *peer_memcpy(const gm_parsed *a)
         PyErr_Format(PyExc_ValueError, "%s: staged=True copies one way only", a->fn);
         return NULL;
     }
-    PyObject *out = NULL, *keep_a = NULL, *keep_b = NULL;
+    PyObject *out = NULL;
     cudaStream_t sa = NULL, sb = NULL;
     gm_timer t = GM_TIMER_CLOSED;
     void *host = NULL;
     int prev = 0;
     const int da = src->device, db = dst->device;
-    if (gm_ensure_device() < 0 || gm_call_stream(a->fn, da, &sa, &keep_a) < 0 ||
-        gm_call_stream(a->fn, db, &sb, &keep_b) < 0)
+    /* A stream of its own on each GPU, non-blocking: on the legacy default streams the
+     * two ways of a copy between GPUs run one after the other (measured on two H200s:
+     * 386 GB/s both ways together, one way's rate). */
+    if (gm_ensure_device() < 0 || own_stream(da, &sa) < 0 || own_stream(db, &sb) < 0)
         goto done;
     if (a->v[PM_STAGED] && gm_host_alloc(src->nbytes, 0, &host) < 0)
         goto done;
@@ -282,8 +310,8 @@ done:
             (void)cudaDeviceSynchronize();
         gm_host_free(host, src->nbytes);
     }
-    Py_XDECREF(keep_a);
-    Py_XDECREF(keep_b);
+    drop_stream(da, sa);
+    drop_stream(db, sb);
     return out;
 }
 
@@ -374,8 +402,7 @@ static int reduce_operands(const gm_parsed *a, const gm_DeviceArray **in,
 static PyObject *peer_all_reduce(const gm_parsed *a)
 {
     const gm_DeviceArray *in[GM_PEER_MAX_GPUS], *out[GM_PEER_MAX_GPUS];
-    cudaStream_t st[GM_PEER_MAX_GPUS] = {NULL};
-    PyObject *keep[GM_PEER_MAX_GPUS] = {NULL};
+    cudaStream_t st[GM_PEER_MAX_GPUS] = {NULL}; /* a non-blocking stream of its own on each */
     gm_peer_reduce_params p[GM_PEER_MAX_GPUS];
     const int k = reduce_operands(a, in, out);
     if (k < 0 || gm_ensure_device() < 0)
@@ -387,7 +414,7 @@ static PyObject *peer_all_reduce(const gm_parsed *a)
     for (g = 0; g < k; g++) {
         int sms = 0, p2 = 0;
         const int dev = in[g]->device;
-        if (gm_call_stream(a->fn, dev, &st[g], &keep[g]) < 0 || gm_device_enter(dev, &p2) < 0)
+        if (own_stream(dev, &st[g]) < 0 || gm_device_enter(dev, &p2) < 0)
             goto done;
         cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
         if (err == cudaSuccess) /* after every array's earlier work */
@@ -454,7 +481,7 @@ done:
     if (entered)
         gm_device_leave(prev);
     for (g = 0; g < k; g++)
-        Py_XDECREF(keep[g]);
+        drop_stream(in[g]->device, st[g]);
     return res;
 }
 

@@ -82,6 +82,10 @@ static PyObject *set_access(const char *fn, PyObject *args, PyObject *kwargs, in
                      "path between them: cudaDeviceCanAccessPeer says 0)", fn, dev, peer);
         return NULL;
     }
+    /* already as gpumem left it: no driver call (one that finds it so is an error the
+     * sanitizers report, cleared or not) */
+    if (!gm_pool_peer_access_on(peer, dev) == !on)
+        Py_RETURN_NONE;
     if (gm_device_enter(dev, &prev) < 0)
         return NULL;
     cudaError_t err = on ? cudaDeviceEnablePeerAccess(peer, 0) : cudaDeviceDisablePeerAccess(peer);

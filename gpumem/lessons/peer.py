@@ -207,11 +207,12 @@ def memcpy_peer(nbytes: int, *, src: int = 0, dst: int = 1, way: str = "one",
     _need_gpu()
     src, dst = _pair(fn, src, dst)
     n = (nbytes + 3) // 4
-    a = runtime.empty((n,), np.float32, device=src)
+    ones = np.ones(n, np.float32)            # a source of written bytes (never copy garbage)
+    a = runtime.to_device(ones, device=src)
     b = runtime.empty((n,), np.float32, device=dst)
     kw = {}
     if way == "both":
-        kw = {"back_src": runtime.empty((n,), np.float32, device=dst),
+        kw = {"back_src": runtime.to_device(ones, device=dst),
               "back_dst": runtime.empty((n,), np.float32, device=src)}
     ms = statistics.median(_core._peer_memcpy(b, a, repeat=repeat, warmup=2,
                                               staged=way == "staged", **kw))
