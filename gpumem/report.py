@@ -128,7 +128,7 @@ def card(*, measure: bool | None = None, quick: bool = False,
     if measure is None:
         measure = runtime.is_available()
     rows: list[dict] = []
-    for _, f in _steps(CARDS, "gpumem memory card", progress):
+    for _, f in _steps(CARDS, "gpumem memory card", progress, runs=measure):
         rows += f(measure, quick)
     return sorted(rows, key=lambda r: r.get("depth", 0))       # stable: lesson order within
 
@@ -241,7 +241,7 @@ def headlines(*, measure: bool | None = None, quick: bool = False, progress: boo
         measure = runtime.is_available()
     todo = [(name, f) for name, f in HEADLINES if lessons is None or name in lessons]
     rows: list[dict] = []
-    for name, f in _steps(todo, "gpumem report", progress):
+    for name, f in _steps(todo, "gpumem report", progress, runs=measure):
         rows += f(measure, quick)
     return rows
 

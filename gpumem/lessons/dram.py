@@ -391,7 +391,7 @@ def _little(fn, ways, n, block, repeat, progress, sms, latency_ns, peak_gbps, gp
     a = runtime.to_device(np.ones(n, np.float32)) if gpu else None
     rows = []
     points = [(way, *pt) for way in ways for pt in LITTLE_WAYS[way]]
-    for way, bps, width, unroll in hl._steps(points, fn, progress):
+    for way, bps, width, unroll in hl._steps(points, fn, progress and gpu):
         resident = bps
         row = {"way": way, "blocks_per_sm": bps}
         if gpu:
@@ -497,7 +497,7 @@ def _burst(fn, pieces_sizes, pieces, n, seed, repeat, progress, gpu) -> Table:
     progress = _flag(fn, "progress", progress)
     a = runtime.to_device(np.ones(n, np.float32)) if gpu else None
     rows = []
-    for p in hl._steps(sizes, fn, progress):
+    for p in hl._steps(sizes, fn, progress and gpu):
         row = {"piece": p, "pieces": pieces, "useful_bytes": p * pieces, "ms": None,
                "GB/s": None, "sectors_model": dm.burst_sectors(p, pieces),
                "gld_transactions": None, "gld_requests": None,
@@ -577,7 +577,7 @@ def channel_sweep(strides: Sequence[int] | None = None, *,
     a = runtime.to_device(np.ones(n, np.float32)) if gpu else None
     slots = 1 << ((4 * n // chunk).bit_length() - 1)
     rows, calls = [], []
-    for s in hl._steps(ss, fn, progress):
+    for s in hl._steps(ss, fn, progress and gpu):
         streams = min(max_streams, (4 * n - chunk) // s + 1, slots)
         times = {}
         for placement in ("strided", "random"):

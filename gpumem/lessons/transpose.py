@@ -233,7 +233,7 @@ def bank_conflict_sweep(strides: Sequence[int] = tuple(range(1, 33)),
     gpu = runtime.is_available()
     rows = []
     out = runtime.empty((blocks * STRIDE_BLOCK,)) if gpu else None
-    for (w, p), pred in _progress(list(zip(cases, preds)), len(cases), fn, progress):
+    for (w, p), pred in _progress(list(zip(cases, preds)), len(cases), fn, progress and gpu):
         row = {"word": w, "stride": p["stride"]}
         if gpu:
             r = runtime.bench(shared_stride, p["stride"], word=w, iters=iters, blocks=blocks,

@@ -108,22 +108,55 @@ def _predict(family: str, variant: str, **params: Any) -> dict:
     return {k: (round(v, 2) if k.endswith("efficiency") else v) for k, v in p.items()}
 
 
-def _steps(items: Sequence, desc: str, enabled: bool) -> Iterable:
-    """``items`` with a progress bar on stderr: tqdm when importable, else one line per
-    step; nothing when ``enabled`` is false."""
-    if not enabled:
+def _stderr_is_tty() -> bool:
+    """Whether ``sys.stderr`` (looked up now) is a terminal; False for None, a closed
+    stream or one without ``isatty``."""
+    err = sys.stderr
+    try:
+        return err is not None and bool(err.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _steps(items: Sequence, desc: str, enabled: bool, *, runs: bool | None = None
+           ) -> Iterable:
+    """``items``, one by one, with progress on stderr where it helps.
+
+    Every item is yielded, in order, whatever is shown.  Progress is shown only when all
+    of these hold, else nothing at all is written:
+
+    * ``enabled`` is true (the caller's ``progress=``);
+    * the work runs: ``runs`` true, or, where ``runs`` is None (the default), a GPU is
+      usable here (:func:`gpumem.runtime.is_available`) -- every step of a sweep that
+      measures needs one, and the model's side alone is too quick for a bar.  A caller
+      that knows (``runs=measure``, ``runs=gpu``) says so;
+    * stderr is a terminal (``sys.stderr.isatty()``, looked up when the first item is
+      asked for).  A pipe, a file or a log gets no progress at all -- no tqdm bar, no
+      ``\\r`` frames and no per-step lines -- so that captured output holds only the
+      results.
+
+    On a terminal the bar is tqdm's (cleared when the loop ends, or stops early) when
+    tqdm is importable, else one line per step: ``[i/n] desc: label ...``.
+    """
+    if not (enabled and _stderr_is_tty() and (runtime.is_available() if runs is None
+                                               else runs)):
         yield from items
         return
+    total = len(items) if hasattr(items, "__len__") else None
     try:
         from tqdm import tqdm
     except ImportError:
+        of = "" if total is None else f"/{total}"
         for i, item in enumerate(items, 1):
             label = item[0] if isinstance(item, tuple) else item
-            print(f"[{i}/{len(items)}] {desc}: {label} ...", file=sys.stderr, flush=True)
+            print(f"[{i}{of}] {desc}: {label} ...", file=sys.stderr, flush=True)
             yield item
         return
-    bar = tqdm(items, desc=desc, file=sys.stderr, leave=False)
-    for item in bar:
-        if isinstance(item, tuple):
-            bar.set_postfix_str(str(item[0]))
-        yield item
+    bar = tqdm(items, total=total, desc=desc, file=sys.stderr, leave=False)
+    try:
+        for item in bar:
+            if isinstance(item, tuple):
+                bar.set_postfix_str(str(item[0]))
+            yield item
+    finally:
+        bar.close()

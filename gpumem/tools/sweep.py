@@ -155,13 +155,11 @@ def _counters_available() -> bool:
 
 
 def _progress(it: Iterable, total: int, desc: str, enabled: bool) -> Iterable:
-    if not enabled:
-        return it
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return it
-    return tqdm(it, total=total, desc=desc, leave=False)
+    """``it`` with the one progress display (:func:`gpumem.tools.headline._steps`: on a
+    terminal only, for work that runs); ``total`` is ``len(it)``'s."""
+    from .headline import _steps
+
+    return _steps(it, desc, enabled)
 
 
 @dataclass
@@ -183,7 +181,7 @@ def _run(points: list[_Point], buffers: Callable[[], dict], metrics: tuple, repe
     predict = _model_predict()
     bufs = buffers() if gpu else {}
     rows, preds = [], []
-    for p in _progress(points, len(points), title, progress):
+    for p in _progress(points, len(points), title, progress and gpu):
         row = dict(p.row)
         row["ms"] = row["GB/s"] = None
         pred = None
