@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import shutil
 import textwrap
 from typing import Any, Iterable, Mapping, Sequence
@@ -18,8 +19,11 @@ from .args import _iterable
 SIGNIFICANT = 4
 #: The width a printed table keeps within where no terminal says its own (characters).
 DEFAULT_WIDTH = 100
-#: The narrowest a wrapped column gets (characters).
+#: The narrowest a wrapped column gets in :func:`_fit_widths` (characters).
 MIN_WIDTH = 8
+#: Text that reads as a number (right-aligned like one): "3,350", "-0.5", "2.5e+09",
+#: "80%", "0.95x", "nan", "inf".
+_NUMBER = re.compile(r"[-+]?((\d[\d,]*(\.\d*)?|\.\d+)([eE][-+]?\d+)?|nan|inf)[%x]?")
 
 
 def _fit_widths(natural: list[int], room: int) -> list[int]:
@@ -34,9 +38,90 @@ def _fit_widths(natural: list[int], room: int) -> list[int]:
     return widths
 
 
+def _narrow(natural: list[int], floors: list[int], room: int, used) -> list[int]:
+    """Column widths within ``room`` characters where the floors allow it: the widest
+    column that is still above its floor (the first, the rows' key, only once no other
+    is) narrowed, each time to ``used(k, w)``, the characters column ``k`` takes once
+    wrapped to ``w`` (one less than it has), so that a column narrows from one place
+    its lines break to the next."""
+    widths = list(natural)
+    while sum(widths) > room:
+        movable = [k for k in range(1, len(widths)) if widths[k] > floors[k]] or \
+            [k for k in range(len(widths)) if widths[k] > floors[k]]
+        if not movable:
+            break
+        i = max(movable, key=lambda k: widths[k])
+        widths[i] = max(floors[i], min(widths[i] - 1, used(i, widths[i] - 1)))
+    return widths
+
+
 def _wrap(text: str, width: int) -> list[str]:
     """``text`` in lines of at most ``width`` characters (long words broken)."""
     return textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
+
+
+def _is_prose(cell: str) -> bool:
+    """A text cell of several words, which may wrap at its spaces; any other cell (a
+    number, a name) is one word and is never broken."""
+    return len(cell.split()) > 1
+
+
+def _cell_lines(cell: str, width: int, hard: bool = False) -> list[str]:
+    """A cell in lines of at most ``width`` characters: whole when it is one word (or
+    fits), else wrapped at its spaces; words are broken only where ``hard`` (a column
+    narrower than its longest word: the last resort of a width too small for the
+    table's first column)."""
+    if len(cell) <= width or not (hard or _is_prose(cell)):
+        return [cell]
+    return textwrap.wrap(cell, width, break_long_words=hard, break_on_hyphens=False) or [""]
+
+
+def _pieces(header: str) -> list[tuple[str, str]]:
+    """A header as (piece, joiner) pairs: its words, each split after its underscores
+    and slashes; the joiner (" " or "") is what goes between a piece and the next one
+    when they share a line."""
+    out: list[tuple[str, str]] = []
+    for word in header.split():
+        parts = [p for p in re.split(r"(?<=[_/])", word) if p]
+        out += [(p, "") for p in parts[:-1]] + [(parts[-1], " ")]
+    return out
+
+
+def _header_floor(header: str) -> int:
+    """The narrowest a header can wrap to (its longest piece)."""
+    return max((len(p) for p, _ in _pieces(header)), default=0)
+
+
+def _header_lines(header: str, width: int, hard: bool = False) -> list[str]:
+    """A header in lines of at most ``width`` characters, broken only between words,
+    after an underscore or after a slash (so "gld_efficiency [model]" gives
+    "gld_efficiency" and "[model]", then "gld_", "efficiency" and "[model]")."""
+    if len(header) <= width:
+        return [header]
+    lines: list[str] = []
+    line, sep = "", ""
+    for piece, joiner in _pieces(header):
+        if line and len(line) + len(sep) + len(piece) <= width:
+            line += sep + piece
+        else:
+            if line:
+                lines.append(line)
+            line = piece
+        sep = joiner
+    lines.append(line)
+    if hard:
+        lines = [part for ln in lines for part in _wrap(ln, width)]
+    return lines or [""]
+
+
+def _left_out_note(empty: list[str], cut: list[str], width: int) -> str:
+    """The line under a table that names the columns it leaves out, and why."""
+    parts = []
+    if empty:
+        parts.append("no values: " + ", ".join(empty))
+    if cut:
+        parts += [f"to fit {width} characters: " + ", ".join(cut), "to_text(0) shows them"]
+    return "(columns left out, " + "; ".join(parts) + ")"
 
 
 class Table:
@@ -136,32 +221,82 @@ class Table:
     def to_text(self, width: int | None = None) -> str:
         """The table as plain text no wider than ``width`` characters (default: the
         terminal's, :func:`shutil.get_terminal_size`; 0: no limit, every cell on one
-        line).  Where the columns are too wide together, the widest are wrapped (words
-        kept whole where they fit) until the table fits or every column is down to
-        :data:`MIN_WIDTH`; ``str(table)`` is ``to_text()``, ``to_pandas()`` and
-        ``to_markdown()`` keep every cell whole."""
+        line).
+
+        A cell that is one word (a number, a name) is never broken across lines; a
+        cell of several words may wrap at its spaces, and a header between its words,
+        after an underscore or a slash (its ``[measured]``/``[model]`` tag on a line of
+        its own).  Columns with no values (every cell None or empty, e.g. the measured
+        ones without a GPU) are left out; where the other columns do not fit even
+        wrapped so, columns are left out from the right-hand end (never the first).  A
+        note under the table names the columns left out.  Columns of numbers (or of
+        text that reads as numbers) are right-aligned, other columns left-aligned, at
+        every width.  ``str(table)`` is ``to_text()``; ``to_pandas()``,
+        ``to_markdown()`` and :attr:`rows` keep every column and cell whole."""
         if width is None:
             width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
         if isinstance(width, bool) or not isinstance(width, int) or width < 0:
             raise TypeError(f"Table.to_text: width must be an int >= 0 or None, not {width!r}")
-        cells = [[self._header(c) for c in self.columns]]
-        cells += self._cells()
-        n = len(self.columns)
-        natural = [max(len(row[i]) for row in cells) for i in range(n)]
-        widths = _fit_widths(natural, width - 2 * max(n - 1, 0)) if width else natural
-        wrapped = [i for i in range(n) if widths[i] < natural[i]]
-        lines = []
-        for k, row in enumerate(cells):
-            parts = [_wrap(cell, widths[i]) if i in wrapped else [cell]
-                     for i, cell in enumerate(row)]
-            for j in range(max(len(p) for p in parts)):
+        columns = list(self.columns)
+        heads = [self._header(c) for c in columns]
+        body = [list(col) for col in zip(*self._cells())] if self.rows else [[] for _ in columns]
+        # columns with no values (cells all empty) are left out at every width
+        empty = [c for c, col in zip(columns, body) if col and not any(col)]
+        keep = [i for i, c in enumerate(columns) if c not in empty]
+        natural = {i: max([len(heads[i])] + [len(x) for x in body[i]]) for i in keep}
+        floors = {i: max([_header_floor(heads[i])] +
+                         [max(map(len, x.split())) if _is_prose(x) else len(x)
+                          for x in body[i]]) for i in keep}
+        cut: list[str] = []
+        if width:
+            # the columns that fit at their narrowest, from the left (the first always)
+            while len(keep) > 1 and sum(floors[i] for i in keep) + 2 * (len(keep) - 1) > width:
+                cut.insert(0, columns[keep.pop()])
+
+            # the characters column k takes wrapped to w: its header's lines, its cells
+            # of one word, and w itself where a cell of several words is wrapped (its
+            # lines come close enough to w not to wrap them all at each step)
+            words = {i: max([len(x) for x in body[i] if not _is_prose(x)], default=0)
+                     for i in keep}
+            prose = {i: max([len(x) for x in body[i] if _is_prose(x)], default=0)
+                     for i in keep}
+
+            def used(k: int, w: int) -> int:
+                i = keep[k]
+                return max([len(line) for line in _header_lines(heads[i], w)] +
+                           [words[i], min(prose[i], w)])
+
+            widths = _narrow([natural[i] for i in keep], [floors[i] for i in keep],
+                             width - 2 * max(len(keep) - 1, 0), used)
+            if keep and widths[0] > width:         # a first column too wide for the width
+                widths[0] = width
+        else:
+            widths = [natural[i] for i in keep]
+        hard = [w < floors[i] for i, w in zip(keep, widths)]
+        # right-aligned: a column of numbers (or of text that reads as numbers)
+        left = [not all(_NUMBER.fullmatch(x) for x in body[i] if x) for i in keep]
+
+        def lines_of(parts: list[list[str]]) -> list[str]:
+            out = []
+            for j in range(max((len(p) for p in parts), default=1)):
                 line = [(p[j] if j < len(p) else "") for p in parts]
-                lines.append("  ".join(t.ljust(w) if i in wrapped else t.rjust(w)
-                                       for i, (t, w) in enumerate(zip(line, widths))).rstrip())
-            if k == 0:
-                lines.append("  ".join("-" * w for w in widths))
+                out.append("  ".join(t.ljust(w) if lf else t.rjust(w)
+                                     for t, w, lf in zip(line, widths, left)).rstrip())
+            return out
+
+        lines: list[str] = []
+        if keep:
+            lines += lines_of([_header_lines(heads[i], w, h)
+                               for i, w, h in zip(keep, widths, hard)])
+            lines.append("  ".join("-" * w for w in widths))
+            for k in range(len(self.rows)):
+                lines += lines_of([_cell_lines(body[i][k], w, h)
+                                   for i, w, h in zip(keep, widths, hard)])
+        if empty or cut:
+            note = _left_out_note(empty, cut, width)
+            lines += _wrap(note, width) if width else [note]
         title = "\n".join(_wrap(self.title, width)) if width and self.title else self.title
-        return (title + "\n" if title else "") + "\n".join(lines)
+        return "\n".join(([title] if title else []) + lines)
 
     def __str__(self) -> str:
         return self.to_text()
