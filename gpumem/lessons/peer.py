@@ -186,10 +186,10 @@ def _gpu(fn: str, src, dst, measure: bool) -> tuple[int, int, bool]:
 
 def _why_not(src: int, dst: int, measure: bool) -> str:
     """The title's note of a sweep that measured nothing."""
-    if not measure:
-        return "measure=False"
     if not runtime.is_available():
         return "no GPU"
+    if not measure:
+        return "measure=False"
     return _measurable(src, dst) or "no GPU pair"
 
 
