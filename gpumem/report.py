@@ -358,9 +358,15 @@ def _clean(v: Any) -> Any:
     return v
 
 
+#: The report JSON's schema: 1 is the document of rows, card and tables with their keys as
+#: of gpumem 0.1 (``gpumem compare`` reads it); a change of keys raises it.
+SCHEMA = 1
+
+
 def to_json(rows: Sequence[dict] = (), tables: Sequence[Table] = (), **meta: Any) -> str:
-    """JSON of the report rows (and lesson tables), with ``meta`` keys at the top."""
-    doc: dict[str, Any] = dict(meta)
+    """JSON of the report rows (and lesson tables), with ``schema`` (:data:`SCHEMA`) and the
+    ``meta`` keys at the top."""
+    doc: dict[str, Any] = {"schema": SCHEMA, **meta}
     if rows:
         doc["rows"] = list(rows)
     if tables:

@@ -731,7 +731,8 @@ def test_card_rows_without_a_gpu_are_the_published_figures():
     assert by["L1"]["published"] == "32-40 cyc, 128 B/clk/SM"
     assert by["L2 far"]["size"] == 50 * 2**20 and by["L2 near"]["size_text"] == "25 MiB"
     assert by["device memory"]["published_GB/s"] == 3350.0
-    assert by["device memory"]["size_text"] == "80 GB"
+    assert by["device memory"]["size_text"] == "80 GB (published)"
+    assert by["shared"]["size_text"] == "228 KiB/SM"          # cc 9.0's largest carveout
     text = report.card_table(rows, report.card_title(False)).to_text(0)
     assert "570-860 cyc, 3,350 GB/s" in text
 

@@ -268,6 +268,7 @@ def test_api_checks_its_arguments():
 def test_json_turns_nan_into_null():
     doc = json.loads(report.to_json(rows=[{"lesson": "x", "measured": {"a": float("nan")}}]))
     assert doc["rows"][0]["measured"]["a"] is None
+    assert doc["schema"] == report.SCHEMA == 1          # a versioned document
 
 
 # ---- the measured path, on a fake GPU (runs everywhere) ------------------------------------

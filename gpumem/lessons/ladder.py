@@ -542,9 +542,14 @@ def _card(measure: bool, quick: bool) -> list[dict]:
     unified, big = L1_SHARED_PER_SM.get(cc), (256 if quick else 1024) * MiB
     dram = dev.total_memory if dev else int(entry.get("memory_gb", 0) * 1e9)
     # level, size, its unit, the chased ring (bytes, path), the bandwidth read, its figure
-    spec = [("shared", dev.shared_memory_per_multiprocessor if dev else unified, "/SM",
-             (16 * KiB, "shared"), ("shared", "block", 32 * KiB), None) if dev else (
-             "shared", unified, "/SM (+L1)", (16 * KiB, "shared"), ("shared", "block", 32 * KiB), None),
+    # without a GPU, the compute capability's largest shared carveout per SM (the model's
+    # occupancy table: 228 KiB for 9.0), as a GPU reports it
+    from ..model.occupancy import ARCHS
+
+    arch = ARCHS.get(f"{cc[0]}.{cc[1]}")
+    shared = dev.shared_memory_per_multiprocessor if dev else (arch.smem_per_sm if arch else
+                                                               unified)
+    spec = [("shared", shared, "/SM", (16 * KiB, "shared"), ("shared", "block", 32 * KiB), None),
             ("constant", CONSTANT_MAX, "", (1 * KiB, "constant"), None, None),
             ("L1", unified, "/SM (+shared)", (16 * KiB, "ca"), ("read", "block", 64 * KiB),
              "l1_bytes_per_clk_sm"),
@@ -577,8 +582,9 @@ def _card(measure: bool, quick: bool) -> list[dict]:
                 kw["gbps"] = r["GB/s"]
                 if per_clk and r.get("clock MHz"):   # the figure at the clock the read saw
                     kw["published_gbps"] = per_clk * dev.multiprocessors * r["clock MHz"] / 1e3
-        text = f"{entry.get('memory_gb'):g} GB" if level == "device memory" and not dev else \
-            card.size_text(size, per)
+        # the published size, in the datasheet's words ("80 GB": the GPU reports 79 GiB of it)
+        text = f"{entry.get('memory_gb'):g} GB (published)" if level == "device memory" and \
+            not dev else card.size_text(size, per)
         rows.append(card.card_row(level, "ladder", size=size, size_text_=text, how=how, **kw))
     return rows
 

@@ -427,8 +427,12 @@ def compiler_report(family: str | None = None, *, sass: bool = True) -> Table:
     sass = _flag("compiler_report", "sass", sass)
     tool = _find_tool("cuobjdump")
     if tool is None:
-        raise FileNotFoundError("compiler_report needs cuobjdump: put the CUDA toolkit's bin/ on "
-                                "PATH or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
+        nvcc = shutil.which("nvcc")
+        where = (f"the CUDA toolkit at {os.path.dirname(os.path.dirname(nvcc))} has no "
+                 "cuobjdump (a toolkit installed without it)" if nvcc else
+                 "put the CUDA toolkit's bin/ on PATH")
+        raise FileNotFoundError(f"compiler_report needs cuobjdump: {where}, or pip install "
+                                "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm")
     so = _core.__file__
     text = _dump(tool, "-res-usage", so)
     arch, res = None, {}
