@@ -348,7 +348,8 @@ def test_lesson_sweeps_measure_on_a_gpu(lesson):
     tables = report.sweeps(lesson, quick=True)
     assert tables
     for t in tables:
-        assert "measured" in t.sources.values(), t.title
+        # measured, or its title says why not (a lesson of two GPUs where one is visible)
+        assert "measured" in t.sources.values() or "(not measured: " in t.title, t.title
         for col in (c for c, s in t.sources.items() if s == "measured"):
             # empty only where the row says why (a variant that cannot run that point)
             assert all(r[col] is not None or r.get("note") for r in t), (t.title, col)
