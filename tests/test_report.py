@@ -14,7 +14,6 @@ import importlib
 import io
 import json
 import math
-import os
 import pathlib
 import sys
 import time

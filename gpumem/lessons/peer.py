@@ -147,10 +147,10 @@ def peer_pairs() -> list[tuple[int, int]]:
     return [(d, p) for d in range(n) for p in range(n) if d != p and _core.can_access_peer(d, p)]
 
 
-def _pair(fn: str, src, dst) -> tuple[int, int]:
-    n = runtime.device_count()
-    src = _int(fn, "src", src, 0, max(n - 1, 0))
-    dst = _int(fn, "dst", dst, 0, max(n - 1, 0))
+def _pair(fn: str, src, dst, here: bool = True) -> tuple[int, int]:
+    """Two GPUs' indices, distinct; with ``here``, GPUs of this machine."""
+    hi = max(runtime.device_count() - 1, 0) if here else None
+    src, dst = _int(fn, "src", src, 0, hi), _int(fn, "dst", dst, 0, hi)
     if src == dst:
         raise ValueError(f"{fn}: src and dst are both device {src}; the peer lesson needs two "
                          "GPUs")
@@ -174,14 +174,9 @@ def _access(src: int, dst: int, on: bool) -> None:
 def _gpu(fn: str, src, dst, measure: bool) -> tuple[int, int, bool]:
     """The pair, and whether to measure (two GPUs with peer access, ``measure`` true)."""
     measure = _flag(fn, "measure", measure)
-    if measure and runtime.is_available() and runtime.device_count() >= 2:
-        src, dst = _pair(fn, src, dst)
-        return src, dst, _measurable(src, dst) is None
-    src, dst = _int(fn, "src", src, 0), _int(fn, "dst", dst, 0)
-    if src == dst:
-        raise ValueError(f"{fn}: src and dst are both device {src}; the peer lesson needs two "
-                         "GPUs")
-    return src, dst, False
+    here = measure and runtime.is_available() and runtime.device_count() >= 2
+    src, dst = _pair(fn, src, dst, here)
+    return src, dst, here and _measurable(src, dst) is None
 
 
 def _why_not(src: int, dst: int, measure: bool) -> str:
