@@ -84,7 +84,8 @@
 #include "gm_kernels.h"
 
 /* ---- errors (errors.c) ------------------------------------------------------ */
-extern PyObject *gm_CudaError;            /* RuntimeError */
+extern PyObject *gm_Error;                /* gpumem.Error (RuntimeError): every gpumem failure */
+extern PyObject *gm_CudaError;            /* gpumem.Error */
 extern PyObject *gm_CudaUnavailableError; /* CudaError */
 extern PyObject *gm_DeviceMemoryError;    /* CudaError, MemoryError */
 

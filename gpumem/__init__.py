@@ -49,7 +49,7 @@ except ImportError as _e:
     raise _no_extension(_e) from _e
 
 from . import lessons, model, runtime, tools
-from .runtime import (CudaError, CudaUnavailableError, Device, DeviceArray, DeviceInfo,
+from .runtime import (CudaError, CudaUnavailableError, Error, Device, DeviceArray, DeviceInfo,
                       DeviceMemoryError, LaunchRecord, BenchResult, Listing, ProfilerError,
                       Stream, Table, Variant, allocator, bench, can_access_peer,
                       current_stream, device, device_count, disable_peer_access, empty,
@@ -63,7 +63,7 @@ from .tools.roofline import plot_roofline, roofline
 
 __version__ = "0.1.0"
 
-_RUNTIME = ["CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArray",
+_RUNTIME = ["Error", "CudaError", "CudaUnavailableError", "DeviceMemoryError", "DeviceArray",
             "LaunchRecord", "Table", "BenchResult", "DeviceInfo", "Variant", "bench", "device",
             "empty", "is_available", "last_record", "memory_info", "record", "to_device",
             "variants", "from_dlpack", "pinned_empty", "ProfilerError", "metrics", "profile",

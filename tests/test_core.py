@@ -23,6 +23,13 @@ def test_is_available_is_a_bool_and_never_raises():
 
 
 def test_exception_hierarchy():
+    from gpumem.runtime.nccl import NcclError
+    assert issubclass(gm.Error, RuntimeError)
+    # one base for every failure of gpumem's own: `except gpumem.Error` catches them all
+    for e in (gm.CudaError, gm.CudaUnavailableError, gm.DeviceMemoryError, gm.ProfilerError,
+              NcclError):
+        assert issubclass(e, gm.Error), e
+    assert not issubclass(ValueError, gm.Error)         # bad input stays ValueError/TypeError
     assert issubclass(gm.CudaError, RuntimeError)
     assert issubclass(gm.CudaUnavailableError, gm.CudaError)
     assert issubclass(gm.DeviceMemoryError, gm.CudaError)

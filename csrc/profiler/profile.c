@@ -23,7 +23,7 @@ int gm_profile_init(PyObject *module)
         "Hardware counters cannot be read: CUPTI missing, GPU unsupported, no permission or "
         "another profiler attached.  .reason says which (library, permission, unsupported, "
         "busy, metric, cupti); timings still work.",
-        PyExc_RuntimeError, NULL);
+        gm_Error, NULL);
     if (gm_prof_ProfilerError == NULL)
         return -1;
     if (PyModule_AddObjectRef(module, "ProfilerError", gm_prof_ProfilerError) < 0)

@@ -157,7 +157,7 @@ int gm_prof_load_cupti(PyObject *dirs);
 int gm_prof_load_driver(void);
 
 /* ---- errors (profile_cupti.c; profile.c creates the type at import) ------ */
-extern PyObject *gm_prof_ProfilerError; /* gpumem.ProfilerError (RuntimeError) */
+extern PyObject *gm_prof_ProfilerError; /* gpumem.ProfilerError (gpumem.Error) */
 
 /* CUPTI's name for a result code. */
 const char *gm_prof_cupti_name(CUptiResult r);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+PyObject *gm_Error;
 PyObject *gm_CudaError;
 PyObject *gm_CudaUnavailableError;
 PyObject *gm_DeviceMemoryError;
@@ -132,7 +133,12 @@ static PyObject *new_exception(PyObject *m, const char *name, PyObject *bases, c
 
 int gm_errors_init(PyObject *m)
 {
-    gm_CudaError = new_exception(m, "CudaError", PyExc_RuntimeError,
+    gm_Error = new_exception(m, "Error", PyExc_RuntimeError,
+                             "Base of gpumem's own failures (CUDA, counters, NCCL): "
+                             "`except gpumem.Error` catches them all.");
+    if (gm_Error == NULL)
+        return -1;
+    gm_CudaError = new_exception(m, "CudaError", gm_Error,
                                  "A CUDA call failed; .call, .name and .code say which and how.");
     if (gm_CudaError == NULL)
         return -1;

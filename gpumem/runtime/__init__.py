@@ -14,7 +14,7 @@
 It imports ``gpumem._core`` and nothing above it: no tool, lesson or the
 package's face (``gpumem/__init__.py``).
 """
-from .._core import (CudaError, CudaUnavailableError, DeviceArray, DeviceMemoryError,
+from .._core import (CudaError, CudaUnavailableError, Error, DeviceArray, DeviceMemoryError,
                      LaunchRecord, allocator, can_access_peer, disable_peer_access, empty,
                      empty_cache, enable_peer_access, from_dlpack, is_available, memory_info,
                      peer_attributes, pinned_empty, set_allocator, to_device)
@@ -26,7 +26,7 @@ from .launches import (BENCH_COUNTERS, BenchResult, Variant, bench, last_record,
 from .counters import ProfilerError, metrics, profile, profiler_available
 from .table import Listing, Table
 
-__all__ = ["CudaError", "CudaUnavailableError", "DeviceArray", "DeviceMemoryError",
+__all__ = ["Error", "CudaError", "CudaUnavailableError", "DeviceArray", "DeviceMemoryError",
            "LaunchRecord", "allocator", "empty", "empty_cache", "from_dlpack", "is_available",
            "memory_info", "pinned_empty", "set_allocator", "synchronize", "to_device", "FP32_LANES",
            "DeviceInfo", "device", "Device", "Stream", "as_stream", "current_stream",

@@ -18,7 +18,7 @@ import importlib.util
 import os
 from typing import Sequence
 
-from .._core import DeviceArray
+from .._core import DeviceArray, Error
 
 __all__ = ["NcclError", "COLLECTIVES", "library_path", "version", "Communicators"]
 
@@ -27,7 +27,7 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 _FLOAT32, _SUM = 7, 0                     # ncclFloat32, ncclSum (nccl.h)
 
 
-class NcclError(RuntimeError):
+class NcclError(Error):
     """NCCL is not installed here, or a call of it failed (its own message)."""
 
 
