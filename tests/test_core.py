@@ -4,6 +4,7 @@ before any device call, so each bad argument raises its own TypeError/ValueError
 never CudaUnavailableError; with a GPU the same tests prove nothing reached it),
 and on a GPU device discovery, memory accounting, records and bench.  Also the
 experiments face."""
+import re
 import gc
 import importlib
 import os
@@ -172,6 +173,9 @@ def test_device_reports_limits():
     assert d.theoretical_bandwidth_gbps == pytest.approx(expected)
     assert d.driver_version >= d.runtime_version[:1] + (0,)
     assert d.runtime_version == gm._core.runtime_version()
+    # the PCI address, domain:bus:device.function, as NVML and nvidia-smi print it
+    assert re.fullmatch(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9]", d.pci_bus_id), \
+        d.pci_bus_id
     assert d.name in d.summary()
     if d.compute_capability == (9, 0) and "H100" in d.name:
         assert d.multiprocessors == 132

@@ -197,6 +197,9 @@ static PyObject *gm_device_info(PyObject *self, PyObject *args, PyObject *kwargs
     GM_CUDA(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
     GM_CUDA(cudaDriverGetVersion(&driver));
     GM_CUDA(cudaRuntimeGetVersion(&runtime));
+    /* the PCI address names this GPU to NVML, whose order may differ from CUDA's */
+    char bus_id[32] = "";
+    GM_CUDA(cudaDeviceGetPCIBusId(bus_id, (int)sizeof bus_id, dev));
 
     d = PyDict_New();
     if (d == NULL)
@@ -208,7 +211,9 @@ static PyObject *gm_device_info(PyObject *self, PyObject *args, PyObject *kwargs
     /* DDR: two transfers per clock; bus width in bits. */
     double gbps = 2.0 * (double)mem_clock_khz * 1e3 * (prop.memoryBusWidth / 8.0) / 1e9;
     PyObject *bw = PyFloat_FromDouble(gbps);
-    int bad = !name || !cc || !drv || !rt || !bw ||
+    PyObject *bus = PyUnicode_FromString(bus_id);
+    int bad = !name || !cc || !drv || !rt || !bw || !bus ||
+              PyDict_SetItemString(d, "pci_bus_id", bus) < 0 ||
               dict_set_int(d, "index", dev) < 0 ||
               PyDict_SetItemString(d, "name", name) < 0 ||
               PyDict_SetItemString(d, "compute_capability", cc) < 0 ||
@@ -236,6 +241,7 @@ static PyObject *gm_device_info(PyObject *self, PyObject *args, PyObject *kwargs
     Py_XDECREF(drv);
     Py_XDECREF(rt);
     Py_XDECREF(bw);
+    Py_XDECREF(bus);
     if (bad) {
         Py_DECREF(d);
         return NULL;

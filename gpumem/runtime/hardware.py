@@ -43,6 +43,7 @@ class DeviceInfo:
     driver_version: tuple[int, int]
     runtime_version: tuple[int, int]
     clock_khz: int = 0  #: the SMs' peak clock (cudaDevAttrClockRate)
+    pci_bus_id: str = ""  #: the GPU's PCI address (cudaDeviceGetPCIBusId), as NVML names it
 
     @property
     def fp32_lanes_per_multiprocessor(self) -> int | None:

@@ -1,0 +1,98 @@
+"""gpumem.runtime.nvml: the run's conditions and the NVLink byte counters, read from NVML at
+run time.  Without NVML (or a GPU) every figure is None, never an exception; bad arguments
+are refused by name; on a GPU the figures agree with CUDA's own, and across a copy between
+two GPUs the link counters grow by at least the bytes copied, with raw >= data."""
+import os
+
+import numpy as np
+import pytest
+
+import gpumem as gm
+from gpumem.runtime import nvml
+
+N_GPUS = gm.device_count()
+
+
+@pytest.mark.parametrize("bad, err", [(-1, ValueError), (10 ** 6, ValueError),
+                                      ("0", TypeError), (True, TypeError), (1.0, TypeError)])
+def test_a_wrong_device_is_refused_by_name(bad, err):
+    for call in (lambda: nvml.conditions(bad), lambda: nvml.nvlink_bytes(bad),
+                 lambda: nvml.LinkBytes([bad])):
+        with pytest.raises(err, match=r"device="):
+            call()
+
+
+def test_overhead_refuses_a_wrong_way():
+    with pytest.raises(ValueError, match=r"way='up'"):
+        nvml.LinkBytes([]).overhead(0, "up")
+
+
+def test_without_nvml_every_figure_is_unknown(monkeypatch):
+    monkeypatch.setattr(nvml, "_lib", None)
+    monkeypatch.setattr(nvml, "_handles", {})
+    monkeypatch.setenv("GPUMEM_NVML", "/nonexistent/libnvidia-ml.so.1")
+    assert nvml.available() is False
+    c = nvml.conditions(0) if N_GPUS else nvml.conditions()
+    assert c["nvml"] is False
+    assert all(v is None for k, v in c.items() if k != "nvml"), c
+    if N_GPUS:
+        assert nvml.nvlink_bytes(0) is None
+        with nvml.LinkBytes([0]) as moved:
+            pass
+        assert moved.bytes == {0: None} and moved.overhead(0) is None
+    monkeypatch.setattr(nvml, "_lib", None)      # the next test loads the real one again
+
+
+@pytest.mark.gpu
+def test_conditions_agree_with_cuda():
+    if not nvml.available():
+        pytest.skip("NVML does not load here")
+    for d in range(N_GPUS):
+        c = nvml.conditions(d)
+        info = gm.device(d)
+        assert c["nvml"] is True
+        assert 0 < c["sm_clock_mhz"] <= c["max_sm_clock_mhz"]
+        # CUDA's peak SM clock is NVML's maximum (both in MHz, to the MHz)
+        assert c["max_sm_clock_mhz"] == pytest.approx(info.clock_khz / 1000, abs=1)
+        assert c["max_memory_clock_mhz"] == pytest.approx(info.memory_clock_khz / 1000, abs=1)
+        assert c["ecc"] in (True, False) and c["persistence_mode"] in (True, False)
+        assert c["power_limit_w"] > 50
+        major = int(c["driver"].split(".")[0])
+        assert major * 1000 >= info.driver_version[0] * 1000 - 1000     # same driver family
+        assert c["pcie_generation"] >= 1 and c["pcie_width"] >= 1
+        assert isinstance(c["clock_event_reasons"], list)
+
+
+@pytest.mark.gpu
+@pytest.mark.all_gpus
+def test_link_counters_see_a_copy_between_gpus():
+    """1 GiB copied GPU a -> b by the copy engine: a's payload sent and b's payload received
+    both grow by at least 1 GiB (the counters also see other traffic, never less), and by
+    less than twice it; each raw count is at least its payload count."""
+    from gpumem.lessons import peer
+    need = int(os.environ.get("GPUMEM_REQUIRE_GPUS", "0") or 0)
+    pairs = peer.peer_pairs()
+    if not pairs:
+        if need >= 2:
+            pytest.fail(f"GPUMEM_REQUIRE_GPUS={need} but no peer pair here")
+        pytest.skip("needs two GPUs with peer access")
+    if not nvml.available() or nvml.nvlink_bytes(pairs[0][0]) is None:
+        pytest.skip("NVML gives no NVLink counters here")
+    a, b = pairs[0]
+    nbytes = 1 << 30
+    gm.enable_peer_access(a, b)
+    gm.enable_peer_access(b, a)
+    src = gm.to_device(np.ones(nbytes // 4, np.float32), device=a)
+    dst = gm.empty((nbytes // 4,), np.float32, device=b)
+    gm.synchronize()
+    with nvml.LinkBytes([a, b]) as moved:
+        gm._core._peer_memcpy(dst, src, repeat=1, warmup=0)
+        gm.synchronize()
+    sent, got = moved.bytes[a], moved.bytes[b]
+    assert nbytes <= sent["data_tx"] < 2 * nbytes, sent
+    assert nbytes <= got["data_rx"] < 2 * nbytes, got
+    assert sent["raw_tx"] >= sent["data_tx"] and got["raw_rx"] >= got["data_rx"]
+    assert 1.0 <= moved.overhead(a, "tx") < 1.5
+    del src, dst
+    for g in (a, b):
+        gm.empty_cache(device=g)
