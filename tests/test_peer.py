@@ -348,3 +348,209 @@ def test_the_teaching_all_reduce_refuses_what_is_not_one_array_per_gpu():
         peer.teaching_all_reduce([], shots=3)
     with pytest.raises(TypeError, match="ins"):
         gm._core._peer_all_reduce(None, [])
+
+
+# ---- NCCL, one process per GPU: a rank, and the unique id the ranks share -------------------
+@pytest.fixture
+def no_nccl(monkeypatch):
+    """NCCL made unloadable: a refusal that comes before loading it is a TypeError or a
+    ValueError; one that comes after, an NcclError (that says how to get NCCL)."""
+    from gpumem.runtime import nccl
+    monkeypatch.setattr(nccl, "_lib", None)
+    monkeypatch.setenv("GPUMEM_NCCL", "/nonexistent/libnccl.so.2")
+    for v in ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "LOCAL_RANK",
+              "OMPI_COMM_WORLD_LOCAL_RANK", "GPUMEM_NCCL_ID", "GPUMEM_NCCL_ID_FILE"):
+        monkeypatch.delenv(v, raising=False)
+    return nccl
+
+
+ID_HEX = bytes(range(128)).hex()
+
+
+@pytest.mark.parametrize("args,kw,error,word", [
+    ((-1, 2, ID_HEX), {}, ValueError, "rank=-1"),
+    ((2, 2, ID_HEX), {}, ValueError, "rank=2"),
+    ((True, 2, ID_HEX), {}, TypeError, "rank"),
+    ((0.0, 2, ID_HEX), {}, TypeError, "rank"),
+    ((0, 0, ID_HEX), {}, ValueError, "nranks=0"),
+    ((0, "2", ID_HEX), {}, TypeError, "nranks"),
+    ((0, 2, b"\0" * 127), {}, ValueError, "unique_id holds 127 bytes"),
+    ((0, 2, ID_HEX + "00"), {}, ValueError, "unique_id holds 129 bytes"),
+    ((0, 2, "z" * 256), {}, ValueError, "unique_id is not hex"),
+    ((0, 2, 12345), {}, TypeError, "unique_id"),
+    ((0, 2, ID_HEX), {"device": -1}, ValueError, "device=-1"),
+    ((0, 2, ID_HEX), {"device": 1.0}, TypeError, "device"),
+])
+def test_a_rank_refuses_bad_arguments_by_name_before_nccl_loads(no_nccl, args, kw, error, word):
+    with pytest.raises(error, match=word) as e:
+        no_nccl.Communicator(*args, **kw)
+    assert e.value.args[0].startswith("Communicator: ")
+    assert no_nccl._lib is None                          # refused before NCCL was looked for
+
+
+def test_a_rank_with_good_arguments_and_no_nccl_says_how_to_get_it(no_nccl):
+    for uid in (ID_HEX, bytes.fromhex(ID_HEX), bytearray(128), ID_HEX.upper() + "\n"):
+        with pytest.raises(no_nccl.NcclError, match=r"gpumem-lab\[nccl\]"):
+            no_nccl.Communicator(1, 2, uid, device=0)
+    with pytest.raises(no_nccl.NcclError, match=r"gpumem-lab\[nccl\]"):
+        no_nccl.unique_id()
+    assert os.environ["NCCL_NVLS_ENABLE"] == "0"
+    assert {"Communicator", "unique_id", "unique_id_file"} <= set(no_nccl.__all__)
+
+
+@pytest.mark.parametrize("env,error,words", [
+    ({}, ValueError, ["RANK and WORLD_SIZE", "mpirun"]),
+    ({"RANK": "0"}, ValueError, ["WORLD_SIZE"]),
+    ({"RANK": "one", "WORLD_SIZE": "2"}, ValueError, ["RANK='one'"]),
+    ({"RANK": "2", "WORLD_SIZE": "2"}, ValueError, ["RANK=2 is not a rank of 2"]),
+    ({"RANK": "0", "WORLD_SIZE": "0"}, ValueError, ["WORLD_SIZE=0"]),
+    ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "2"}, ValueError,
+     ["OMPI_COMM_WORLD_RANK=3"]),
+    ({"RANK": "1", "WORLD_SIZE": "2"}, ValueError, ["GPUMEM_NCCL_ID", "GPUMEM_NCCL_ID_FILE"]),
+    ({"RANK": "1", "WORLD_SIZE": "2", "GPUMEM_NCCL_ID": "abc"}, ValueError,
+     ["GPUMEM_NCCL_ID is not hex"]),
+    ({"RANK": "1", "WORLD_SIZE": "2", "GPUMEM_NCCL_ID": "ab" * 64}, ValueError,
+     ["GPUMEM_NCCL_ID holds 64 bytes"]),
+    ({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "x", "GPUMEM_NCCL_ID": ID_HEX}, ValueError,
+     ["LOCAL_RANK='x'"]),
+])
+def test_a_rank_from_the_environment_refuses_what_is_missing_or_wrong_by_name(
+        no_nccl, monkeypatch, env, error, words):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(error) as e:
+        no_nccl.Communicator.from_env()
+    assert all(w in str(e.value) for w in words), str(e.value)
+    assert no_nccl._lib is None
+
+
+def test_a_rank_from_the_environment_reaches_nccl_with_a_good_id(no_nccl, monkeypatch):
+    # torchrun's names, then mpirun's: both get as far as loading NCCL (missing here)
+    monkeypatch.setenv("GPUMEM_NCCL_ID", ID_HEX)
+    for env in ({"RANK": "1", "WORLD_SIZE": "2"},
+                {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}):
+        with monkeypatch.context() as m:
+            for k, v in env.items():
+                m.setenv(k, v)
+            with pytest.raises(no_nccl.NcclError, match=r"gpumem-lab\[nccl\]"):
+                no_nccl.Communicator.from_env(device=0)
+
+
+def test_the_unique_id_file_rank_0_writes_whole_and_the_others_wait_for(no_nccl, monkeypatch,
+                                                                         tmp_path):
+    import threading
+    import time
+
+    made = bytes(range(7, 135))
+    monkeypatch.setattr(no_nccl, "unique_id", lambda: made)      # NCCL's id, stood in for
+    path = tmp_path / "nccl.id"
+    got = {}
+    waiter = threading.Thread(target=lambda: got.update(
+        r1=no_nccl.unique_id_file(path, 1, timeout=30)))
+    waiter.start()                                   # rank 1 first: it waits for the file
+    time.sleep(0.2)
+    assert waiter.is_alive() and not path.exists()
+    assert no_nccl.unique_id_file(str(path), 0) == made
+    waiter.join(30)
+    assert got["r1"] == made
+    assert os.listdir(tmp_path) == ["nccl.id"]       # renamed into place: no temporary left
+    assert path.read_text().strip() == made.hex()
+    monkeypatch.setattr(no_nccl, "unique_id", lambda: bytes(128))
+    assert no_nccl.unique_id_file(path, 0) == made   # rank 0 reads a file already there
+    # from the environment: the same file, through GPUMEM_NCCL_ID_FILE
+    monkeypatch.setenv("GPUMEM_NCCL_ID_FILE", str(path))
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(no_nccl.NcclError, match=r"gpumem-lab\[nccl\]"):
+        no_nccl.Communicator.from_env(device=0)
+
+
+def test_the_unique_id_file_refuses_by_name_and_times_out_saying_why(no_nccl, tmp_path,
+                                                                     monkeypatch):
+    path = tmp_path / "never"
+    with pytest.raises(no_nccl.NcclError, match=r"rank 1 waited 0\.2 s.*never.*rank 0") as e:
+        no_nccl.unique_id_file(path, 1, timeout=0.2)
+    assert "GPUMEM_NCCL_ID_FILE" not in str(e.value)
+    monkeypatch.setenv("GPUMEM_NCCL_ID_FILE", str(path))
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "1")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    with pytest.raises(no_nccl.NcclError, match=r"waited 0\.1 s for GPUMEM_NCCL_ID_FILE"):
+        no_nccl.Communicator.from_env(timeout=0.1)
+    bad = tmp_path / "bad"
+    bad.write_text("not an id\n")
+    with pytest.raises(ValueError, match="bad.* is not hex"):
+        no_nccl.unique_id_file(bad, 1)
+    with pytest.raises(ValueError, match="rank=-1"):
+        no_nccl.unique_id_file(path, -1)
+    with pytest.raises(TypeError, match="rank"):
+        no_nccl.unique_id_file(path, "0")
+    with pytest.raises(TypeError, match="path"):
+        no_nccl.unique_id_file(None, 0)
+    with pytest.raises(ValueError, match="path is empty"):
+        no_nccl.unique_id_file("", 0)
+    for t, error in ((0, ValueError), (-1.5, ValueError), ("60", TypeError), (True, TypeError)):
+        with pytest.raises(error, match="timeout"):
+            no_nccl.unique_id_file(path, 1, timeout=t)
+    assert no_nccl._lib is None
+
+
+@pytest.mark.all_gpus
+@pytest.mark.gpu
+def test_one_process_per_gpu_all_reduces_like_numpy(pair, tmp_path):
+    """Two processes, rank r on the pair's GPU r, sharing the unique id through a file
+    (RANK and WORLD_SIZE as torchrun sets them): each all-reduces arange(n) + rank and
+    gets NumPy's sum."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from gpumem.runtime import nccl
+    try:
+        nccl.version()
+    except nccl.NcclError as e:
+        if os.environ.get("GPUMEM_REQUIRE_GPUS"):
+            pytest.fail(str(e))
+        pytest.skip(str(e))
+    n, size = 1_000_003, 2
+    want = np.arange(n, dtype=np.float32) * size + sum(range(size))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(gm.__file__)))
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_nccl_rank.py")
+    procs, logs = [], []
+    for rank, dev in enumerate(pair):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("GPUMEM_NCCL_ID", "LOCAL_RANK") and not k.startswith("OMPI_")}
+        env.update(NCCL_NVLS_ENABLE="0", RANK=str(rank), WORLD_SIZE=str(size),
+                   GPUMEM_NCCL_ID_FILE=str(tmp_path / "nccl.id"),
+                   PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        out, err = (open(tmp_path / f"rank{rank}.{x}", "w+") for x in ("out", "err"))
+        logs.append((out, err))
+        procs.append(subprocess.Popen([sys.executable, script, str(dev), str(n)], env=env,
+                                      stdout=out, stderr=err, text=True))
+    deadline = time.monotonic() + 60                 # each child: 60 s
+    try:
+        for p in procs:
+            p.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    said = []
+    for (out, err), p in zip(logs, procs):
+        out.seek(0)
+        err.seek(0)
+        said.append((p.returncode, out.read(), err.read()[-3000:]))
+        out.close()
+        err.close()
+    assert [rc for rc, _, _ in said] == [0, 0], said
+    got = [json.loads([ln for ln in o.splitlines() if ln.startswith("{")][-1]) for _, o, _ in said]
+    assert [g["rank"] for g in got] == [0, 1] and [g["device"] for g in got] == list(pair)
+    for g in got:
+        assert g["nranks"] == size and g["equal"], got
+        assert (g["first"], g["last"]) == (float(want[0]), float(want[-1]))
+        assert g["total"] == float(want.sum(dtype=np.float64))
+        assert "must be gpumem.DeviceArray" in g["refused"][0]
+        assert "does not fit" in g["refused"][1] and len(g["refused"]) == 2
