@@ -191,13 +191,16 @@ def _report(args: argparse.Namespace) -> int:
             print("\n\n".join(str(t) for t in tables))
     else:
         card = report.card(measure=measure, quick=args.quick, progress=progress)
-        ctitle = report.card_title(measure)
+        cond = report.conditions(measure)
+        ctitle = report.card_title(measure, cond)
+        gaps = report.ceiling_table(card)
         if not args.json:
             print(report.card_table(card, ctitle), end="\n\n", flush=True)
+            print(gaps, end="\n\n", flush=True)
         rows = report.headlines(measure=measure, quick=args.quick, progress=progress)
-        tables = [report.card_table(card, ctitle), report.as_table(rows)]
+        tables = [report.card_table(card, ctitle), gaps, report.as_table(rows)]
         elapsed = time.perf_counter() - start
-        doc = report.to_json(rows=rows, card=card, card_title=ctitle,
+        doc = report.to_json(rows=rows, card=card, card_title=ctitle, conditions=cond,
                              elapsed_s=round(elapsed, 2), **meta)
         if args.json:
             print(doc)

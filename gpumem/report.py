@@ -48,11 +48,12 @@ from .runtime.args import _flag
 from .lessons.ladder import bandwidth_ladder, latency_ladder
 from .runtime.published import REFERENCE_GPU, published
 from .runtime.table import DEFAULT_WIDTH, Table, _fit_widths
-from .tools.card import CARD_COLUMNS, card_reference, ratio_text, size_text
+from .tools.card import CARD_COLUMNS, card_reference, ceiling_text, ratio_text, size_text
 from .tools.headline import (_gbps, _pow2, _predict, _rng, _row, _steps, _timed,
                              _unmeasured, _bench)
 
-__all__ = ["CARDS", "card", "card_title", "card_table", "HEADLINES", "SWEEPS", "COLUMNS",
+__all__ = ["CARDS", "card", "card_title", "card_table", "ceiling_table", "conditions",
+           "conditions_text", "HEADLINES", "SWEEPS", "COLUMNS",
            "headlines", "sweeps", "as_table", "as_text",
            "to_markdown", "to_html", "to_json", "write", "plot", "plot_names", "no_gpu_reason",
            "card_curves", "card_figure"]
@@ -133,15 +134,78 @@ def card(*, measure: bool | None = None, quick: bool = False,
     return sorted(rows, key=lambda r: r.get("depth", 0))       # stable: lesson order within
 
 
-def card_title(measure: bool) -> str:
-    """The card's title: whose figures the measured ones stand beside."""
+def conditions(measure: bool) -> dict | None:
+    """The conditions the card is measured under (:func:`gpumem.runtime.nvml.conditions` of
+    the current GPU: clocks, power limit, ECC, persistence, driver, links); None without a
+    GPU."""
+    return runtime.nvml.conditions() if measure else None
+
+
+def conditions_text(cond: Mapping[str, Any] | None) -> str:
+    """``conditions`` in a few words for the card's title; "" without them."""
+    if not cond:
+        return ""
+    if not cond.get("nvml"):
+        return "conditions unknown (NVML not available)"
+
+    def said(v, fmt="{}"):
+        return "unknown" if v is None else fmt.format(v)
+    onoff = {True: "on", False: "off", None: "unknown"}
+    held = cond.get("clock_event_reasons") or []
+    return (f"SM clock {said(cond.get('sm_clock_mhz'))} MHz now, max "
+            f"{said(cond.get('max_sm_clock_mhz'))}; memory clock "
+            f"{said(cond.get('memory_clock_mhz'))} MHz; power limit "
+            f"{said(cond.get('power_limit_w'), '{:.0f}')} W; ECC {onoff[cond.get('ecc')]}; "
+            f"persistence {onoff[cond.get('persistence_mode')]}; driver "
+            f"{said(cond.get('driver'))}"
+            + (f"; clocks held back by: {', '.join(held)}" if [h for h in held if h != "idle"]
+               else ""))
+
+
+def card_title(measure: bool, cond: Mapping[str, Any] | None = None) -> str:
+    """The card's title: whose figures the measured ones stand beside, and the conditions
+    it was measured under (``cond``: :func:`conditions`)."""
     entry, name = card_reference(measure)
     if not measure:
         return (f"memory card (no GPU: nothing measured; sizes and published figures of the "
                 f"{name}, which the model assumes)")
+    said = conditions_text(cond)
+    said = f" ({said})" if said else ""
     if entry is None:
-        return f"memory card of {name} (no published figures are known for this GPU)"
-    return f"memory card of {name}, beside the published figures of the {entry.key}"
+        return f"memory card of {name} (no published figures are known for this GPU){said}"
+    return f"memory card of {name}, beside the published figures of the {entry.key}{said}"
+
+
+def _short_source(text: str | None) -> str:
+    """A published figure's source in a few words: the datasheet's name in its brackets
+    (``"https://... (H100 Tensor Core GPU datasheet)"``), else up to the first comma."""
+    text = text or ""
+    if text.endswith(")") and " (" in text:
+        return text[text.rindex(" (") + 2:-1]
+    return text.split(",")[0]
+
+
+def ceiling_table(rows: Sequence[dict], title: str = "where each gap goes") -> Table:
+    """The card's ceilings itemised: for each row with one, the published figure, then one
+    line per overhead (its factor and source), the ceiling, the measured figure over it and
+    the counter or condition that explains the rest (:mod:`gpumem.model.ceiling`)."""
+    out = []
+    for r in rows:
+        c = r.get("ceiling")
+        if not c:
+            continue
+        out.append({"level": r["level"], "step": c["start"], "factor": None,
+                    "GB/s": c["start_GB/s"], "source": _short_source(r.get("source"))})
+        for o in c["overheads"]:
+            out.append({"level": "", "step": o["what"], "factor": o["factor"], "GB/s": None,
+                        "source": o["source"]})
+        out.append({"level": "", "step": "ceiling", "factor": None, "GB/s": c["GB/s"],
+                    "source": "gpumem.model.ceiling"})
+        if r.get("GB/s") is not None:
+            out.append({"level": "", "step": f"measured: {r['ceiling_ratio']:.2f} of the "
+                        "ceiling" + (f"; why: {r['why']}" if r.get("why") else ""),
+                        "factor": None, "GB/s": r["GB/s"], "source": "this run"})
+    return Table(out, columns=["level", "step", "factor", "GB/s", "source"], title=title)
 
 
 def card_table(rows: Sequence[dict], title: str = "memory card") -> Table:
@@ -153,6 +217,8 @@ def card_table(rows: Sequence[dict], title: str = "memory card") -> Table:
     out = [{"level": r["level"], "size": r.get("size_text", ""), "cycles": num(r["cycles"], ".0f"),
             "ns": num(r["ns"], ",.0f"), "GB/s": num(r["GB/s"], ",.0f"),
             "published": r.get("published", ""), "x published": ratio_text(r),
+            "ceiling": ceiling_text(r),
+            "x ceiling": num(r.get("ceiling_ratio"), ".2f"), "why": r.get("why", ""),
             "from": r["lesson"]} for r in rows]
     return Table(out, columns=list(CARD_COLUMNS.values()), title=title)
 
@@ -413,6 +479,13 @@ _CURVE_LABELS = {("latency", "ca"): "global, ld.ca: L1, L2, device memory",
                  ("bandwidth", "shared", "block"): "shared memory, each SM its own copy",
                  ("bandwidth", "read", "block"): "read, each SM its own copy (scope=block)",
                  ("bandwidth", "read", "grid"): "read once by the whole grid (scope=grid)"}
+#: One colour per path, the same in both panels: (table, variant[, scope]) -> the path's
+#: name, and its matplotlib colour.
+_PATHS = {("latency", "ca"): "L1", ("latency", "cg"): "L2", ("latency", "tma"): "TMA",
+          ("latency", "shared"): "shared", ("latency", "constant"): "constant",
+          ("bandwidth", "shared", "block"): "shared", ("bandwidth", "read", "block"): "L1",
+          ("bandwidth", "read", "grid"): "L2"}
+PATH_COLOURS = {"L1": "C0", "L2": "C1", "shared": "C2", "constant": "C3", "TMA": "C4"}
 #: The levels whose published figures the figure draws over the working sets they hold,
 #: and the card levels whose sizes bound those working sets (marked by vertical lines).
 _FIGURE_LEVELS = ("L1", "L2 near", "L2 far", "device memory")
@@ -441,9 +514,9 @@ def card_curves(*, measure: bool | None = None, quick: bool = False,
     return {"latency": lat, "bandwidth": bw}
 
 
-def _series(table: Table, name: str, value: str) -> list[tuple[str, list, list]]:
-    """(label, working sets, values) of each path of a ladder table, sorted by size; rows
-    not measured are left out."""
+def _series(table: Table, name: str, value: str) -> list[tuple[str, list, list, str]]:
+    """(label, working sets, values, path) of each path of a ladder table, sorted by size;
+    rows not measured are left out; ``path`` names the colour (:data:`PATH_COLOURS`)."""
     out: dict[tuple, tuple[list, list]] = {}
     for r in table:
         if r.get(value) is None:
@@ -456,8 +529,28 @@ def _series(table: Table, name: str, value: str) -> list[tuple[str, list, list]]
     for key, (xs, ys) in out.items():
         order = sorted(range(len(xs)), key=xs.__getitem__)
         series.append((_CURVE_LABELS.get(key, " ".join(key[1:])), [xs[i] for i in order],
-                       [ys[i] for i in order]))
+                       [ys[i] for i in order], _PATHS.get(key, "")))
     return series
+
+
+def _card_points(card: Sequence[dict]) -> list[tuple]:
+    """Every card row the figure can place, as a marked point: ``(panel, level, bytes,
+    measured, path, published, ceiling)`` -- latency at the ring the row chased (SM cycles;
+    published: the middle of the published range), bandwidth at the set it read (GB/s;
+    published and ceiling where the row has them)."""
+    pts = []
+    for r in card:
+        if r.get("working_set") and (r.get("cycles") is not None or r.get("published_cycles")):
+            pub = r.get("published_cycles")
+            pts.append(("latency", r["level"], float(r["working_set"]), r.get("cycles"),
+                        _PATHS.get(("latency", r.get("chase")), ""),
+                        sum(pub) / 2 if pub else None, None))
+        if r.get("bandwidth_working_set") and (r.get("GB/s") is not None
+                                               or r.get("published_GB/s")):
+            path = _PATHS.get(("bandwidth", *(r.get("bandwidth_path") or ())), "")
+            pts.append(("bandwidth", r["level"], float(r["bandwidth_working_set"]), r.get("GB/s"),
+                        path, r.get("published_GB/s"), r.get("ceiling_GB/s")))
+    return pts
 
 
 def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
@@ -472,14 +565,18 @@ def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
     the working sets it holds (from the card's row above it to its own size; device memory
     from the L2 on).  ``lines``: ``(bytes, label)``, the sizes that bound them (the card's
     rows: the device's attributes, else the published figures).  ``levels``: ``(bytes,
-    level)`` where each level's name is written.  ``bandwidth_notes``: ``(bytes, text)``, a
+    level)`` where each level's name is written.  ``points``: every card row the figure can
+    place (:func:`_card_points`), so that each row of the card is a marked point, its
+    published figure and ceiling beside it; a path has one colour in both panels
+    (:data:`PATH_COLOURS`).  ``bandwidth_notes``: ``(bytes, text)``, a
     level's bandwidth published per clock (``"128 B/clk/SM"``: GB/s needs the clock a
     measurement sees, so without one it is written, not drawn).  ``title`` says what was measured, or that
     nothing was."""
     by = {r["level"]: r for r in card}
     lat = _series(curves["latency"], "latency", "cycles/load") if curves else []
     bw = _series(curves["bandwidth"], "bandwidth", "GB/s") if curves else []
-    xs = [x for _, sx, _ in lat + bw for x in sx]
+    points = _card_points(card)
+    xs = [x for _, sx, _, _ in lat + bw for x in sx] + [p[2] for p in points]
     x_lo, x_hi = (min(xs), max(xs)) if xs else (4 * _KiB, 1 * _GiB)
     lines = [(float(by[k]["size"]), f"{label}: {size_text(by[k]['size'])}")
              for k, label in _FIGURE_LINES.items() if k in by and by[k].get("size")]
@@ -510,7 +607,7 @@ def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
                  "(the model's GPU), level by level, against working set")
     return {"title": title, "latency": lat, "bandwidth": bw, "latency_bands": lat_bands,
             "bandwidth_bands": bw_bands, "bandwidth_notes": notes, "lines": lines,
-            "levels": levels,
+            "levels": levels, "points": points,
             "x_range": (x_lo, x_hi), "measured": bool(curves)}
 
 
@@ -521,7 +618,9 @@ def _plot_card(fig_data: dict, out_dir: str, plt: Any) -> str:
     marks = {"latency": "o", "bandwidth": "s"}
     for ax, name, unit in ((lat, "latency", "SM cycles per dependent load"),
                            (bw, "bandwidth", "GB/s")):
-        ys = [y for _, _, vals in fig_data[name] for y in vals]
+        ys = [y for _, _, vals, _ in fig_data[name] for y in vals]
+        ys += [v for p in fig_data["points"] if p[0] == name for v in p[3:4] + p[5:7]
+               if v is not None]
         for level, x0, x1, lo, hi in fig_data[f"{name}_bands"]:
             if hi > lo:
                 ax.fill_between([x0, x1], [lo, lo], [hi, hi], color="0.8", lw=0, zorder=0)
@@ -533,8 +632,25 @@ def _plot_card(fig_data: dict, out_dir: str, plt: Any) -> str:
             top, bottom = max(ys) * 1.6, min(ys) / 1.6
             mid = math.sqrt(top * bottom)
             ax.set_ylim(min(bottom, mid / 4), max(top, mid * 4))
-        for label, xs, ys in fig_data[name]:
-            ax.plot(xs, ys, marker=marks[name], ms=3.5, lw=1.4, label=label, zorder=3)
+        for label, xs, ys, path in fig_data[name]:
+            ax.plot(xs, ys, marker=marks[name], ms=3.5, lw=1.4, label=label, zorder=3,
+                    color=PATH_COLOURS.get(path))
+        # the card's rows: measured (filled, the path's colour), published (hollow grey),
+        # ceiling (black bar), each named
+        for panel, level, x, got, path, pub, ceil in fig_data["points"]:
+            if panel != name:
+                continue
+            if got is not None:
+                ax.plot([x], [got], marker="D", ms=7, color=PATH_COLOURS.get(path, "k"),
+                        mec="k", mew=0.8, zorder=5)
+            if pub is not None:
+                ax.plot([x], [pub], marker="o", ms=8, mfc="none", mec="0.35", mew=1.2,
+                        zorder=4)
+            if ceil is not None:
+                ax.plot([x], [ceil], marker="_", ms=14, color="k", mew=1.6, zorder=4)
+            y = got if got is not None else pub
+            ax.annotate(level, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7,
+                        zorder=6)
         for x, label in fig_data["lines"]:
             ax.axvline(x, color="0.35", lw=0.8, ls="--", zorder=2)
             if ax is lat:
@@ -542,8 +658,19 @@ def _plot_card(fig_data: dict, out_dir: str, plt: Any) -> str:
                         transform=ax.get_xaxis_transform())
         ax.set_yscale("log")
         ax.set_ylabel(unit)
-        if fig_data[name]:
-            ax.legend(fontsize=7, loc="upper left" if ax is lat else "lower left")
+        if fig_data[name] or any(p[0] == name for p in fig_data["points"]):
+            from matplotlib.lines import Line2D
+
+            keys = [Line2D([], [], marker="D", ls="none", color="0.5", mec="k",
+                           label="a card row, measured"),
+                    Line2D([], [], marker="o", ls="none", mfc="none", mec="0.35",
+                           label="its published figure")]
+            if name == "bandwidth":
+                keys.append(Line2D([], [], marker="_", ls="none", color="k", ms=12,
+                                   label="its ceiling (published less known overheads)"))
+            handles = ax.get_legend_handles_labels()[0] + keys
+            ax.legend(handles=handles, fontsize=7,
+                      loc="upper left" if ax is lat else "lower left")
         elif not fig_data[f"{name}_bands"]:
             ax.text(0.5, 0.5, "nothing measured, no published figure", ha="center",
                     transform=ax.transAxes, fontsize=8, color="0.4")

@@ -22,8 +22,9 @@ class FakeResult:
     """What :func:`gpumem.bench` returns, from a set time."""
 
     def __init__(self, ms: float, nbytes: float, flops: float):
-        self.median_ms = ms
+        self.median_ms = self.min_ms = self.max_ms = ms
         self.gbps = nbytes / (ms * 1e-3) / 1e9
+        self.dram_bytes = None                  # no counters=True stand-in
         self.gflops = flops / (ms * 1e-3) / 1e9
 
 

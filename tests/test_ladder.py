@@ -757,6 +757,20 @@ def test_card_rows_on_an_h100_set_ratios(monkeypatch):
     assert by["L2 near"]["GB/s_ratio"] is None          # no published L2 bandwidth for it
     cells = {r["level"]: r for r in report.card_table(list(by.values()))}
     assert cells["device memory"]["x published"] == "0.98 lat, 0.90 BW"     # 700 / 715 cycles
+    # ceilings: L1's published rate at the 1,900 MHz its read ran at, of 1,980; device
+    # memory's at the memory clock the GPU reports (3,352 GB/s), its DRAM bytes the why
+    l1, dram = by["L1"], by["device memory"]
+    assert l1["ceiling_GB/s"] == pytest.approx(132 * 128 * 1.90)
+    assert l1["ceiling_ratio"] == pytest.approx(25000.0 / (132 * 128 * 1.90))
+    assert l1["why"] == "SM clock 1,900 of 1,980 MHz" and l1["why_value"] == 1900.0
+    assert dram["ceiling_GB/s"] == pytest.approx(gm.runtime.device().theoretical_bandwidth_gbps)
+    assert [o["what"] for o in dram["ceiling"]["overheads"]] == [
+        f"the memory clock the GPU reports ({gm.runtime.device().theoretical_bandwidth_gbps:,.0f} GB/s)"]
+    assert dram["why_value"] == 1.01 and dram["why"].startswith("1.01 DRAM bytes per byte")
+    assert (dram["GB/s_min"], dram["GB/s_max"], dram["runs"]) == (2940.0, 3060.0,
+                                                                  ladder.CARD_RUNS)
+    assert cells["L1"]["x ceiling"] == f"{25000.0 / (132 * 128 * 1.90):.2f}"
+    assert by["L2 near"]["ceiling"] is None and by["L2 near"]["GB/s_min"] == 0.98 * 7000.0
 
 
 @pytest.mark.alone      # a cache measured: another process would share it

@@ -25,6 +25,29 @@ def test_a_wrong_device_is_refused_by_name(bad, err):
 def test_overhead_refuses_a_wrong_way():
     with pytest.raises(ValueError, match=r"way='up'"):
         nvml.LinkBytes([]).overhead(0, "up")
+    with pytest.raises(ValueError, match=r"link='usb'"):
+        nvml.LinkBytes([], link="usb")
+
+
+@pytest.mark.parametrize("field, want", [(0, 128), (1, 256), (2, 512), (5, 4096)])
+def test_max_payload_is_read_from_the_pcie_capability(tmp_path, field, want):
+    """A configuration space with a power-management capability at 0x40 pointing on to the
+    PCI Express capability at 0x60, whose Device Control (0x68) holds the payload field."""
+    cfg = bytearray(256)
+    cfg[0x34] = 0x40
+    cfg[0x40:0x42] = bytes([0x01, 0x60])          # PM capability, next at 0x60
+    cfg[0x60:0x62] = bytes([0x10, 0x00])          # PCI Express capability, last
+    cfg[0x68:0x6A] = (field << 5 | 0x1F).to_bytes(2, "little")   # other bits set too
+    (tmp_path / "0000:19:00.0").mkdir()
+    (tmp_path / "0000:19:00.0" / "config").write_bytes(bytes(cfg))
+    assert nvml._max_payload("0000:19:00.0", root=str(tmp_path)) == want
+    (tmp_path / "0000:19:00.0" / "config").write_bytes(bytes(cfg[:64]))   # unprivileged
+    assert nvml._max_payload("0000:19:00.0", root=str(tmp_path)) is None
+    assert nvml._max_payload("0000:99:00.0", root=str(tmp_path)) is None  # no such device
+    cfg[0x61] = 0x40                              # a loop in the list ends, unknown
+    cfg[0x60] = 0x05
+    (tmp_path / "0000:19:00.0" / "config").write_bytes(bytes(cfg))
+    assert nvml._max_payload("0000:19:00.0", root=str(tmp_path)) is None
 
 
 def test_without_nvml_every_figure_is_unknown(monkeypatch):
@@ -34,7 +57,7 @@ def test_without_nvml_every_figure_is_unknown(monkeypatch):
     assert nvml.available() is False
     c = nvml.conditions(0) if N_GPUS else nvml.conditions()
     assert c["nvml"] is False
-    assert all(v is None for k, v in c.items() if k != "nvml"), c
+    assert all(v is None for k, v in c.items() if k not in ("nvml", "pcie_max_payload")), c
     if N_GPUS:
         assert nvml.nvlink_bytes(0) is None
         with nvml.LinkBytes([0]) as moved:
@@ -61,6 +84,7 @@ def test_conditions_agree_with_cuda():
         assert major * 1000 >= info.driver_version[0] * 1000 - 1000     # same driver family
         assert c["pcie_generation"] >= 1 and c["pcie_width"] >= 1
         assert isinstance(c["clock_event_reasons"], list)
+        assert c["pcie_max_payload"] in (None, 128, 256, 512, 1024, 2048, 4096)
 
 
 @pytest.mark.gpu

@@ -554,3 +554,32 @@ def test_one_process_per_gpu_all_reduces_like_numpy(pair, tmp_path):
         assert g["total"] == float(want.sum(dtype=np.float64))
         assert "must be gpumem.DeviceArray" in g["refused"][0]
         assert "does not fit" in g["refused"][1] and len(g["refused"]) == 2
+
+
+def test_card_rows_on_a_fake_gpu_show_the_link_ceiling_and_why(monkeypatch):
+    """On a fake H100 pair: the copy engine's rows start from the datasheet's NVLink rate,
+    less a 16-byte header per 256-byte packet; the why is the link's raw bytes per payload
+    byte (the fake's 1.07); each rate is the median of 10 with its spread."""
+    from _fake_gpu import FakeGPU
+    FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
+    by = {r["level"]: r for r in peer.LESSON.card(True, False)}
+    one, both = by["peer GPU, one way"], by["peer GPU, both ways"]
+    assert one["ceiling_GB/s"] == pytest.approx(450 * 256 / 272)
+    assert both["ceiling_GB/s"] == pytest.approx(900 * 256 / 272)
+    assert one["ceiling_ratio"] == pytest.approx(390 / (450 * 256 / 272))
+    assert one["why"] == "1.070 link bytes per payload byte (NVML raw/data)"
+    assert one["why_value"] == 1.07
+    assert (one["GB/s_min"], one["GB/s_max"], one["runs"]) == (380.0, 395.0, 10)
+    assert by["peer GPU, latency"]["ceiling"] is None
+
+
+def test_sweeps_that_measure_nothing_say_why_in_their_titles():
+    """What the shared report test reads on a GPU where the pair is not visible (there,
+    tests/test_report.py checks it); here, without a GPU."""
+    if gm.is_available():
+        pytest.skip("on a GPU the shared report test reads these titles")
+    tables = peer.LESSON.report_sweeps(True, True, False)
+    assert len(tables) == 4
+    for t in tables:
+        assert "(not measured: no GPU)" in t.title or "(not measured: 0 GPU here" in t.title, \
+            t.title

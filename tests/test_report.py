@@ -133,12 +133,14 @@ def test_out_writes_markdown_html_and_plots(model_mode, tmp_path, capsys):
     assert main(["report", "--quick", "--no-progress", "--out", str(d)]) == 0
     md = (d / "report.md").read_text()
     assert "| lesson | experiment | measured | model | takeaway |" in md
-    n_rows = len(report.card(measure=False)) + len(report.headlines(measure=False))
-    assert "No GPU here" in md and md.count("\n| ") == 2 + n_rows      # the card, then headlines
+    card = report.card(measure=False)
+    # the card, where its gaps go (the ceilings itemised), then the headlines
+    n_rows = len(card) + len(report.ceiling_table(card)) + len(report.headlines(measure=False))
+    assert "No GPU here" in md and md.count("\n| ") == 3 + n_rows
     assert md.index("memory card") < md.index("| lesson |")
     page = (d / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    assert page.count("<tr>") == 2 + n_rows
+    assert page.count("<tr>") == 3 + n_rows
     assert "<th>takeaway</th>" in page and "http" not in page      # self-contained
     names = report.plot_names(report.headlines(measure=False, quick=True),
                               report.card(measure=False, quick=True))
@@ -421,6 +423,49 @@ def test_card_on_an_h100_sets_ratios(monkeypatch):
     assert all(cells[r["level"]]["x published"] for r in ratios)
 
 
+def test_every_ceiling_is_itemised_under_the_card(monkeypatch):
+    """On a fake H100: each row with a ceiling shows its published start, one line per
+    overhead with a factor and a source, the ceiling (the product) and measured over it."""
+    FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
+    rows = report.card(measure=True)
+    with_ceiling = [r for r in rows if r["ceiling"]]
+    assert len(with_ceiling) >= 6 and all(r["ceiling"]["overheads"] for r in with_ceiling)
+    t = report.ceiling_table(rows)
+    for r in with_ceiling:
+        at = t["level"].index(r["level"])
+        start, *steps = t.rows[at:at + 2 + len(r["ceiling"]["overheads"])]
+        assert start["GB/s"] == r["ceiling"]["start_GB/s"] and start["source"]
+        product = start["GB/s"]
+        for o, line in zip(r["ceiling"]["overheads"], steps):
+            assert line["factor"] == o["factor"] and line["source"] == o["source"]
+            product *= o["factor"]
+        ceiling_line = steps[len(r["ceiling"]["overheads"])]
+        assert ceiling_line["step"] == "ceiling"
+        assert ceiling_line["GB/s"] == pytest.approx(product) == r["ceiling_GB/s"]
+        if r["GB/s"] is not None:
+            assert r["ceiling_ratio"] == pytest.approx(r["GB/s"] / r["ceiling_GB/s"])
+    cells = {r["level"]: r for r in report.card_table(rows)}
+    for r in with_ceiling:
+        assert cells[r["level"]]["ceiling"] == f"{r['ceiling_GB/s']:,.0f} GB/s"
+        if r["GB/s"] is not None:
+            assert cells[r["level"]]["x ceiling"] == f"{r['ceiling_ratio']:.2f}"
+
+
+def test_conditions_in_the_card_title():
+    cond = {"nvml": True, "sm_clock_mhz": 1980, "max_sm_clock_mhz": 1980,
+            "memory_clock_mhz": 2619, "power_limit_w": 700.0, "ecc": True,
+            "persistence_mode": False, "driver": "580.159.04",
+            "clock_event_reasons": ["idle", "software power cap"]}
+    text = report.conditions_text(cond)
+    assert text == ("SM clock 1980 MHz now, max 1980; memory clock 2619 MHz; power limit 700 W; "
+                    "ECC on; persistence off; driver 580.159.04; clocks held back by: idle, "
+                    "software power cap")
+    assert "SM clock unknown MHz" in report.conditions_text({"nvml": True})
+    assert report.conditions_text({"nvml": False}) == "conditions unknown (NVML not available)"
+    assert report.conditions_text(None) == ""
+    assert report.conditions(False) is None
+
+
 def test_the_report_opens_with_the_card(model_mode, capsys):
     assert main(["report", "--quick", "--no-progress"]) == 0
     out = capsys.readouterr().out
@@ -429,7 +474,8 @@ def test_the_report_opens_with_the_card(model_mode, capsys):
     assert main(["report", "--quick", "--json", "--no-progress"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [r["level"] for r in doc["card"]] == LEVELS and doc["elapsed_s"] >= 0
-    assert "no GPU" in doc["card_title"]
+    assert "no GPU" in doc["card_title"] and doc["conditions"] is None
+    assert "where each gap goes" in out
 
 
 @pytest.mark.gpu
@@ -448,12 +494,12 @@ def test_the_card_figure_measures_the_ladder_on_a_gpu(tmp_path):
     curves = report.card_curves(quick=True)
     seconds = time.perf_counter() - t0
     fig = report.card_figure(report.card(measure=False), curves, gm.device().name)
-    lat = {label: (xs, ys) for label, xs, ys in fig["latency"]}
+    lat = {label: (xs, ys) for label, xs, ys, _ in fig["latency"]}
     xs, ys = lat["global, ld.ca: L1, L2, device memory"]
     assert (xs[0], xs[-1]) == (4 * 2**10, 256 * 2**20)
     assert ys[0] < 100 and ys[-1] > 3 * ys[0], ys            # L1, then device memory
     assert max(lat["shared memory"][1]) < 100
-    bw = {label: (xs, ys) for label, xs, ys in fig["bandwidth"]}
+    bw = {label: (xs, ys) for label, xs, ys, _ in fig["bandwidth"]}
     per_sm = bw["read, each SM its own copy (scope=block)"][1]
     grid = bw["read once by the whole grid (scope=grid)"][1]
     assert per_sm[0] > 2 * grid[-1], (per_sm, grid)         # L1 against device memory

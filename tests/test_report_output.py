@@ -167,14 +167,26 @@ def test_the_card_figure_without_a_gpu_draws_the_published_levels():
     assert [x for x, _ in fig["lines"]] == [256 * KiB, 25 * MiB, 50 * MiB]
     assert [label for _, label in fig["lines"]] == ["L1 + shared per SM: 256 KiB",
                                                     "half the L2: 25 MiB", "L2: 50 MiB"]
-    assert fig["latency_bands"] == [("L1", 4 * KiB, 256 * KiB, 32.0, 40.0),
+    # the axis reaches down to the constant row's 1 KiB ring: every card row is on it
+    assert fig["x_range"] == (1 * KiB, 1 * GiB)
+    assert fig["latency_bands"] == [("L1", 1 * KiB, 256 * KiB, 32.0, 40.0),
                                     ("L2 near", 256 * KiB, 25 * MiB, 220.0, 265.0),
                                     ("L2 far", 25 * MiB, 50 * MiB, 470.0, 500.0),
                                     ("device memory", 50 * MiB, 1 * GiB, 570.0, 860.0)]
     assert fig["bandwidth_bands"] == [("device memory", 50 * MiB, 1 * GiB, 3350.0, 3350.0)]
-    assert fig["bandwidth_notes"] == [(32 * KiB, "L1: 128 B/clk/SM published")]
+    assert fig["bandwidth_notes"] == [(16 * KiB, "L1: 128 B/clk/SM published")]
     assert [name for _, name in fig["levels"]] == ["L1", "L2 near", "L2 far", "device memory"]
-    assert fig["levels"][0][0] == pytest.approx(32 * KiB)       # the middle of 4..256 KiB, log2
+    assert fig["levels"][0][0] == pytest.approx(16 * KiB)       # the middle of 1..256 KiB, log2
+    # each card row with a ring or a read and a figure is a point: (panel, level, bytes,
+    # measured, path, published, ceiling); nothing measured, the published figure stands
+    pts = {(p[0], p[1]): p[2:] for p in fig["points"]}
+    assert pts[("latency", "constant")] == (1 * KiB, None, "constant", 19.0, None)
+    assert pts[("latency", "shared")] == (16 * KiB, None, "shared", 29.5, None)
+    assert pts[("latency", "L1")][2] == "L1" and pts[("latency", "L2 far")][2] == "L2"
+    assert pts[("bandwidth", "device memory")] == (1 * GiB, None, "L2", 3350.0, None)
+    assert ("latency", "L2 near, TMA") not in pts           # no published figure, no GPU
+    # one colour per path in both panels
+    assert {report.PATH_COLOURS[p[4]] for p in fig["points"] if p[4] == "L1"} == {"C0"}
 
 
 def ladder_tables():
@@ -199,20 +211,28 @@ def ladder_tables():
 def test_the_card_figure_draws_each_measured_path_sorted_by_working_set():
     fig = report.card_figure(report.card(measure=False), ladder_tables(), "Some GPU")
     assert fig["measured"] and fig["title"].startswith("Some GPU: latency and bandwidth")
-    lat = {label: (xs, ys) for label, xs, ys in fig["latency"]}
+    lat = {label: (xs, ys) for label, xs, ys, _ in fig["latency"]}
     assert lat == {"global, ld.ca: L1, L2, device memory": ([12 * KiB, 4 * MiB, 3 * GiB // 4],
                                                            [33.25, 262.5, 701.0]),
                    "shared memory": ([8 * KiB, 40 * KiB], [30.5, 29.5])}
-    bw = {label: (xs, ys) for label, xs, ys in fig["bandwidth"]}
+    bw = {label: (xs, ys) for label, xs, ys, _ in fig["bandwidth"]}
     assert bw["read, each SM its own copy (scope=block)"] == ([96 * KiB, 1 * MiB],
                                                               [24000.5, 7100.0])
     assert bw["read once by the whole grid (scope=grid)"] == ([1 * MiB, 512 * MiB],
                                                               [6900.0, 3001.0])
     assert bw["shared memory, each SM its own copy"] == ([48 * KiB], [31000.0])
-    # the axis spans the working sets measured; the published bands fill it
-    assert fig["x_range"] == (8 * KiB, 3 * GiB // 4)
-    assert fig["latency_bands"][0][1:3] == (8 * KiB, 256 * KiB)
-    assert fig["latency_bands"][-1][1:3] == (50 * MiB, 3 * GiB // 4)
+    # the axis spans the working sets measured and the card's rows; the published bands
+    # fill it
+    # (the constant row's 1 KiB ring, device memory's 1 GiB read)
+    assert fig["x_range"] == (1 * KiB, 1 * GiB)
+    assert fig["latency_bands"][0][1:3] == (1 * KiB, 256 * KiB)
+    # a path keeps its colour across the panels: ld.ca's chase and the per-SM read are L1's
+    paths = {label: path for label, _, _, path in fig["latency"] + fig["bandwidth"]}
+    assert paths["global, ld.ca: L1, L2, device memory"] == \
+        paths["read, each SM its own copy (scope=block)"] == "L1"
+    assert paths["shared memory"] == paths["shared memory, each SM its own copy"] == "shared"
+    assert paths["read once by the whole grid (scope=grid)"] == "L2"
+    assert fig["latency_bands"][-1][1:3] == (50 * MiB, 1 * GiB)
 
 
 def test_card_curves_run_the_ladders_sweeps_on_the_figures_sets(monkeypatch):

@@ -470,7 +470,8 @@ def bandwidth_ladder(working_sets: Sequence[int] | None = None, *,
                  title=title)
 
 
-def _measure_bandwidth(v: str, scope: str, ws: int, repeat: int, sms: int) -> dict:
+def _measure_bandwidth(v: str, scope: str, ws: int, repeat: int, sms: int,
+                       counters: bool = False) -> dict:
     n = ws // 8 if v == "copy" else ws // 4
     x = runtime.empty((n,))
     out = runtime.empty((n,)) if v == "copy" else runtime.empty((3,), np.float64)
@@ -481,10 +482,14 @@ def _measure_bandwidth(v: str, scope: str, ws: int, repeat: int, sms: int) -> di
         bandwidth(x, **kw)
     blocks, per_pass = recs[-1].params["blocks"], recs[-1].bytes
     passes = int(min(MAX_PASSES, max(1, round(TARGET_BYTES[scope] / max(per_pass, 1)))))
-    res = runtime.bench(bandwidth, x, passes=passes, blocks=blocks, repeat=repeat, warmup=2, **kw)
+    res = runtime.bench(bandwidth, x, passes=passes, blocks=blocks, repeat=repeat, warmup=2,
+                        counters=counters, **kw)
     row = {"passes": passes, "blocks": blocks, "ms": res.median_ms, "GB/s": res.gbps,
            "GB/s per SM": res.gbps / sms, "cache": res.params.get("cache") if v != "shared"
-           else None}
+           else None, "GB/s min": res.gbps * res.median_ms / res.max_ms,
+           "GB/s max": res.gbps * res.median_ms / res.min_ms, "runs": repeat}
+    if res.dram_bytes is not None:          # DRAM bytes (read + written) per byte read
+        row["DRAM bytes per byte"] = res.dram_bytes / (per_pass * passes)
     if v != "copy":
         _, cycles, ns = bandwidth(x, passes=passes, blocks=blocks, **kw).get()
         if ns > 0:
@@ -574,19 +579,60 @@ def _card(measure: bool, quick: bool) -> list[dict]:
             kw.update(card.published_figure(entry, fig))
         how = f"chase a {card.size_text(ws)} ring ({v})" + (
             f"; read {card.size_text(bw[2])} (bandwidth {bw[0]}, scope={bw[1]})" if bw else "")
+        if per_clk and (dev or entry.get("sms")):     # the figure at the maximum SM clock
+            clock = dev.clock_khz / 1e3 if dev else None
+            kw["published_gbps"] = per_clk * (dev.multiprocessors if dev else entry.get(
+                "sms")) * (clock or 0) / 1e3 or None
         if measure:
             c = latency(ws, variant=v, steps=2048 if quick else 8192)
             kw.update(cycles=c.cycles_per_load, ns=c.ns_per_load)
             if bw:
-                r = _measure_bandwidth(*bw, 3 if quick else 5, dev.multiprocessors)
-                kw["gbps"] = r["GB/s"]
-                if per_clk and r.get("clock MHz"):   # the figure at the clock the read saw
-                    kw["published_gbps"] = per_clk * dev.multiprocessors * r["clock MHz"] / 1e3
+                # the median of CARD_RUNS, its spread beside it; device memory's read also
+                # counts the DRAM bytes it cost (the counter that says where the gap is not)
+                counters = fig == "memory_gbps" and runtime.profiler_available()
+                r = _measure_bandwidth(*bw, CARD_RUNS, dev.multiprocessors, counters=counters)
+                kw.update(gbps=r["GB/s"], spread=(r["GB/s min"], r["GB/s max"], r["runs"]))
+                kw.update(_card_ceiling(level, kw, r, dev))
         # the published size, in the datasheet's words ("80 GB": the GPU reports 79 GiB of it)
         text = f"{entry.get('memory_gb'):g} GB (published)" if level == "device memory" and \
             not dev else card.size_text(size, per)
-        rows.append(card.card_row(level, "ladder", size=size, size_text_=text, how=how, **kw))
+        row = card.card_row(level, "ladder", size=size, size_text_=text, how=how, **kw)
+        # where the card's figure marks the row: the ring chased, the set read, the paths
+        row.update(working_set=ws, chase=v, bandwidth_working_set=bw[2] if bw else None,
+                   bandwidth_path=(bw[0], bw[1]) if bw else None)
+        rows.append(row)
     return rows
+
+
+#: Runs behind each bandwidth on the card (its median; min and max beside it).
+CARD_RUNS = 10
+
+
+def _card_ceiling(level: str, kw: dict, r: dict, dev) -> dict:
+    """``card_row`` keywords for a measured bandwidth row's ceiling and why: L1 at the clock
+    its read ran at (``r["clock MHz"]``: clock64 over %globaltimer); device memory at the
+    memory clock the GPU reports, with the DRAM bytes each byte read cost."""
+    from ..model import ceiling as mc
+
+    pub = kw.get("published_gbps")
+    if not pub:
+        return {}
+    if level == "L1":
+        ran = r.get("clock MHz")
+        out = {"ceiling": mc.per_clock(pub, dev.clock_khz / 1e3, ran,
+                                       "published bytes/clock/SM at the maximum clock")}
+        if ran:
+            out.update(why=f"SM clock {ran:,.0f} of {dev.clock_khz / 1e3:,.0f} MHz",
+                       why_value=ran)
+        return out
+    if level == "device memory":
+        out = {"ceiling": mc.dram(pub, dev.theoretical_bandwidth_gbps)}
+        per = r.get("DRAM bytes per byte")
+        if per is not None:
+            out.update(why=f"{per:.2f} DRAM bytes per byte read (counters): no waste, the rest "
+                           "is in the DRAM (refresh, row switches)", why_value=per)
+        return out
+    return {}
 
 
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
@@ -643,15 +689,18 @@ LESSON = Lesson(
     model=(),
     # the tests' fake GPU (Lesson.stand_ins): a load 30 cycles from L1 (16 KiB), 260 from L2
     # (4 MiB), 700 beyond; shared memory read at 30,000 GB/s, L1 at 25,000, L2 at 7,000 and
-    # device memory (50 MiB on) at 3,000, at 1,980 MHz
+    # device memory (50 MiB on) at 3,000 (each within 2% over its runs; 1.01 DRAM bytes per
+    # byte read where counted); the reads' SMs at 1,900 of the 1,980 MHz maximum
     stand_ins=lambda gpu: {
         "latency": lambda ws, variant, steps: gpu.record(
             cycles_per_load={16 * 2**10: 30.0, 4 * 2**20: 260.0}.get(ws, 700.0),
             ns_per_load={16 * 2**10: 30.0, 4 * 2**20: 260.0}.get(ws, 700.0) / 1.98),
-        "_measure_bandwidth": lambda v, scope, ws, repeat, sms: {
-            "GB/s": {("shared", "block"): 30000.0, ("read", "block"): 25000.0}.get(
-                (v, scope), 7000.0 if ws < 50 * 2**20 else 3000.0),
-            "clock MHz": 1980.0}},
+        "_measure_bandwidth": lambda v, scope, ws, repeat, sms, counters=False: {
+            "GB/s": (g := {("shared", "block"): 30000.0, ("read", "block"): 25000.0}.get(
+                (v, scope), 7000.0 if ws < 50 * 2**20 else 3000.0)),
+            "GB/s min": 0.98 * g, "GB/s max": 1.02 * g, "runs": repeat,
+            **({"DRAM bytes per byte": 1.01} if counters else {}),
+            "clock MHz": 1900.0}},
     # on a GPU, cache_sizes() with no table measures a whole latency ladder (6 s) on every
     # valid draw of the property tests: the ladder's own arguments are drawn under
     # latency_ladder, so there the first ladder of each set of arguments is kept and handed

@@ -23,6 +23,7 @@ alone.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 from typing import Sequence, Union
 
@@ -30,6 +31,7 @@ import numpy as np
 
 from .. import _core, runtime
 from .._core import DeviceArray
+from ..model import ceiling as mc
 from ..model import dram as dm
 from ..model import peer as pm
 from ..runtime import nccl
@@ -194,7 +196,8 @@ def memcpy_peer(nbytes: int, *, src: int = 0, dst: int = 1, way: str = "one",
     (``cudaMemcpyPeerAsync``, CUDA events on ``src``'s stream, median of ``repeat`` after
     two warm-ups), with peer access as it stands.  ``way``: ``"one"``; ``"both"`` (the
     copy back from ``dst`` at the same time: GB/s counts both); ``"staged"`` (through a
-    pinned host buffer, device to host to device).  Returns ``{"ms", "GB/s"}``."""
+    pinned host buffer, device to host to device).  Returns ``{"ms", "GB/s"}`` (the
+    median) and ``"GB/s min"``, ``"GB/s max"`` over the ``"runs"``."""
     fn = "memcpy_peer"
     nbytes = _int(fn, "nbytes", nbytes, 4, MAX_BUFFER)
     way = _choices(fn, "way", way, ("one", "both", "staged"))[0]
@@ -209,10 +212,12 @@ def memcpy_peer(nbytes: int, *, src: int = 0, dst: int = 1, way: str = "one",
     if way == "both":
         kw = {"back_src": runtime.to_device(ones, device=dst),
               "back_dst": runtime.empty((n,), np.float32, device=src)}
-    ms = statistics.median(_core._peer_memcpy(b, a, repeat=repeat, warmup=2,
-                                              staged=way == "staged", **kw))
+    runs = _core._peer_memcpy(b, a, repeat=repeat, warmup=2, staged=way == "staged", **kw)
+    ms = statistics.median(runs)
     moved = (2 if way == "both" else 1) * n * 4
-    return {"ms": ms, "GB/s": moved / (ms * 1e-3) / 1e9}
+    return {"ms": ms, "GB/s": moved / (ms * 1e-3) / 1e9,
+            "GB/s min": moved / (max(runs) * 1e-3) / 1e9,
+            "GB/s max": moved / (min(runs) * 1e-3) / 1e9, "runs": len(runs)}
 
 
 # ---- the sweeps ----------------------------------------------------------------------------
@@ -315,6 +320,8 @@ def loads_sweep(directions: Sequence[str] = ("read", "write"), *, src: int = 0, 
     src_cols = {"model_GB/s": "model"}
     if gpu:
         src_cols.update({"GB/s": "measured", "measured/model": "measured"})
+    else:
+        title += f" (not measured: {_why_not(src, dst, measure)})"
     return Table(rows, columns=["direction", "warps_per_sm", "width", "unroll",
                                 "in_flight_per_sm", "GB/s", "model_GB/s", "measured/model"],
                  sources=src_cols, title=title)
@@ -351,6 +358,8 @@ def latency_sweep(*, src: int = 0, dst: int = 1, nbytes: int = 64 << 20, stride:
     src_cols = {"model_ns": "model"}
     if gpu:
         src_cols.update({"cycles": "measured", "ns": "measured"})
+    else:
+        title += f" (not measured: {_why_not(src, dst, measure)})"
     return Table(rows, columns=["memory", "cycles", "ns", "model_ns"], sources=src_cols,
                  title=title)
 
@@ -504,14 +513,24 @@ def _measure(src: int, dst: int, quick: bool) -> dict:
     """The headline's and the card's numbers, GPU ``dst`` against GPU ``src``: the copy
     engine one way and both ways (GB/s), an SM's reads (GB/s) and a dependent load in
     device memory and in the peer's (ns, cycles)."""
-    big, rep = (64 if quick else 256) << 20, 3 if quick else 10
+    from ..runtime import nvml
+
+    big, rep = (64 if quick else 256) << 20, 10
     _access(src, dst, True)
-    one = memcpy_peer(big, src=src, dst=dst, repeat=rep)
-    both = memcpy_peer(big, src=src, dst=dst, way="both", repeat=rep)
+    counting = nvml.available()
+    with nvml.LinkBytes([src, dst]) if counting else contextlib.nullcontext() as one_moved:
+        one = memcpy_peer(big, src=src, dst=dst, repeat=rep)
+    with nvml.LinkBytes([src, dst]) if counting else contextlib.nullcontext() as both_moved:
+        both = memcpy_peer(big, src=src, dst=dst, way="both", repeat=rep)
     reads = loads_sweep(("read",), src=src, dst=dst, n=big // 4, points=((16, "float4", 4),),
                         repeat=rep, progress=False)
     lat = latency_sweep(src=src, dst=dst, steps=512 if quick else 2048)
     return {"bytes": big, "copy_GB/s": one["GB/s"], "both_GB/s": both["GB/s"],
+            "copy_spread": (one["GB/s min"], one["GB/s max"], one["runs"]),
+            "both_spread": (both["GB/s min"], both["GB/s max"], both["runs"]),
+            # the link's raw bytes (headers too) per payload byte the copy sent
+            "copy_raw_per_data": one_moved.overhead(src, "tx") if counting else None,
+            "both_raw_per_data": both_moved.overhead(src, "tx") if counting else None,
             "sm_read_GB/s": reads["GB/s"][0], "device_ns": lat["ns"][0], "peer_ns": lat["ns"][1],
             "peer_cycles": lat["cycles"][1]}
 
@@ -555,17 +574,28 @@ def _card(measure: bool, quick: bool) -> list[dict]:
     link = f"GPU {pair[0]} <-> {pair[1]}" if pair else ""
     why = "" if pair or not measure else f" (not measured: {_not_here()})"
     big = m.get("bytes", (64 if quick else 256) << 20) >> 20
-    return [card.card_row("peer GPU, one way", "peer", size_text_=link, gbps=m.get("copy_GB/s"),
-                          how=f"cudaMemcpyPeerAsync of {big} MiB, access on{why}",
-                          **card.published_figure(entry, "nvlink_gbps")),
-            card.card_row("peer GPU, both ways", "peer", size_text_=link,
-                          gbps=m.get("both_GB/s"),
-                          how=f"cudaMemcpyPeerAsync of {big} MiB each way at once{why}",
-                          **card.published_figure(entry, "nvlink_both_gbps")),
-            card.card_row("peer GPU, latency", "peer", size_text_=link, ns=m.get("peer_ns"),
-                          cycles=m.get("peer_cycles"),
-                          how=f"peer_chase: one thread, dependent loads into the peer's "
-                              f"memory{why}")]
+    rows = []
+    for level, key, fig, ways, how in (
+            ("peer GPU, one way", "copy", "nvlink_gbps", 1, f"cudaMemcpyPeerAsync of {big} MiB, "
+             f"access on, the median of 10{why}"),
+            ("peer GPU, both ways", "both", "nvlink_both_gbps", 2, f"cudaMemcpyPeerAsync of {big} "
+             f"MiB each way at once, the median of 10{why}")):
+        kw = card.published_figure(entry, fig)
+        if kw:      # the copy engine's 256-byte packets, each with its header, every link
+            links = kw["published_gbps"] / ways / pm.NVLINK4_LINK_GBPS
+            if links == int(links):
+                kw["ceiling"] = mc.nvlink(int(links), pm.NVLINK4_LINK_GBPS, payload=256,
+                                          ways=ways)
+        per = m.get(f"{key}_raw_per_data")
+        if per is not None:
+            kw.update(why=f"{per:.3f} link bytes per payload byte (NVML raw/data)", why_value=per)
+        rows.append(card.card_row(level, "peer", size_text_=link, gbps=m.get(f"{key}_GB/s"),
+                                  spread=m.get(f"{key}_spread"), how=how, **kw))
+    rows.append(card.card_row("peer GPU, latency", "peer", size_text_=link, ns=m.get("peer_ns"),
+                              cycles=m.get("peer_cycles"),
+                              how=f"peer_chase: one thread, dependent loads into the peer's "
+                                  f"memory{why}"))
+    return rows
 
 
 def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
@@ -623,12 +653,15 @@ def _sanitize() -> None:
 # ---- what the shared tests read -------------------------------------------------------------
 def _stand_ins(gpu) -> dict:
     """On the tests' fake GPU (:attr:`Lesson.stand_ins`): a second GPU it reaches, the copy
-    engine at 390 GB/s (780 both ways), SM reads at 360 GB/s and a peer load of 1,000 ns
-    (2,000 cycles) against 600 ns in device memory."""
+    engine at 390 GB/s (780 both ways; 380-395 over 10 runs), 1.07 link bytes per payload
+    byte, SM reads at 360 GB/s and a peer load of 1,000 ns (2,000 cycles) against 600 ns in
+    device memory."""
     return {"peer_pairs": lambda: [(0, 1), (1, 0)],
             "_measure": lambda src, dst, quick: {
                 "bytes": 64 << 20, "copy_GB/s": 390.0, "both_GB/s": 780.0, "sm_read_GB/s": 360.0,
-                "device_ns": 600.0, "peer_ns": 1000.0, "peer_cycles": 2000.0}}
+                "device_ns": 600.0, "peer_ns": 1000.0, "peer_cycles": 2000.0,
+                "copy_spread": (380.0, 395.0, 10), "both_spread": (760.0, 790.0, 10),
+                "copy_raw_per_data": 1.07, "both_raw_per_data": 1.07}}
 
 
 def _arguments(st) -> dict:

@@ -32,6 +32,8 @@ without a GPU the experiments raise :class:`gpumem.CudaUnavailableError`.
 """
 from __future__ import annotations
 
+import contextlib
+import re
 import statistics
 from typing import Any, Sequence, Union
 
@@ -412,22 +414,67 @@ def _report_sweeps(measure: bool, quick: bool, progress: bool) -> list[Table]:
         (16 if quick else 64) << 20)]
 
 
+def _host_link(entry, measure: bool) -> tuple[int, int, int | None, str]:
+    """The host link's PCIe generation, lanes and maximum payload, and where they come
+    from: NVML and sysfs on a GPU where they answer, else the published link
+    (``"PCIe 5.0 x16"``); (0, 0, None, "") where neither says."""
+    from ..runtime import nvml
+
+    if measure:
+        c = nvml.conditions()
+        if c["pcie_generation"] and c["pcie_width"]:
+            return (c["pcie_generation"], c["pcie_width"], c["pcie_max_payload"],
+                    f"negotiated Gen{c['pcie_generation']} x{c['pcie_width']} (NVML; max "
+                    f"Gen{c['pcie_max_generation']} x{c['pcie_max_width']})")
+    text = (entry.get("host_link") if entry else None) or ""
+    m = re.fullmatch(r"PCIe (\d)\.0 x(\d+)", text)
+    return (int(m.group(1)), int(m.group(2)), None, f"{text} (published)") if m else \
+        (0, 0, None, "")
+
+
 def _card(measure: bool, quick: bool) -> list[dict]:
     """The host link on the memory card: pinned copies each way (GB/s of a large copy,
-    the time of a 4-byte one as its latency) beside the published link."""
+    the median of ``CARD_RUNS``; the time of a 4-byte one as its latency) beside the
+    published link and its ceiling (:func:`gpumem.model.ceiling.pcie`: the encoding and
+    each packet's framing at the negotiated maximum payload, 256 bytes where it cannot be
+    read), and the PCIe bytes each payload byte cost where NVML counts them."""
+    from ..model import ceiling as mc
+    from ..runtime import nvml
+
     entry, _ = card.card_reference(measure)
-    nbytes, rep = (16 if quick else 64) << 20, 3 if quick else 10
+    nbytes = (16 if quick else 64) << 20
     link = (entry.get("host_link") if entry else None) or ""
+    gen, lanes, mps, said = _host_link(entry, measure)
+    ceil = mc.pcie(gen, lanes, max_payload=mps or 256) if gen in mc.PCIE_GT_S else None
     rows = []
     for d, arrow in (("h2d", "host -> device"), ("d2h", "device -> host")):
-        kw = card.published_figure(entry, "host_link_gbps")
+        kw: dict[str, Any] = dict(card.published_figure(entry, "host_link_gbps"), ceiling=ceil)
         if measure:
-            ms = statistics.median(_core._transfer_copy("pinned", d, nbytes, rep, 1))
-            tiny = statistics.median(_core._transfer_copy("pinned", d, 4, 5 * rep, 2))
-            kw.update(gbps=nbytes / ms / 1e6, ns=tiny * 1e6)
+            moved = nvml.LinkBytes([runtime.device().index], link="pcie") \
+                if nvml.available() else None
+            with moved or contextlib.nullcontext():
+                ms = _core._transfer_copy("pinned", d, nbytes, CARD_RUNS, 1)
+            tiny = statistics.median(_core._transfer_copy("pinned", d, 4, 5 * CARD_RUNS, 2))
+            med = statistics.median(ms)
+            kw.update(gbps=nbytes / med / 1e6, ns=tiny * 1e6,
+                      spread=(nbytes / max(ms) / 1e6, nbytes / min(ms) / 1e6, len(ms)))
+            counted = moved.bytes.get(moved.devices[0]) if moved else None
+            way = "rx" if d == "h2d" else "tx"
+            # the copies plus the warm-up, each of nbytes
+            per = counted[way] / (nbytes * (len(ms) + 1)) if counted and counted[way] else None
+            if per is not None:
+                kw.update(why=f"{per:.3f} PCIe bytes per payload byte (NVML); {said}",
+                          why_value=per)
+            else:
+                kw.update(why=said + ("" if mps else "; max payload unread, 256 B assumed"))
         rows.append(card.card_row(arrow, "transfer", size_text_=link, how=(
-            f"cudaMemcpy of {nbytes >> 20} MiB pinned (GB/s) and of 4 bytes (ns)"), **kw))
+            f"cudaMemcpy of {nbytes >> 20} MiB pinned (GB/s, the median of {CARD_RUNS}) and "
+            "of 4 bytes (ns)"), **kw))
     return rows
+
+
+#: Runs behind each figure of the card (the median; min and max beside it).
+CARD_RUNS = 10
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------

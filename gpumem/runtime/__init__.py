@@ -25,6 +25,7 @@ from .launches import (BENCH_COUNTERS, BenchResult, Variant, bench, last_record,
                        variants)
 from .counters import ProfilerError, metrics, profile, profiler_available
 from .table import Listing, Table
+from . import nvml          # bound to _core now (NVML itself loads on first use)
 
 __all__ = ["Error", "CudaError", "CudaUnavailableError", "DeviceArray", "DeviceMemoryError",
            "LaunchRecord", "allocator", "empty", "empty_cache", "from_dlpack", "is_available",

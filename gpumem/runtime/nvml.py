@@ -24,13 +24,16 @@ from typing import Any, Sequence
 
 from .. import _core
 
-__all__ = ["available", "conditions", "nvlink_bytes", "LinkBytes", "CLOCK_EVENT_REASONS"]
+__all__ = ["available", "conditions", "nvlink_bytes", "pcie_bytes", "LinkBytes",
+           "CLOCK_EVENT_REASONS"]
 
 _SUCCESS, _NOT_SUPPORTED = 0, 3
 _CLOCK_SM, _CLOCK_MEM = 1, 2
 #: NVML field ids (nvml.h): NVLink throughput in KiB, payload and raw, sent and received;
 #: the number of NVLinks up.
 _FI_DATA_TX, _FI_DATA_RX, _FI_RAW_TX, _FI_RAW_RX, _FI_LINK_COUNT = 138, 139, 140, 141, 91
+#: ... and the PCIe link's bytes sent and received.
+_FI_PCIE_TX, _FI_PCIE_RX = 197, 198
 #: nvmlClocksEventReasons bits (nvml.h) -> what each says.
 CLOCK_EVENT_REASONS = {
     0x1: "idle", 0x2: "application clock setting", 0x4: "software power cap",
@@ -120,22 +123,49 @@ def _fields(lib, h, ids: Sequence[int]) -> list[int | None]:
     return [v.value.ullVal if v.nvmlReturn == _SUCCESS else None for v in vals]
 
 
+def _max_payload(bus: str, root: str = "/sys/bus/pci/devices") -> int | None:
+    """The negotiated PCIe maximum payload size of the GPU at ``bus``, from its PCI
+    configuration space in sysfs (the PCI Express capability's Device Control register,
+    bits 7:5: 128 << value); None where it cannot be read (an unprivileged process sees
+    only the first 64 bytes of the space)."""
+    path = os.path.join(root, bus.lower(), "config")
+    try:
+        with open(path, "rb") as f:
+            cfg = f.read(256)
+    except OSError:
+        return None
+    if len(cfg) < 0x40:
+        return None
+    at, seen = cfg[0x34] & 0xFC, set()
+    while 0x40 <= at < len(cfg) - 10 and at not in seen:
+        seen.add(at)
+        if cfg[at] == 0x10:                          # the PCI Express capability
+            ctl = int.from_bytes(cfg[at + 8:at + 10], "little")
+            return 128 << ((ctl >> 5) & 0x7)
+        at = cfg[at + 1] & 0xFC
+    return None
+
+
 def conditions(device: int | None = None) -> dict:
     """The conditions GPU ``device`` (default: the current one) is in now, from NVML:
     clocks in MHz (``sm_clock_mhz`` now, ``max_``, ``applications_``), ``power_limit_w``,
     ``ecc`` (True/False), ``persistence_mode``, ``driver``, ``pcie_generation``/``_width``
-    (now and ``max``), ``nvlinks`` (links up), ``clock_event_reasons`` (names).  A figure NVML
+    (now and ``max``), ``pcie_max_payload`` (bytes, from sysfs where readable), ``nvlinks``
+    (links up), ``clock_event_reasons`` (names).  A figure NVML
     does not give is None; without NVML (or, for the current device, without a GPU) every
     figure is None and ``nvml`` is False."""
     keys = ("sm_clock_mhz", "memory_clock_mhz", "max_sm_clock_mhz", "max_memory_clock_mhz",
             "applications_sm_clock_mhz", "applications_memory_clock_mhz", "power_limit_w",
             "ecc", "persistence_mode", "driver", "pcie_generation", "pcie_width",
-            "pcie_max_generation", "pcie_max_width", "nvlinks", "clock_event_reasons")
+            "pcie_max_generation", "pcie_max_width", "pcie_max_payload", "nvlinks",
+            "clock_event_reasons")
     out: dict[str, Any] = dict.fromkeys(keys)
     if device is None and _core.device_count() == 0:
         out["nvml"] = False             # no GPU: nothing to ask about
         return out
-    lib, h = _handle(_device("conditions", device))
+    device = _device("conditions", device)
+    out["pcie_max_payload"] = _max_payload(_core.device(device)["pci_bus_id"])
+    lib, h = _handle(device)
     out["nvml"] = h is not None
     if h is None:
         return out
@@ -188,6 +218,17 @@ def nvlink_bytes(device: int | None = None) -> dict | None:
     return dict(zip(("data_tx", "data_rx", "raw_tx", "raw_rx"), (v * 1024 for v in vals)))
 
 
+def pcie_bytes(device: int | None = None) -> dict | None:
+    """GPU ``device``'s PCIe byte counters (``tx``, ``rx``: bytes sent and received over its
+    host link since the driver started), where NVML has them (recent drivers); else None."""
+    device = _device("pcie_bytes", device)
+    lib, h = _handle(device)
+    if h is None:
+        return None
+    vals = _fields(lib, h, [_FI_PCIE_TX, _FI_PCIE_RX])
+    return None if any(v is None for v in vals) else {"tx": vals[0], "rx": vals[1]}
+
+
 class LinkBytes:
     """The NVLink bytes each of ``devices`` sent and received across a block of work::
 
@@ -196,24 +237,28 @@ class LinkBytes:
         moved.bytes[0]["data_tx"]      # payload bytes GPU 0 sent
         moved.overhead(0, "tx")        # raw / data: the protocol's bytes per payload byte
 
-    ``bytes`` is None for a GPU whose counters NVML does not give.  The work must be
-    finished (``gm.synchronize()``) before the block ends; NVML refreshes its counters on
-    its own schedule, so a block of less than a few MiB reads as noise."""
+    ``link="pcie"`` reads the host link's counters instead (:func:`pcie_bytes`: ``tx`` and
+    ``rx``).  ``bytes`` is None for a GPU whose counters NVML does not give.  The work must
+    be finished (``gm.synchronize()``) before the block ends; NVML refreshes its counters
+    on its own schedule, so a block of less than a few MiB reads as noise."""
 
-    def __init__(self, devices: Sequence[int] | None = None):
+    def __init__(self, devices: Sequence[int] | None = None, link: str = "nvlink"):
+        if link not in ("nvlink", "pcie"):
+            raise ValueError(f"LinkBytes: link={link!r} must be 'nvlink' or 'pcie'")
         n = _core.device_count()
         self.devices = list(range(n)) if devices is None else \
             [_device("LinkBytes", d) for d in devices]
+        self._read = nvlink_bytes if link == "nvlink" else pcie_bytes
         self.bytes: dict[int, dict | None] = {}
         self._before: dict[int, dict | None] = {}
 
     def __enter__(self) -> "LinkBytes":
-        self._before = {d: nvlink_bytes(d) for d in self.devices}
+        self._before = {d: self._read(d) for d in self.devices}
         return self
 
     def __exit__(self, *exc) -> None:
         for d in self.devices:
-            a, b = self._before.get(d), nvlink_bytes(d)
+            a, b = self._before.get(d), self._read(d)
             self.bytes[d] = None if a is None or b is None else {k: b[k] - a[k] for k in a}
 
     def overhead(self, device: int, way: str = "tx") -> float | None:
@@ -222,6 +267,6 @@ class LinkBytes:
         if way not in ("tx", "rx"):
             raise ValueError(f"LinkBytes.overhead: way={way!r} must be 'tx' or 'rx'")
         b = self.bytes.get(device)
-        if not b or not b[f"data_{way}"]:
+        if not b or not b.get(f"data_{way}"):
             return None
         return b[f"raw_{way}"] / b[f"data_{way}"]

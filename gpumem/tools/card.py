@@ -20,6 +20,16 @@ new lesson is in the card by construction.  Each row is a dict with the keys
 ``cycles_ratio``, ``GB/s_ratio``
     Measured over published: cycles over the middle of the published range, GB/s
     over GB/s (None where either side is missing); :func:`ratio_text` prints both.
+``ceiling_GB/s``, ``ceiling``, ``ceiling_ratio``
+    What the path can deliver after its known overheads (:mod:`gpumem.model.ceiling`:
+    the published figure times each named, sourced overhead; ``ceiling`` is that
+    itemisation as a dict), and measured over it.
+``why``, ``why_value``
+    The counter or condition that explains the rest of the gap, from the same run, as
+    text and as a number (e.g. the link's raw bytes per payload byte); empty where none
+    is read.
+``GB/s_min``, ``GB/s_max``, ``runs``
+    The spread of the measured bandwidth: the median above is of ``runs`` runs.
 ``how``
     What the row measures (or would measure, without a GPU).
 
@@ -30,11 +40,11 @@ from __future__ import annotations
 from typing import Any
 
 from .. import runtime
+from ..model.ceiling import Ceiling
 from ..runtime.published import REFERENCE_GPU, Published, published
 
 __all__ = ["DEPTH", "card_row", "card_reference", "size_text", "published_latency", "published_figure",
-           "published_for",
-           "ratio_text", "CARD_COLUMNS"]
+           "published_for", "ratio_text", "ceiling_text", "CARD_COLUMNS"]
 
 #: Where each level sits, from the SM outwards (the card's order; a level not named here
 #: goes last, in lesson order).
@@ -46,6 +56,7 @@ DEPTH = {"registers": 0, "shared": 1, "constant": 2, "L1": 3, "distributed share
 #: The card's printed columns: row key -> header.
 CARD_COLUMNS = {"level": "level", "size_text": "size", "cycles": "cycles", "ns": "ns",
                 "GB/s": "GB/s", "published": "published", "ratio_text": "x published",
+                "ceiling": "ceiling", "ceiling_ratio": "x ceiling", "why": "why",
                 "lesson": "from"}
 
 
@@ -74,12 +85,16 @@ def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: 
              cycles: float | None = None, ns: float | None = None, gbps: float | None = None,
              published_cycles: tuple[float, float] | None = None,
              published_gbps: float | None = None, published_text: str = "",
-             source: str | None = None, how: str = "", published_for: str = "") -> dict:
+             source: str | None = None, how: str = "", published_for: str = "",
+             ceiling: Ceiling | None = None, why: str = "", why_value: float | None = None,
+             spread: tuple[float, float, int] | None = None) -> dict:
     """One card row (see the module docstring).  ``published_text`` stands for the
     published bandwidth where it is stated in other units (``"128 B/clk/SM"``);
     ``published_gbps`` may still carry its GB/s for the ratio.  ``published_for``: the
     GPU a figure was published for where it is not this one (another of its chip),
-    named after the figure."""
+    named after the figure.  ``ceiling``: the path's ceiling (:mod:`gpumem.model.ceiling`);
+    ``why``/``why_value``: what explains the rest; ``spread``: (min, max, runs) of the
+    measured GB/s."""
     parts = []
     if published_cycles is not None:
         lo, hi = published_cycles
@@ -101,7 +116,13 @@ def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: 
             "GB/s": gbps, "published": ", ".join(parts),
             "published_cycles": list(published_cycles) if published_cycles else None,
             "published_GB/s": published_gbps, "source": source,
-            "cycles_ratio": lat_ratio, "GB/s_ratio": bw_ratio, "how": how}
+            "cycles_ratio": lat_ratio, "GB/s_ratio": bw_ratio, "how": how,
+            "ceiling_GB/s": ceiling.gbps if ceiling else None,
+            "ceiling": ceiling.as_dict() if ceiling else None,
+            "ceiling_ratio": gbps / ceiling.gbps if ceiling and gbps is not None else None,
+            "why": why, "why_value": why_value,
+            "GB/s_min": spread[0] if spread else None, "GB/s_max": spread[1] if spread else None,
+            "runs": spread[2] if spread else None}
 
 
 def ratio_text(row: dict) -> str:
@@ -112,6 +133,13 @@ def ratio_text(row: dict) -> str:
     if row.get("GB/s_ratio") is not None:
         parts.append(f"{row['GB/s_ratio']:.2f} BW")
     return ", ".join(parts)
+
+
+def ceiling_text(row: dict) -> str:
+    """The card's ``ceiling`` cell: the ceiling's GB/s (its itemisation is in the row's
+    ``ceiling`` and in the lines under the card)."""
+    v = row.get("ceiling_GB/s")
+    return "" if v is None else f"{v:,.0f} GB/s"
 
 
 def published_latency(entry: Published | None, level: str) -> dict[str, Any]:
