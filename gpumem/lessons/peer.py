@@ -248,8 +248,9 @@ def copy_sweep(sizes: Sequence[int] = COPY_SIZES, *, cases: Sequence[str] = COPY
     if gpu:
         _access(src, dst, True)
     title = (f"The copy engine from GPU {src} to GPU {dst}: cudaMemcpyPeerAsync by size; "
-             f"model: {pm.COPY_START_US:.0f} µs to start, then {pm.link_gbps():.0f} GB/s each way "
-             "(NVLink 4, NV18)")
+             f"model: {pm.COPY_START_US:g} µs to start, then {pm.payload_gbps():.0f} GB/s each way "
+             f"(NVLink 4, NV18: {pm.link_gbps():.0f} GB/s less a 16-byte header per 256-byte "
+             "packet)")
     src_cols = {"model_GB/s": "model"}
     if gpu:
         src_cols.update({"us": "measured", "GB/s": "measured"})
@@ -315,8 +316,8 @@ def loads_sweep(directions: Sequence[str] = ("read", "write"), *, src: int = 0, 
         rows.append(row)
     title = (f"SM loads and stores over the link: peer_copy of {n * 4 / 2**20:.0f} MiB on GPU "
              f"{dst} with one block per SM, {'from' if 'read' in directions else 'into'} GPU "
-             f"{src}'s memory; model: Little's law with {pm.PEER_LATENCY_NS:.0f} ns and "
-             f"{pm.link_gbps():.0f} GB/s, {sms} SMs")
+             f"{src}'s memory; model: Little's law with a {pm.LOADS_ROUND_NS:.0f} ns round and "
+             f"{pm.payload_gbps(pm.SM_PAYLOAD):.0f} GB/s (128-byte lines), {sms} SMs")
     src_cols = {"model_GB/s": "model"}
     if gpu:
         src_cols.update({"GB/s": "measured", "measured/model": "measured"})
@@ -539,8 +540,9 @@ def _headline(measure: bool, quick: bool) -> list[dict]:
     big = (64 if quick else 256) << 20
     mod = {"copy_GB/s": pm.copy_gbps(big), "latency_ns": pm.PEER_LATENCY_NS,
            "link_GB/s": pm.link_gbps()}
-    mtext = (f"{pm.copy_gbps(big):,.0f} GB/s one way for {big >> 20} MiB ({pm.link_gbps():.0f} GB/s "
-             f"NV18 line rate less {pm.COPY_START_US:.0f} µs to start); "
+    mtext = (f"{pm.copy_gbps(big):,.0f} GB/s one way for {big >> 20} MiB ({pm.payload_gbps():.0f} "
+             f"GB/s, the NV18 line rate less packet headers, after {pm.COPY_START_US:g} µs to "
+             "start); "
              f"{pm.PEER_LATENCY_NS:,.0f} ns a dependent load")
     what = "the peer GPU: copy engine one way, an SM's peer reads, a peer chase"
     take = "a peer GPU is the next level: the link's rate is a tenth of device memory's"

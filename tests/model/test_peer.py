@@ -24,25 +24,41 @@ def test_a_copy_is_its_start_up_then_the_rate():
     assert s == pytest.approx(1.0 + 10e-6)
     assert peer.copy_seconds(0) == pytest.approx(peer.COPY_START_US * 1e-6)
     assert peer.copy_gbps(0) == 0.0
-    # the curve rises with size towards the rate and never passes it
+    # the curve rises with size towards the copy engine's payload rate, never past it
     sizes = [4 * 4**k for k in range(15)]
     rates = [peer.copy_gbps(n) for n in sizes]
-    assert rates == sorted(rates) and rates[-1] < peer.link_gbps()
+    rate = peer.payload_gbps()
+    assert rate == pytest.approx(450 * 256 / 272)
+    assert rates == sorted(rates) and rates[-1] < rate
     # half the rate where the bytes take as long as the start-up
-    half = int(peer.COPY_START_US * 1e-6 * 450e9)
-    assert peer.copy_gbps(half) == pytest.approx(225.0, rel=1e-6)
+    half = int(peer.COPY_START_US * 1e-6 * rate * 1e9)
+    assert peer.copy_gbps(half) == pytest.approx(rate / 2, rel=1e-6)
+    assert peer.copy_seconds(4) == pytest.approx(4.8e-6, rel=1e-3)     # the measured 4 bytes
+
+
+def test_link_bytes_add_a_header_per_packet():
+    assert peer.link_bytes(0) == 0
+    assert peer.link_bytes(256) == 272 and peer.link_bytes(257) == 257 + 32
+    assert peer.link_bytes(1 << 30) / (1 << 30) == 272 / 256
+    assert peer.link_bytes(1 << 30, payload=peer.SM_PAYLOAD) / (1 << 30) == 144 / 128
+    with pytest.raises(ValueError, match="payload=512"):
+        peer.link_bytes(1, payload=512)
 
 
 def test_loads_over_the_link_are_the_dram_law_with_the_links_figures():
+    sm_rate = 450 * 128 / 144                        # 16-byte headers on 128-byte lines
     for in_flight in (512, 2048, 4096, 65536):
         assert peer.loads_gbps(in_flight) == dram.little_bandwidth(
-            in_flight, sms=132, latency_ns=peer.PEER_LATENCY_NS, peak_gbps=450.0, bank_ns=0.0,
-            round_ns=dram.DRAM_ROUND_NS, spread_ns=0.0)
+            in_flight, sms=132, latency_ns=peer.LOADS_ROUND_NS, peak_gbps=sm_rate,
+            bank_ns=0.0, round_ns=0.0, spread_ns=0.0)
     # below the knee: bytes in flight x SMs / the round; at and past it: the rate
-    round_ns = peer.PEER_LATENCY_NS + dram.DRAM_ROUND_NS
-    assert peer.loads_gbps(1024) == pytest.approx(1024 * 132 / round_ns)
-    assert peer.loads_gbps(1 << 20) == pytest.approx(450.0)
+    assert peer.loads_gbps(1024) == pytest.approx(1024 * 132 / peer.LOADS_ROUND_NS)
+    assert peer.loads_gbps(1 << 20) == pytest.approx(sm_rate)
     assert peer.loads_gbps(1024, peak_gbps=100.0) == pytest.approx(100.0)
+    # the points two H200s measured (2026-11-28, one block per SM) within 15%: one warp of
+    # 4-byte loads (128 bytes in flight per SM), 1 KiB, and the plateau past the knee
+    for in_flight, measured in ((128, 43.5), (1024, 340.0), (16384, 365.0)):
+        assert peer.loads_gbps(in_flight) == pytest.approx(measured, rel=0.15)
 
 
 @pytest.mark.parametrize("collective, factor", [("all_reduce", lambda n: 2 * (n - 1) / n),
