@@ -314,14 +314,16 @@ static int device_ok(const char *fn, long long type, long long id)
 }
 
 /* ---- the memory a foreign array claims -------------------------------------------- */
-typedef CUresult (*pointer_attribute_fn)(void *data, CUpointer_attribute attribute,
-                                         CUdeviceptr ptr);
-static pointer_attribute_fn pointer_attribute; /* cuPointerGetAttribute, resolved once */
+typedef CUresult (*pointer_attributes_fn)(unsigned int n, CUpointer_attribute *attributes,
+                                          void **data, CUdeviceptr ptr);
+static pointer_attributes_fn pointer_attributes; /* cuPointerGetAttributes, resolved once */
 
 /* [ptr, ptr + nbytes) must be device memory of one GPU (*dev: which) inside one
  * allocation: a foreign array that claims more than its memory holds would have
- * kernels read and write past its end.  Pointer 0 only for no bytes (*dev left
- * as it is).  0, or -1 with ValueError naming fn. */
+ * kernels read and write past its end.  One driver query per array, every call (a
+ * freed and reused address is seen as it is now): memory type, managed or not, device
+ * and the allocation's range together.  Pointer 0 only for no bytes (*dev left as it
+ * is).  0, or -1 with ValueError naming fn. */
 static int check_extent(const char *fn, void *ptr, size_t nbytes, int *dev)
 {
     if (nbytes == 0)
@@ -331,33 +333,35 @@ static int check_extent(const char *fn, void *ptr, size_t nbytes, int *dev)
                      "%s's data pointer is 0 (NULL) while it claims %zu bytes", fn, nbytes);
         return -1;
     }
-    struct cudaPointerAttributes a;
-    cudaError_t err = cudaPointerGetAttributes(&a, ptr);
-    if (err != cudaSuccess ||
-        (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) || a.device < 0 ||
-        a.device >= gm_device_count()) {
-        (void)cudaGetLastError();
+    if (pointer_attributes == NULL) {
+        enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
+        cudaError_t err = cudaGetDriverEntryPointByVersion("cuPointerGetAttributes",
+                                                           (void **)&pointer_attributes, 12000,
+                                                           cudaEnableDefault, &q);
+        if (err != cudaSuccess || q != cudaDriverEntryPointSuccess || pointer_attributes == NULL) {
+            pointer_attributes = NULL;
+            return gm_set_cuda_error(err != cudaSuccess ? err : cudaErrorSymbolNotFound,
+                                     "cudaGetDriverEntryPointByVersion(\"cuPointerGetAttributes\")");
+        }
+    }
+    unsigned int type = 0, managed = 0;
+    int ordinal = -1;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    CUpointer_attribute what[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                  CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                  CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *into[] = {&type, &managed, &ordinal, &start, &size};
+    /* A pointer the driver does not know is no error here: every attribute reads 0. */
+    if (pointer_attributes(5, what, into, (CUdeviceptr)ptr) != CUDA_SUCCESS ||
+        (type != CU_MEMORYTYPE_DEVICE && !managed) || ordinal < 0 ||
+        ordinal >= gm_device_count()) {
         PyErr_Format(PyExc_ValueError, "%s's data at %p is not device memory of a GPU", fn, ptr);
         return -1;
     }
-    *dev = a.device;
-    if (pointer_attribute == NULL) {
-        enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSuccess;
-        err = cudaGetDriverEntryPointByVersion("cuPointerGetAttribute",
-                                               (void **)&pointer_attribute, 12000,
-                                               cudaEnableDefault, &q);
-        if (err != cudaSuccess || q != cudaDriverEntryPointSuccess || pointer_attribute == NULL) {
-            pointer_attribute = NULL;
-            return gm_set_cuda_error(err != cudaSuccess ? err : cudaErrorSymbolNotFound,
-                                     "cudaGetDriverEntryPointByVersion(\"cuPointerGetAttribute\")");
-        }
-    }
-    CUdeviceptr start = 0;
-    size_t size = 0;
-    if (pointer_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)ptr) !=
-            CUDA_SUCCESS ||
-        pointer_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, (CUdeviceptr)ptr) !=
-            CUDA_SUCCESS) {
+    *dev = ordinal;
+    if (size == 0) {
         PyErr_Format(PyExc_ValueError,
                      "%s's data at %p lies in no allocation the driver knows", fn, ptr);
         return -1;
