@@ -11,6 +11,8 @@ Rows (float32 data from ``np.random.default_rng(0)``):
   it, without a target, one call waited for (its record's ``ms`` read) against one CuPy
   call and a stream synchronize.
 * ``vec_add`` of 1,024 floats, fresh output, against CuPy's ``a + a`` (the same clock).
+* ``vec_add`` of CuPy's arrays (2^20 and 1,024 floats: foreign operands, each checked
+  through its ``__cuda_array_interface__``), against CuPy's ``a + a``.
 * ``gm.bench(gm.transpose, a)`` at 8192 x 8192 with a fresh output every call (kernel
   time, CUDA events) against the device copy of the same bytes (``cudaMemcpy`` device
   to device, ``_common.memcpy_d2d``).
@@ -20,7 +22,7 @@ Rows (float32 data from ``np.random.default_rng(0)``):
   before and after: the faster is the reference.
 
 Targets: vec_add 2^20 fresh <= 1.3x the out= time and <= 1.2x CuPy's; vec_add 1,024
-<= 1.2x CuPy's; transpose with fresh outputs >= 0.93x the device copy's GB/s; pinned
+<= 1.2x CuPy's; vec_add of CuPy's arrays <= 1.2x CuPy's; transpose with fresh outputs >= 0.93x the device copy's GB/s; pinned
 to_device >= 0.95x the pinned cudaMemcpy's GB/s.  Without CuPy its targets are not
 met (a note says so).  The allocator in use (``gm.allocator()``) is printed and kept.
 """
@@ -123,6 +125,20 @@ def run(out_dir: str, quick: bool) -> bool:
             del c
         rows.append(_row(f"vec_add {label} floats: fresh output vs CuPy a + a", "us",
                          fresh_vs_cupy, "CuPy a + a", cupy_us, T_VS_CUPY, True))
+        # CuPy's arrays as the operands (each checked through __cuda_array_interface__:
+        # its stream, and one driver query of its memory), the output gpumem's
+        foreign_vs_cupy = foreign_cupy_us = None
+        if cp is not None:
+            c = cp.asarray(a.get())
+            if not np.array_equal(gm.vec_add(c, c).get(), want):
+                raise AssertionError(f"vec_add of CuPy's {n} floats differs from a + a")
+            foreign_vs_cupy, foreign_cupy_us = _paired_us(
+                (lambda: gm.vec_add(c, c), gm.synchronize),
+                (lambda: c + c, cp.cuda.get_current_stream().synchronize), repeat, warmup)
+            del c
+        rows.append(_row(f"vec_add {label} floats, CuPy arrays as operands: vs CuPy a + a",
+                         "us", foreign_vs_cupy, "CuPy a + a", foreign_cupy_us, T_VS_CUPY,
+                         True))
         if n == 1 << 20:            # each call waited for: the latency of one call, no target
 
             def waited():
