@@ -20,16 +20,18 @@
 # space, so it becomes one more level of the memory hierarchy, below this GPU's own device
 # memory. On two H200s joined by NVLink 4 (`nvidia-smi topo -m`: NV18, 18 links of 25 GB/s
 # each way) that level is about **1,000 ns (~2,000 SM cycles) away** for a dependent load,
-# roughly three times as far as device memory. The wire carries **450 GB/s each way**, and
-# the copy engine moves about **395 GB/s** of it (CuPy's `cudaMemcpyPeer`, 256 MiB). That
-# is about a tenth of device memory's bandwidth. This notebook asks three questions, each
-# beside `gpumem.model.peer`:
+# roughly three times as far as device memory. The wire carries **450 GB/s each way**;
+# each packet's 16-byte header leaves 424 GB/s of payload in the copy engine's 256-byte
+# packets, and the copy engine moves about **395 GB/s** (CuPy's `cudaMemcpyPeer`, 256 MiB).
+# That is about a tenth of device memory's bandwidth. This notebook asks three questions,
+# each beside `gpumem.model.peer`:
 #
 # 1. **The copy engine** (`cudaMemcpyPeerAsync`): how does GB/s grow with the size of a
 #    copy, and what changes with peer access off, both ways at once, or staged through the
-#    host?
+#    host? And where do the link's bytes go: NVML's counters against the packets' headers.
 # 2. **SM loads over the link:** how many bytes must each SM keep in flight to fill the
-#    link? This is Little's law again, with the link's latency and rate.
+#    link? This is Little's law again, with the round a warp's loads take over the link
+#    and the link's rate.
 # 3. **The peer chase:** how long does one dependent load into the other GPU's memory take,
 #    next to the same chase in this GPU's memory?
 #
@@ -107,8 +109,11 @@ else:
 # * **both ways**: a copy back at the same time, with GB/s counting both directions;
 # * **host staged**: device to pinned host memory, then host to the other device.
 #
-# The model gives one copy a fixed start-up (`COPY_START_US`, 10 µs) and then the line rate
-# each way, with both ways at twice that. It models only the cases with peer access on.
+# The model gives one copy a fixed start-up (`COPY_START_US`, 4.8 µs: what a 4-byte copy
+# took on a non-blocking stream on the two H200s) and then the copy engine's payload rate
+# each way, with both ways at twice that. That rate (`pm.payload_gbps()`) is the 450 GB/s
+# line rate less a 16-byte header on each 256-byte packet the copy engine sends:
+# 450 × 256 / 272 ≈ 424 GB/s. The model covers only the cases with peer access on.
 
 # %%
 SIZES = [1 << k for k in range(2, 29, 2)]          # 4 B .. 256 MiB
@@ -137,8 +142,9 @@ ax.plot(xs, [pm.copy_gbps(int(s)) for s in xs], "--", color=colors["access on"],
 ax.plot(xs, [2 * pm.copy_gbps(int(s)) for s in xs], "--", color=colors["both ways"],
         label="model, both ways")
 ax.axhline(pm.link_gbps(), color="k", lw=0.8, ls=":")
-ax.text(1 << 12, pm.link_gbps() * 1.3, f"line rate {pm.link_gbps():.0f} GB/s each way",
-        fontsize="small")
+ax.axhline(pm.payload_gbps(), color="k", lw=0.6, ls="-.")
+ax.text(1 << 10, pm.link_gbps() * 1.3, f"line rate {pm.link_gbps():.0f} GB/s each way; "
+        f"payload ceiling {pm.payload_gbps():.0f} (256-byte packets)", fontsize="small")
 ax.set_xscale("log", base=2); ax.set_yscale("log")
 ax.set_xlabel("bytes per copy"); ax.set_ylabel("GB/s")
 ax.set_title(f"cudaMemcpyPeerAsync, GPU {SRC} -> GPU {DST}" if MEASURE else
@@ -153,15 +159,92 @@ plt.show()
 # launch plus a round trip over the link), so below a few hundred KiB GB/s grows in
 # proportion to the size: the curve's straight rising part, which is the start-up time
 # read as a rate. **Large copies are bandwidth-bound.** Once size / rate is much longer
-# than the start-up (450 GB/s × 10 µs ≈ 4.5 MB is where the two are equal), the curve
-# flattens out just below the link's rate. The model's 450 GB/s is the wire's rate; on
-# the two H200s a 256 MiB copy reached 395 GB/s (CuPy's `cudaMemcpyPeer`). Both ways at
+# than the start-up (424 GB/s × 4.8 µs ≈ 2 MB is where the two are equal), the curve
+# flattens out just below the copy engine's payload ceiling. That ceiling is not the wire's
+# 450 GB/s: each 256-byte packet carries a 16-byte header, so 256 of every 272 bytes on the
+# wire are payload, 424 GB/s. On the two H200s a 256 MiB copy reached about 395 GB/s, 94%
+# of the model's 420 GB/s for that size; the next section counts the headers. Both ways at
 # once gets close to twice the one-way rate, because the links carry 450 GB/s in each
 # direction at the same time. With **access off** neither GPU may touch the other's
 # memory, so the driver stages the copy through the host itself. On the two H200s that ran
 # at about 37 GB/s, a tenth of the link's rate; the host-staged case shows what an explicit
 # copy through the host gets. So switch peer access on (`gm.enable_peer_access`, both
 # ways) before copying between GPUs.
+
+# %% [markdown]
+# ## Where the link's bytes go
+#
+# The model's rates are the wire's 450 GB/s less a 16-byte header per packet: 272 bytes on
+# the wire for each 256 the copy engine moves (1.0625), 144 for each 128-byte line an SM
+# loads (1.125). `pm.link_bytes(nbytes, payload=...)` counts them. NVML counts the same two
+# things on each GPU's NVLinks: **data**, the payload, and **raw**, the payload with the
+# protocol's bytes around it, sent (tx) and received (rx). `nvml.LinkBytes` reads the
+# counters before and after a block of work.
+#
+# Two transfers, both sent by GPU `SRC` and received by GPU `DST`: the copy engine copying
+# 256 MiB (`memcpy_peer` with `repeat=3` runs two warm-ups first, so five copies, 1,280 MiB),
+# and `peer_copy` on GPU `DST` reading 64 MiB from GPU `SRC`'s memory in 128-byte lines.
+# NVML counts KiB, and anything else that crosses the link during a block counts too.
+
+# %%
+from gpumem.runtime import nvml
+
+COPY_BYTES, COPY_REPEAT, READ_BYTES = 256 << 20, 3, 64 << 20
+# the payload each transfer moved: memcpy_peer runs two warm-ups, then `repeat` timed copies
+PAYLOAD = {"copy engine": (2 + COPY_REPEAT) * COPY_BYTES, "SM reads": READ_BYTES}
+PACKET = {"copy engine": pm.COPY_PAYLOAD, "SM reads": pm.SM_PAYLOAD}   # payload bytes a packet
+counted = {}                   # transfer -> nvml.LinkBytes
+if MEASURE and nvml.available():
+    with nvml.LinkBytes([SRC, DST]) as moved:
+        peer.memcpy_peer(COPY_BYTES, src=SRC, dst=DST, repeat=COPY_REPEAT)
+        gm.synchronize(device=SRC)
+    counted["copy engine"] = moved
+    x_on_src = gm.to_device(np.ones(READ_BYTES // 4, np.float32), device=SRC)
+    y_on_dst = gm.empty((READ_BYTES // 4,), np.float32, device=DST)
+    gm.synchronize(device=SRC)
+    with nvml.LinkBytes([SRC, DST]) as moved:
+        with gm.Device(DST):
+            peer.peer_copy(x_on_src, out=y_on_dst)
+            gm.synchronize()
+    counted["SM reads"] = moved
+    del x_on_src, y_on_dst
+
+
+def mib(c, key):
+    return None if c is None else c[key] / 2**20
+
+
+rows = []
+for what, nbytes in PAYLOAD.items():
+    m = counted.get(what)
+    sent, got = (m.bytes.get(SRC), m.bytes.get(DST)) if m else (None, None)
+    rows.append({"transfer": what, "packet B": PACKET[what], "payload MiB": nbytes / 2**20,
+                 f"data tx MiB (GPU {SRC})": mib(sent, "data_tx"),
+                 f"raw tx MiB (GPU {SRC})": mib(sent, "raw_tx"),
+                 f"data rx MiB (GPU {DST})": mib(got, "data_rx"),
+                 f"raw rx MiB (GPU {DST})": mib(got, "raw_rx"),
+                 "raw/data tx": m and m.overhead(SRC, "tx"),
+                 "raw/data rx": m and m.overhead(DST, "rx"),
+                 "model raw/data": pm.link_bytes(nbytes, payload=PACKET[what]) / nbytes})
+if not MEASURE:
+    print("(no pair of GPUs: the model's raw/data alone; the counters need two GPUs)")
+elif not nvml.available():
+    print("(NVML is not available here: the model's raw/data alone)")
+elif any(m.bytes.get(d) is None for m in counted.values() for d in (SRC, DST)):
+    print("(NVML gives no NVLink counters for these GPUs: the model's raw/data alone)")
+measured = [c for c in rows[0] if " tx" in c or " rx" in c]
+gm.Table(rows, sources={**{c: "measured" for c in measured}, "model raw/data": "model"},
+         title=f"Where the link's bytes go: GPU {SRC} sends (tx), GPU {DST} receives (rx); "
+               "NVML's NVLink counters, payload (data) and payload with the protocol's bytes "
+               "(raw), against the model's 16-byte header per packet")
+
+# %% [markdown]
+# Read raw/data against the model's column. Where the two agree, a header per packet is all
+# the link adds to the payload, and the rest of the gap between a copy's plateau and
+# 424 GB/s is not bytes the counters see. Where raw/data is larger, the link carries bytes
+# the model does not count: the counters say how many, not what they are. An SM's reads pay
+# a header per 128 bytes, twice the copy engine's share, so their ceiling is 400 GB/s, not
+# 424: one reason SM loads top out below the copy engine (section 2).
 
 # %% [markdown]
 # ## 2 · SM loads over the link: Little's law with a longer latency
@@ -172,21 +255,37 @@ plt.show()
 # the bytes in flight per SM change: warps per SM × 32 lanes × load width × loads per
 # thread.
 #
-# The dram lesson's law holds over the link too: to move B bytes per second through a
-# latency L, **B × L bytes must be on their way at every moment**. Spread over the SMs, the
-# knee sits at link rate × latency / SMs = 450 GB/s × (986 ns + the loop's 20 ns) / 132 ≈
-# **3.4 KB per SM** (3.3 KiB). That is *less* than device memory needs (about 7.9 KB per SM
-# on the H100: 2,990 GB/s × 351 ns / 132): the link's latency is about three times as
-# long, but its rate is less than a sixth. Below the knee, bandwidth rises in proportion to
-# the bytes in flight; above it, the link is full. A store is posted: the SM does not wait
+# The dram lesson's law holds over the link too: to move B bytes per second with loads
+# that each take a round of T, **B × T bytes must be on their way at every moment**. The
+# model's two figures:
+#
+# * **the rate**: an SM's loads cross the link as 128-byte lines, each with its 16-byte
+#   header, so 450 × 128 / 144 = **400 GB/s** of payload (`pm.payload_gbps(pm.SM_PAYLOAD)`);
+# * **the round**: `pm.LOADS_ROUND_NS`, **390 ns**, read off the measured sweep below its
+#   knee, where bandwidth = bytes in flight × SMs / round. One warp of 4-byte loads per SM
+#   (128 bytes in flight on each of 132 SMs) moved 43.5 GB/s on the two H200s:
+#   128 × 132 / 43.5 GB/s ≈ 390 ns.
+#
+# That round is well short of the 986 ns one dependent load takes over the link (section
+# 3's chase, `pm.PEER_LATENCY_NS`), and we do not know for sure why. What the measurement
+# shows is the slope: with many loads in flight, bandwidth rises with the bytes in flight
+# as if each round took 390 ns. The chase times one load with nothing else in flight, a
+# different quantity, so the model takes its round from the sweep, not from the chase.
+#
+# Spread over the SMs, the knee sits at rate × round / SMs = 400 GB/s × 390 ns / 132 ≈
+# **1.2 KB per SM**. That is far *less* than device memory needs (about 7.9 KB per SM on the
+# H100: 2,990 GB/s × 351 ns / 132): the round is about as long as device memory's, but the
+# rate is less than a seventh. Below the knee, bandwidth rises in proportion to the bytes in
+# flight; above it, the link is full. A store is posted: the SM does not wait
 # for it to cross, so the law does not bound writes, and the model has no curve for them.
 
 # %%
 loads = peer.loads_sweep(("read", "write"), n=1 << 24, src=SRC, dst=DST, repeat=5,
                          progress=False, measure=MEASURE)
 SMS = gm.device(DST).multiprocessors if MEASURE else dm.H100_SMS
-ROUND_NS = pm.PEER_LATENCY_NS + dm.DRAM_ROUND_NS    # a warp's round over the link
-knee = pm.link_gbps() * ROUND_NS / SMS
+ROUND_NS = pm.LOADS_ROUND_NS                 # a warp's round over the link, under load
+RATE = pm.payload_gbps(pm.SM_PAYLOAD)        # the link's payload rate in 128-byte lines
+knee = RATE * ROUND_NS / SMS
 fig, ax = plt.subplots(figsize=(7.5, 4.5))
 for d, marker in (("read", "o"), ("write", "s")):
     got = [(r["in_flight_per_sm"], r["GB/s"]) for r in loads
@@ -212,7 +311,11 @@ if reads:
     ratios = [r["measured/model"] for r in reads]
     print(f"best read: {best['GB/s']:,.0f} GB/s at {best['in_flight_per_sm']:,} B/SM in flight; "
           f"measured / model {min(ratios):.2f} .. {max(ratios):.2f}")
-print(f"Little's law knee: {pm.link_gbps():.0f} GB/s x {ROUND_NS:,.0f} ns / {SMS} SMs = "
+    low = min(reads, key=lambda r: r["in_flight_per_sm"])   # below the knee: GB/s = B/ns
+    print(f"the round the sweep's lowest point shows: {low['in_flight_per_sm']:,} B x {SMS} SMs"
+          f" / {low['GB/s']:.1f} GB/s = {low['in_flight_per_sm'] * SMS / low['GB/s']:,.0f} ns "
+          f"(the model's {ROUND_NS:.0f} ns; the one-lane chase's {pm.PEER_LATENCY_NS:.0f} ns)")
+print(f"Little's law knee: {RATE:.0f} GB/s x {ROUND_NS:,.0f} ns / {SMS} SMs = "
       f"{knee:,.0f} bytes in flight per SM; device memory's (the H100's): "
       f"{dm.latency_bandwidth_product():,.0f} bytes")
 
@@ -250,12 +353,16 @@ print(f"the peer GPU is {vals[1] / vals[0]:.1f}x as far as device memory [{how}]
 # * **The peer GPU is the level below device memory.** On two H200s over NV18 a dependent
 #   load takes about 1 µs (~2,000 cycles), roughly 3x device memory. The link carries
 #   450 GB/s each way, about a tenth of what device memory delivers.
+# * **Every packet pays a 16-byte header.** That leaves 424 GB/s of payload in the copy
+#   engine's 256-byte packets and 400 GB/s in an SM's 128-byte lines; NVML's data and raw
+#   counters (`nvml.LinkBytes`) show what the link carried.
 # * **The copy engine: switch peer access on, and copy in large pieces.** With access off the
 #   driver stages the copy through the host at a tenth of the link's rate. With access on, a
-#   copy costs about 10 µs before its first byte moves, so copies well above 4.5 MB are
-#   needed to get near the ~395 GB/s the copy engine delivers. Each direction has its own
-#   bandwidth, so copying both ways at once nearly doubles the total.
-# * **SM loads follow Little's law over the link.** About 3.4 KB in flight per SM (the link's
-#   rate × its latency / SMs) fills the link. That is less than device memory needs, so a
-#   kernel that streams device memory well also streams a peer's. Stores are posted and do
-#   not wait for the round trip.
+#   copy costs about 5 µs before its first byte moves, so copies well above 2 MB are
+#   needed to get near the ~395 GB/s the copy engine delivers (its ceiling: 424 GB/s). Each
+#   direction has its own bandwidth, so copying both ways at once nearly doubles the total.
+# * **SM loads follow Little's law over the link.** About 1.2 KB in flight per SM (400 GB/s
+#   × a 390 ns round / 132 SMs) fills the link. That is far less than device memory needs,
+#   so a kernel that streams device memory well also streams a peer's. The round under load
+#   is the slope of a sweep below its knee, not a pointer chase's latency (986 ns). Stores
+#   are posted and do not wait for the round trip.
