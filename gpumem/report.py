@@ -179,7 +179,7 @@ def card_title(measure: bool, cond: Mapping[str, Any] | None = None) -> str:
 def _short_source(text: str | None) -> str:
     """A published figure's source in a few words: the datasheet's name in its brackets
     (``"https://... (H100 Tensor Core GPU datasheet)"``), else up to the first comma."""
-    text = text or ""
+    text = (text or "").split(" -- ")[0]          # "... -- published for the H100 SXM"
     if text.endswith(")") and " (" in text:
         return text[text.rindex(" (") + 2:-1]
     return text.split(",")[0]

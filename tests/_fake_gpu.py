@@ -77,6 +77,15 @@ class FakeGPU:
     #: The fake's time of any call timed between events (time_calls: a library's kernel).
     CALL_MS = 0.5
 
+    #: what gpumem.runtime.nvml.conditions() says where NVML is missing
+    NO_NVML = {"nvml": False, "sm_clock_mhz": None, "memory_clock_mhz": None,
+               "max_sm_clock_mhz": None, "max_memory_clock_mhz": None,
+               "applications_sm_clock_mhz": None, "applications_memory_clock_mhz": None,
+               "power_limit_w": None, "ecc": None, "persistence_mode": None, "driver": None,
+               "pcie_generation": None, "pcie_width": None, "pcie_max_generation": None,
+               "pcie_max_width": None, "pcie_max_payload": None, "nvlinks": None,
+               "clock_event_reasons": None}
+
     def __init__(self, monkeypatch, name: str = "Fake GPU", lessons=None):
         self.profiling = None
         self.device = types.SimpleNamespace(
@@ -91,6 +100,10 @@ class FakeGPU:
         monkeypatch.setattr(gm.runtime, "profile", self.profile)
         monkeypatch.setattr(gm.runtime, "device", lambda: self.device)
         monkeypatch.setattr(gm.runtime, "memory_info", lambda: {"pool_reserved": 64 << 20})
+        # no NVML on the fake GPU (on a real machine the real one would answer for it)
+        monkeypatch.setattr(gm.runtime.nvml, "available", lambda: False)
+        monkeypatch.setattr(gm.runtime.nvml, "conditions",
+                            lambda device=None: dict(self.NO_NVML))
         self.stood_in: dict[str, list[str]] = {}
         for d in gm.lessons.declarations():
             if d.stand_ins is None or (lessons is not None and d.name not in lessons):

@@ -63,6 +63,9 @@ def test_without_nvml_every_figure_is_unknown(monkeypatch):
         with nvml.LinkBytes([0]) as moved:
             pass
         assert moved.bytes == {0: None} and moved.overhead(0) is None
+    # the fake GPU of the report's tests says the same
+    from _fake_gpu import FakeGPU
+    assert set(FakeGPU.NO_NVML) == set(c) and FakeGPU.NO_NVML["nvml"] is False
     monkeypatch.setattr(nvml, "_lib", None)      # the next test loads the real one again
 
 

@@ -512,8 +512,11 @@ def test_card_rows_without_a_gpu_are_the_published_link():
     assert list(by) == ["host -> device", "device -> host"]
     assert by["host -> device"]["size_text"] == "PCIe 5.0 x16"
     assert by["host -> device"]["published_GB/s"] == 64.0
-    # the published link's ceiling: 128b/130b and a TLP's 24 bytes per 256 of payload
-    assert by["host -> device"]["ceiling_GB/s"] == pytest.approx(64 * 128 / 130 * 256 / 280)
+    # the published link's ceiling: 128b/130b, and per 256 bytes of payload a TLP's 8 bytes
+    # of framing and its header: 12 bytes for the completions that bring host memory's data
+    # to the GPU, 16 for the writes it sends to host memory
+    assert by["host -> device"]["ceiling_GB/s"] == pytest.approx(64 * 128 / 130 * 256 / 276)
+    assert by["device -> host"]["ceiling_GB/s"] == pytest.approx(64 * 128 / 130 * 256 / 280)
     assert by["device -> host"]["ceiling"]["start"] == "PCIe 5.0 x16 line rate"
 
 
@@ -528,8 +531,8 @@ def test_card_rows_on_an_h100_set_ratios(monkeypatch):
     FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
     by = {r["level"]: r for r in transfer.LESSON.card(True, False)}
     assert by["host -> device"]["GB/s_ratio"] == pytest.approx(50.0 / 64.0)
-    ceil = 64 * 128 / 130 * 256 / 280
-    assert by["host -> device"]["ceiling_ratio"] == pytest.approx(50.0 / ceil)
+    assert by["host -> device"]["ceiling_ratio"] == pytest.approx(50.0 / (64 * 128 / 130 * 256
+                                                                        / 276))
     assert by["host -> device"]["runs"] == transfer.CARD_RUNS
     # no NVML here: the link as published, the payload assumed
     assert by["device -> host"]["why"] == ("PCIe 5.0 x16 (published); max payload unread, "

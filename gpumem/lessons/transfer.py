@@ -445,9 +445,13 @@ def _card(measure: bool, quick: bool) -> list[dict]:
     nbytes = (16 if quick else 64) << 20
     link = (entry.get("host_link") if entry else None) or ""
     gen, lanes, mps, said = _host_link(entry, measure)
-    ceil = mc.pcie(gen, lanes, max_payload=mps or 256) if gen in mc.PCIE_GT_S else None
     rows = []
-    for d, arrow in (("h2d", "host -> device"), ("d2h", "device -> host")):
+    # host -> device: the GPU's copy engine reads host memory, the data comes back in
+    # completions; device -> host: it writes host memory (posted writes)
+    for d, arrow, tlp in (("h2d", "host -> device", "completion"),
+                          ("d2h", "device -> host", "write")):
+        ceil = mc.pcie(gen, lanes, max_payload=mps or 256, tlp=tlp) \
+            if gen in mc.PCIE_GT_S else None
         kw: dict[str, Any] = dict(card.published_figure(entry, "host_link_gbps"), ceiling=ceil)
         if measure:
             moved = nvml.LinkBytes([runtime.device().index], link="pcie") \
@@ -463,8 +467,9 @@ def _card(measure: bool, quick: bool) -> list[dict]:
             # the copies plus the warm-up, each of nbytes
             per = counted[way] / (nbytes * (len(ms) + 1)) if counted and counted[way] else None
             if per is not None:
-                kw.update(why=f"{per:.3f} PCIe bytes per payload byte (NVML); {said}",
-                          why_value=per)
+                model = mc.tlp_bytes_per_payload_byte(mps or 256, tlp)
+                kw.update(why=f"{per:.3f} PCIe bytes per payload byte (NVML; the TLPs' "
+                              f"framing and headers: {model:.3f}); {said}", why_value=per)
             else:
                 kw.update(why=said + ("" if mps else "; max payload unread, 256 B assumed"))
         rows.append(card.card_row(arrow, "transfer", size_text_=link, how=(

@@ -37,16 +37,18 @@ from dataclasses import dataclass, field
 
 from . import _check
 
-__all__ = ["Overhead", "Ceiling", "pcie", "nvlink", "per_clock", "dram", "PCIE_GT_S",
-           "TLP_OVERHEAD_BYTES", "NVLINK_HEADER_BYTES", "SOURCES"]
+__all__ = ["Overhead", "Ceiling", "pcie", "tlp_bytes_per_payload_byte", "nvlink", "per_clock",
+           "dram", "PCIE_GT_S", "TLP_FRAMING_BYTES", "TLP_HEADER_BYTES", "TLP_OVERHEAD_BYTES",
+           "NVLINK_HEADER_BYTES", "SOURCES"]
 
 #: Where each overhead's figure comes from: a short name (what a table shows) -> the
 #: source in full.
 SOURCES = {
     "PCIe Base Spec 3.0-5.0":
         "PCI Express Base Specification (PCI-SIG), revisions 3.0-5.0: 8b/10b encoding for "
-        "2.5 and 5 GT/s, 128b/130b from 8 GT/s; a TLP's 4-byte STP framing token, 16-byte "
-        "header (4 DW, 64-bit address) and 4-byte LCRC around its payload",
+        "2.5 and 5 GT/s, 128b/130b from 8 GT/s; a TLP's 4-byte STP framing token and 4-byte "
+        "LCRC around its header and payload; a memory write with a 64-bit address has a "
+        "4-DW (16-byte) header, a completion with data a 3-DW (12-byte) one",
     "Foley & Danskin 2017":
         "Foley and Danskin, 'Ultra-Performance Pascal GPU and NVLink Interconnect', IEEE Micro "
         "37(2), 2017: a packet is a 16-byte header flit and up to 256 bytes of data in 16-byte "
@@ -61,8 +63,14 @@ SOURCES = {
 _PCIE, _NVLINK, _CLOCK, _DRAM = SOURCES
 #: GT/s per lane of each PCIe generation.
 PCIE_GT_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0}
-#: Bytes around each TLP's payload: STP token 4, 4-DW header 16, LCRC 4.
-TLP_OVERHEAD_BYTES = 24
+#: Bytes around each TLP's payload besides its header: the STP framing token 4, LCRC 4.
+TLP_FRAMING_BYTES = 8
+#: A TLP's header: a memory write with a 64-bit address has 4 DW (the GPU writing host
+#: memory, device -> host); a completion carrying read data 3 DW (host memory read by the
+#: GPU, host -> device).
+TLP_HEADER_BYTES = {"write": 16, "completion": 12}
+#: ... so a write TLP carries 24 bytes besides its payload.
+TLP_OVERHEAD_BYTES = TLP_FRAMING_BYTES + TLP_HEADER_BYTES["write"]
 #: NVLink's header flit per packet.
 NVLINK_HEADER_BYTES = 16
 
@@ -106,20 +114,34 @@ class Ceiling:
         return " ".join(parts) + f" = {self.gbps:,.1f} GB/s"
 
 
-def pcie(generation: int, lanes: int, *, max_payload: int = 256) -> Ceiling:
+def tlp_bytes_per_payload_byte(max_payload: int = 256, tlp: str = "write") -> float:
+    """The link's bytes per payload byte of full TLPs of ``max_payload`` bytes: (payload +
+    framing + header) / payload, ``tlp`` "write" (4-DW header) or "completion" (3-DW)."""
+    fn = "ceiling.tlp_bytes_per_payload_byte"
+    mps = _check.index(fn, "max_payload", max_payload, lo=128, hi=4096)
+    kind = _check.choice(fn, "tlp", tlp, tuple(TLP_HEADER_BYTES))
+    return (mps + TLP_FRAMING_BYTES + TLP_HEADER_BYTES[kind]) / mps
+
+
+def pcie(generation: int, lanes: int, *, max_payload: int = 256, tlp: str = "write") -> Ceiling:
     """A PCIe link of ``generation`` (1-5) and ``lanes``, each way: the line rate, its
     encoding, and a TLP's framing, header and CRC per ``max_payload`` bytes (the negotiated
-    maximum payload size; 256 bytes is what GPUs and their root ports usually agree on)."""
+    maximum payload size; 256 bytes is what GPUs and their root ports usually agree on).
+    ``tlp``: the packets the data travels in, "write" (the GPU writing host memory: 4-DW
+    headers) or "completion" (the GPU reading host memory: the data comes back in
+    completions, 3-DW headers)."""
     fn = "ceiling.pcie"
     gen = _check.index(fn, "generation", generation, lo=1, hi=max(PCIE_GT_S))
     lanes = _check.index(fn, "lanes", lanes, lo=1, hi=32)
     mps = _check.index(fn, "max_payload", max_payload, lo=128, hi=4096)
+    kind = _check.choice(fn, "tlp", tlp, tuple(TLP_HEADER_BYTES))
     start = PCIE_GT_S[gen] * lanes / 8.0
     enc = (Overhead("8b/10b encoding", 8 / 10, _PCIE) if gen <= 2 else
            Overhead("128b/130b encoding", 128 / 130, _PCIE))
-    tlp = Overhead(f"TLP framing, header and LCRC per {mps}-byte payload",
-                   mps / (mps + TLP_OVERHEAD_BYTES), _PCIE)
-    return Ceiling(start, f"PCIe {gen}.0 x{lanes} line rate", (enc, tlp))
+    what = "TLP" if kind == "write" else "completion TLP"
+    tlp_ = Overhead(f"{what} framing, header and LCRC per {mps}-byte payload",
+                    1 / tlp_bytes_per_payload_byte(mps, kind), _PCIE)
+    return Ceiling(start, f"PCIe {gen}.0 x{lanes} line rate", (enc, tlp_))
 
 
 def nvlink(links: int, gbps_per_link: float, *, payload: int = 256, ways: int = 1) -> Ceiling:

@@ -18,6 +18,13 @@ def test_pcie_by_hand():
                                               pytest.approx(256 / 280)]
     assert c.gbps == pytest.approx(64 * 128 / 130 * 256 / 280)
     assert ceiling.pcie(2, 8).gbps == pytest.approx(5 * 8 / 8 * 0.8 * 256 / 280)
+    # the data of a read comes back in completions, whose header is 3 DW, not 4
+    assert ceiling.pcie(5, 16, tlp="completion").gbps == pytest.approx(64 * 128 / 130 * 256 / 276)
+    # what NVML's PCIe byte counters showed on an H200 (2026-11-29, 64 MiB pinned copies at
+    # the negotiated 256-byte payload): 1.079 bytes per payload byte host -> device, 1.094
+    # device -> host
+    assert ceiling.tlp_bytes_per_payload_byte(256, "completion") == pytest.approx(1.079, abs=1e-3)
+    assert ceiling.tlp_bytes_per_payload_byte(256, "write") == pytest.approx(1.094, abs=1e-3)
     # a larger payload carries its 24 bytes of framing further
     assert ceiling.pcie(4, 16, max_payload=512).gbps > ceiling.pcie(4, 16).gbps
     d = c.as_dict()
@@ -49,6 +56,8 @@ def test_clock_and_dram():
     (lambda: ceiling.nvlink(0, 25), "links"), (lambda: ceiling.nvlink(18, -1), "gbps_per_link"),
     (lambda: ceiling.nvlink(18, 25, payload=512), "payload"),
     (lambda: ceiling.nvlink(18, 25, ways=3), "ways"),
+    (lambda: ceiling.pcie(5, 16, tlp="read"), "tlp"),
+    (lambda: ceiling.tlp_bytes_per_payload_byte(64), "max_payload"),
     (lambda: ceiling.per_clock(1, 0, 1), "max_clock_mhz"),
     (lambda: ceiling.dram(float("nan"), 1), "published_gbps"),
 ])
