@@ -681,7 +681,8 @@ def _plot_card(fig_data: dict, out_dir: str, plt: Any) -> str:
         lat.text(x, 1.01, level, ha="center", va="bottom", fontsize=8,
                  transform=lat.get_xaxis_transform())
     bw.set_xscale("log", base=2)
-    bw.set_xlim(*fig_data["x_range"])
+    lo, hi = fig_data["x_range"]
+    bw.set_xlim(lo / 1.4, hi * 1.4)       # room for the card's points at either end
     bw.set_xlabel("working set (bytes)")
     fig.suptitle(fig_data["title"], fontsize=9)
     fig.tight_layout()
