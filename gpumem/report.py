@@ -210,13 +210,16 @@ def ceiling_table(rows: Sequence[dict], title: str = "where each gap goes") -> T
 
 def card_table(rows: Sequence[dict], title: str = "memory card") -> Table:
     """The card's rows as a :class:`gpumem.Table` of text cells (:data:`CARD_COLUMNS`);
-    the rows themselves keep every number and each figure's source."""
+    the rows themselves keep every number and each figure's source.  A measured row with
+    no published figure says so ("none known")."""
     def num(v: Any, fmt: str) -> str:
         return "" if v is None else format(v, fmt)
 
     out = [{"level": r["level"], "size": r.get("size_text", ""), "cycles": num(r["cycles"], ".0f"),
             "ns": num(r["ns"], ",.0f"), "GB/s": num(r["GB/s"], ",.0f"),
-            "published": r.get("published", ""), "x published": ratio_text(r),
+            "published": r.get("published") or (
+                "none known" if any(r.get(k) is not None for k in ("cycles", "ns", "GB/s"))
+                else ""), "x published": ratio_text(r),
             "ceiling": ceiling_text(r),
             "x ceiling": num(r.get("ceiling_ratio"), ".2f"), "why": r.get("why", ""),
             "from": r["lesson"]} for r in rows]

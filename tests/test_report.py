@@ -451,6 +451,19 @@ def test_every_ceiling_is_itemised_under_the_card(monkeypatch):
             assert cells[r["level"]]["x ceiling"] == f"{r['ceiling_ratio']:.2f}"
 
 
+def test_a_measured_row_without_a_published_figure_says_none_known(monkeypatch):
+    FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
+    rows = report.card(measure=True)
+    cells = report.card_table(rows).rows
+    for r, c in zip(rows, cells):
+        measured = any(r[k] is not None for k in ("cycles", "ns", "GB/s"))
+        if r["published"]:
+            assert c["published"] == r["published"]
+        else:
+            assert c["published"] == ("none known" if measured else ""), r["level"]
+    assert any(c["published"] == "none known" for c in cells)
+
+
 def test_conditions_in_the_card_title():
     cond = {"nvml": True, "sm_clock_mhz": 1980, "max_sm_clock_mhz": 1980,
             "memory_clock_mhz": 2619, "power_limit_w": 700.0, "ecc": True,
