@@ -269,3 +269,43 @@ def test_torch_tensors_are_operands_through_dlpack():
     out = torch.empty(1000, dtype=torch.float32, device="cuda")
     gm.copy(t, out=out)
     assert torch.equal(out, t)
+
+
+class Both:
+    """An array with both protocols, as CuPy's and PyTorch's have: which one gpumem reads is
+    counted (``dlpack``: calls of __dlpack_device__ or __dlpack__)."""
+
+    def __init__(self, cai):
+        self.cai, self.dlpack = cai, 0
+
+    @property
+    def __cuda_array_interface__(self):
+        if isinstance(self.cai, BaseException):
+            raise self.cai
+        return self.cai
+
+    def __dlpack_device__(self):
+        self.dlpack += 1
+        return (1, 0)                    # the host: refused by name, before any capsule
+
+    def __dlpack__(self, stream=None, max_version=None):
+        self.dlpack += 1
+        raise AssertionError("not reached: the host device is refused first")
+
+
+@pytest.mark.parametrize("cai, via_dlpack", [
+    ({**GOOD, "stream": 1}, False),           # version 3 naming its stream: read directly
+    ({**GOOD, "stream": None}, True),         # no stream to wait for said: DLPack's stream=
+    ({**GOOD, "version": 2}, True),           # PyTorch's version 2: DLPack's stream=
+    (RuntimeError("requires grad"), True),    # an interface that raises: DLPack decides
+])
+def test_an_array_with_both_protocols_is_read_through_the_one_that_names_its_stream(
+        cai, via_dlpack):
+    """A version-3 interface with a stream costs no capsule (and no producer-side event, as
+    CuPy's __dlpack__(stream=) records each call); otherwise DLPack orders the streams."""
+    x = Both(cai)
+    try:
+        gm.from_dlpack(x)
+    except (ValueError, gm.CudaUnavailableError):
+        pass                 # a 0-byte array, or no GPU: only the route matters here
+    assert (x.dlpack > 0) == via_dlpack, x.dlpack

@@ -116,10 +116,15 @@ def test_link_counters_see_a_copy_between_gpus():
         gm._core._peer_memcpy(dst, src, repeat=1, warmup=0)
         gm.synchronize()
     sent, got = moved.bytes[a], moved.bytes[b]
-    assert nbytes <= sent["data_tx"] < 2 * nbytes, sent
-    assert nbytes <= got["data_rx"] < 2 * nbytes, got
-    assert sent["raw_tx"] >= sent["data_tx"] and got["raw_rx"] >= got["data_rx"]
-    assert 1.0 <= moved.overhead(a, "tx") < 1.5
+    slack = 18 * 2 * 1024            # each link's count is whole KiB, read twice
+    assert nbytes - slack <= sent["data_tx"] < 2 * nbytes, sent
+    assert nbytes - slack <= got["data_rx"] < 2 * nbytes, got
+    # the copy engine's 256-byte packets, each with a 16-byte header (the model's 1.0625;
+    # 1.064 measured on two H200s, 2026-11-29), within 2%
+    from gpumem.model import peer as pm
+    want = pm.link_bytes(nbytes, payload=pm.COPY_PAYLOAD) / nbytes
+    assert moved.overhead(a, "tx") == pytest.approx(want, rel=0.02)
+    assert moved.overhead(b, "rx") == pytest.approx(want, rel=0.02)
     del src, dst
     for g in (a, b):
         gm.empty_cache(device=g)

@@ -500,42 +500,87 @@ int gm_foreign_attach(const char *fn, void *ptr, size_t nbytes, int has_producer
     return r;
 }
 
+/* A foreign array through its __cuda_array_interface__ dict: the dict checked whole, then
+ * (unless deferred) its memory and stream on the device. */
+static int import_cai(PyObject *x, PyObject *cai, const char *fn, int defer, gm_foreign *out)
+{
+    int r = gm_cai_describe(x, cai, fn, out); /* the dict first, then the device */
+    if (r < 0 || defer)
+        return r;
+    size_t nbytes = 0;
+    gm_shape_nbytes(out->ndim, out->shape, out->dtype, &nbytes, fn); /* checked */
+    if (gm_foreign_attach(fn, out->ptr, nbytes, out->has_producer, out->producer,
+                          &out->device, &out->stream, &out->stream_keep) < 0) {
+        Py_CLEAR(out->dtype);
+        Py_CLEAR(out->owner);
+        return -1;
+    }
+    out->pending = 0;
+    return 0;
+}
+
+/* A version-3 interface that names its stream says all a consumer needs (where the data
+ * is, and which stream to wait for): read through it, an array costs no capsule and no
+ * producer-side event (CuPy's __dlpack__(stream=) records and waits on one each call).
+ * Without a stream (version 2, as PyTorch exports), DLPack's stream= is the safe way. */
+static int cai_names_its_stream(PyObject *cai)
+{
+    if (!PyDict_Check(cai))
+        return 0;
+    PyObject *v = PyDict_GetItemString(cai, "version");   /* borrowed */
+    PyObject *s = PyDict_GetItemString(cai, "stream");
+    if (v == NULL || s == NULL || s == Py_None || !PyLong_Check(v))
+        return 0;
+    long long version = PyLong_AsLongLong(v);
+    if (version == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return version >= 3;
+}
+
 int gm_dlpack_import(PyObject *x, const char *fn, int defer, gm_foreign *out)
 {
     memset(out, 0, sizeof *out);
+    PyObject *cai = PyObject_GetAttrString(x, "__cuda_array_interface__");
+    if (cai == NULL) {
+        /* an interface that raises (PyTorch's, for a tensor that requires grad): DLPack
+         * decides, where there is one; else the error, chained */
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            int has = PyObject_HasAttrString(x, "__dlpack__");
+            PyErr_Restore(type, value, tb);
+            if (!has)
+                return gm_raise_from(PyExc_TypeError, "%s.__cuda_array_interface__ raised",
+                                     fn);
+        }
+        PyErr_Clear();
+    } else if (cai_names_its_stream(cai)) {
+        int r = import_cai(x, cai, fn, defer, out);
+        Py_DECREF(cai);
+        return r;
+    }
     PyObject *method = PyObject_GetAttrString(x, "__dlpack__");
     if (method == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            Py_XDECREF(cai);
             return gm_raise_from(PyExc_TypeError,
                                  "%s.__dlpack__ raised", fn);
+        }
         PyErr_Clear();
-        PyObject *cai = PyObject_GetAttrString(x, "__cuda_array_interface__");
         if (cai == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-                return gm_raise_from(PyExc_TypeError,
-                                     "%s.__cuda_array_interface__ raised", fn);
-            PyErr_Clear();
             PyErr_Format(PyExc_TypeError,
                          "%s must have __dlpack__ or __cuda_array_interface__ (a CuPy, "
                          "PyTorch, JAX or Numba array), not %.200s",
                          fn, Py_TYPE(x)->tp_name);
             return -1;
         }
-        int r = gm_cai_describe(x, cai, fn, out); /* the dict first, then the device */
+        int r = import_cai(x, cai, fn, defer, out);
         Py_DECREF(cai);
-        if (r < 0 || defer)
-            return r;
-        size_t nbytes = 0;
-        gm_shape_nbytes(out->ndim, out->shape, out->dtype, &nbytes, fn); /* checked */
-        if (gm_foreign_attach(fn, out->ptr, nbytes, out->has_producer, out->producer,
-                              &out->device, &out->stream, &out->stream_keep) < 0) {
-            Py_CLEAR(out->dtype);
-            Py_CLEAR(out->owner);
-            return -1;
-        }
-        out->pending = 0;
-        return 0;
+        return r;
     }
+    Py_XDECREF(cai);
     /* Where it lives first: a host array is refused before a capsule is made. */
     PyObject *dev = PyObject_CallMethod(x, "__dlpack_device__", NULL);
     int dev_id = -1;

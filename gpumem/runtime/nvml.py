@@ -114,13 +114,19 @@ def _uint(lib, h, name: str, *args) -> int | None:
     return v.value if fn(h, *args, ctypes.byref(v)) == _SUCCESS else None
 
 
-def _fields(lib, h, ids: Sequence[int]) -> list[int | None]:
+def _fields(lib, h, ids: Sequence[int], scope: int = 0) -> list[int | None]:
+    """Field values ``ids`` at ``scope`` (a link's index, for the per-link fields)."""
     vals = (_FieldValue * len(ids))()
-    for v, f in zip(vals, ids):      # scope 0: the GPU's total (the throughput fields sum
-        v.fieldId, v.scopeId = f, 0     # every link)
+    for v, f in zip(vals, ids):
+        v.fieldId, v.scopeId = f, scope
     if lib.nvmlDeviceGetFieldValues(h, len(ids), vals) != _SUCCESS:
         return [None] * len(ids)
     return [v.value.ullVal if v.nvmlReturn == _SUCCESS else None for v in vals]
+
+
+#: NVLinks a GPU may have (nvml.h's NVML_NVLINK_MAX_LINKS): the throughput fields are per
+#: link (the scope), and a GPU's total is their sum.
+_MAX_LINKS = 18
 
 
 def _max_payload(bus: str, root: str = "/sys/bus/pci/devices") -> int | None:
@@ -204,18 +210,26 @@ def conditions(device: int | None = None) -> dict:
 
 
 def nvlink_bytes(device: int | None = None) -> dict | None:
-    """GPU ``device``'s NVLink counters since the driver started, summed over its links, in
+    """GPU ``device``'s NVLink counters since the driver started, summed over its links (NVML
+    counts each link on its own: on two H200s a 1 GiB copy showed 1/18 of it on link 0), in
     bytes: ``data_tx``, ``data_rx`` (payload), ``raw_tx``, ``raw_rx`` (payload with the
-    protocol's headers); None where NVML or the counters are missing.  NVML counts KiB:
-    a difference is good to 1 KiB."""
+    protocol's headers); None where NVML or the counters are missing.  NVML counts KiB per
+    link: a difference is good to a few KiB."""
     device = _device("nvlink_bytes", device)
     lib, h = _handle(device)
     if h is None:
         return None
-    vals = _fields(lib, h, [_FI_DATA_TX, _FI_DATA_RX, _FI_RAW_TX, _FI_RAW_RX])
-    if any(v is None for v in vals):
+    ids = [_FI_DATA_TX, _FI_DATA_RX, _FI_RAW_TX, _FI_RAW_RX]
+    total, links = [0] * len(ids), 0
+    for link in range(_MAX_LINKS):       # each link's counters (scope = the link's index)
+        vals = _fields(lib, h, ids, scope=link)
+        if any(v is None for v in vals):
+            continue                     # no such link, or not counted
+        total = [t + v for t, v in zip(total, vals)]
+        links += 1
+    if not links:
         return None
-    return dict(zip(("data_tx", "data_rx", "raw_tx", "raw_rx"), (v * 1024 for v in vals)))
+    return dict(zip(("data_tx", "data_rx", "raw_tx", "raw_rx"), (v * 1024 for v in total)))
 
 
 def pcie_bytes(device: int | None = None) -> dict | None:
