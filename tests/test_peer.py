@@ -583,3 +583,19 @@ def test_sweeps_that_measure_nothing_say_why_in_their_titles():
     for t in tables:
         assert "(not measured: no GPU)" in t.title or "(not measured: 0 GPU here" in t.title, \
             t.title
+
+
+def test_compare_shows_the_peer_rows_of_a_two_gpu_run():
+    """gpumem compare of the saved one-GPU and two-GPU H200 reports: the peer rows are there,
+    measured on the two-GPU side only."""
+    import pathlib
+
+    from gpumem import compare
+    reports = pathlib.Path(__file__).resolve().parents[1] / "docs" / "reports"
+    one, two = (compare.load(reports / f) for f in ("h200-2026-11-29.json",
+                                                    "h200x2-2026-11-29-quick.json"))
+    rows = {r["level"]: r for r in compare.card_table(one, two)}
+    for level in ("peer GPU, one way", "peer GPU, both ways", "peer GPU, latency"):
+        assert level in rows, list(rows)
+    assert rows["peer GPU, one way"]["B GB/s"] > 300 and rows["peer GPU, one way"]["A GB/s"] is None
+    assert rows["peer GPU, latency"]["B ns"] > 2 * rows["device memory"]["B ns"]
