@@ -486,9 +486,11 @@ _CURVE_LABELS = {("latency", "ca"): "global, ld.ca: L1, L2, device memory",
 #: name, and its matplotlib colour.
 _PATHS = {("latency", "ca"): "L1", ("latency", "cg"): "L2", ("latency", "tma"): "TMA",
           ("latency", "shared"): "shared", ("latency", "constant"): "constant",
+          ("latency", "peer"): "peer GPU",
           ("bandwidth", "shared", "block"): "shared", ("bandwidth", "read", "block"): "L1",
           ("bandwidth", "read", "grid"): "L2"}
-PATH_COLOURS = {"L1": "C0", "L2": "C1", "shared": "C2", "constant": "C3", "TMA": "C4"}
+PATH_COLOURS = {"L1": "C0", "L2": "C1", "shared": "C2", "constant": "C3", "TMA": "C4",
+                "peer GPU": "C5"}
 #: The levels whose published figures the figure draws over the working sets they hold,
 #: and the card levels whose sizes bound those working sets (marked by vertical lines).
 _FIGURE_LEVELS = ("L1", "L2 near", "L2 far", "device memory")
@@ -556,6 +558,13 @@ def _card_points(card: Sequence[dict]) -> list[tuple]:
     return pts
 
 
+def _card_spreads(card: Sequence[dict]) -> dict[str, tuple[float, float]]:
+    """Each measured bandwidth row's spread, level -> (min, max) GB/s of its runs: the card
+    figure's error bars."""
+    return {r["level"]: (float(r["GB/s_min"]), float(r["GB/s_max"])) for r in card
+            if r.get("GB/s_min") is not None and r.get("GB/s_max") is not None}
+
+
 def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
                 device: str | None = None) -> dict:
     """What the memory card's figure draws, as data (:func:`plot` draws it): two panels over
@@ -571,7 +580,8 @@ def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
     level)`` where each level's name is written.  ``points``: every card row the figure can
     place (:func:`_card_points`), so that each row of the card is a marked point, its
     published figure and ceiling beside it; a path has one colour in both panels
-    (:data:`PATH_COLOURS`).  ``bandwidth_notes``: ``(bytes, text)``, a
+    (:data:`PATH_COLOURS`).  ``spreads``: level -> (min, max) GB/s of a measured row's runs,
+    drawn as its error bar.  ``bandwidth_notes``: ``(bytes, text)``, a
     level's bandwidth published per clock (``"128 B/clk/SM"``: GB/s needs the clock a
     measurement sees, so without one it is written, not drawn).  ``title`` says what was measured, or that
     nothing was."""
@@ -610,7 +620,7 @@ def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
                  "(the model's GPU), level by level, against working set")
     return {"title": title, "latency": lat, "bandwidth": bw, "latency_bands": lat_bands,
             "bandwidth_bands": bw_bands, "bandwidth_notes": notes, "lines": lines,
-            "levels": levels, "points": points,
+            "levels": levels, "points": points, "spreads": _card_spreads(card),
             "x_range": (x_lo, x_hi), "measured": bool(curves)}
 
 
@@ -644,6 +654,10 @@ def _plot_card(fig_data: dict, out_dir: str, plt: Any) -> str:
             if panel != name:
                 continue
             if got is not None:
+                lo_hi = fig_data.get("spreads", {}).get(level) if panel == "bandwidth" else None
+                if lo_hi:       # min and max of the row's runs around their median
+                    ax.errorbar([x], [got], yerr=[[got - lo_hi[0]], [lo_hi[1] - got]],
+                                fmt="none", ecolor="k", elinewidth=1.0, capsize=3, zorder=5)
                 ax.plot([x], [got], marker="D", ms=7, color=PATH_COLOURS.get(path, "k"),
                         mec="k", mew=0.8, zorder=5)
             if pub is not None:

@@ -599,3 +599,18 @@ def test_compare_shows_the_peer_rows_of_a_two_gpu_run():
         assert level in rows, list(rows)
     assert rows["peer GPU, one way"]["B GB/s"] > 300 and rows["peer GPU, one way"]["A GB/s"] is None
     assert rows["peer GPU, latency"]["B ns"] > 2 * rows["device memory"]["B ns"]
+
+
+def test_the_peer_chase_is_a_point_on_the_card_figure(monkeypatch):
+    """The card's latency row of the peer GPU is drawn where the chase ran: its 64 MiB ring,
+    on its own path's colour (the fake's 2,000 cycles)."""
+    from _fake_gpu import FakeGPU
+
+    from gpumem import report
+    FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
+    fig = report.card_figure(report.card(measure=True), None, "NVIDIA H100 80GB HBM3")
+    pts = {(p[0], p[1]): p[2:] for p in fig["points"]}
+    assert pts[("latency", "peer GPU, latency")] == (64 << 20, 2000.0, "peer GPU", None, None)
+    assert report.PATH_COLOURS["peer GPU"] not in (
+        report.PATH_COLOURS[k] for k in report.PATH_COLOURS if k != "peer GPU")
+    assert fig["spreads"]["peer GPU, one way"] == (380.0, 395.0)

@@ -464,6 +464,16 @@ def test_a_measured_row_without_a_published_figure_says_none_known(monkeypatch):
     assert any(c["published"] == "none known" for c in cells)
 
 
+def test_the_card_figure_has_an_error_bar_for_every_spread(monkeypatch):
+    FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
+    card = report.card(measure=True)
+    fig = report.card_figure(card, None, "NVIDIA H100 80GB HBM3")
+    spread = {r["level"]: (r["GB/s_min"], r["GB/s_max"]) for r in card if r["GB/s_min"]}
+    assert spread and fig["spreads"] == spread
+    for lo, hi in fig["spreads"].values():
+        assert lo <= hi
+
+
 def test_conditions_in_the_card_title():
     cond = {"nvml": True, "sm_clock_mhz": 1980, "max_sm_clock_mhz": 1980,
             "memory_clock_mhz": 2619, "power_limit_w": 700.0, "ecc": True,

@@ -593,10 +593,13 @@ def _card(measure: bool, quick: bool) -> list[dict]:
             kw.update(why=f"{per:.3f} link bytes per payload byte (NVML raw/data)", why_value=per)
         rows.append(card.card_row(level, "peer", size_text_=link, gbps=m.get(f"{key}_GB/s"),
                                   spread=m.get(f"{key}_spread"), how=how, **kw))
-    rows.append(card.card_row("peer GPU, latency", "peer", size_text_=link, ns=m.get("peer_ns"),
-                              cycles=m.get("peer_cycles"),
-                              how=f"peer_chase: one thread, dependent loads into the peer's "
-                                  f"memory{why}"))
+    lat = card.card_row("peer GPU, latency", "peer", size_text_=link, ns=m.get("peer_ns"),
+                        cycles=m.get("peer_cycles"),
+                        how=f"peer_chase: one thread, dependent loads into the peer's "
+                            f"memory{why}")
+    # on the card's figure: the chase's ring (latency_sweep's 64 MiB) on the peer's path
+    lat.update(working_set=64 << 20, chase="peer")
+    rows.append(lat)
     return rows
 
 
