@@ -346,9 +346,12 @@ def as_table(rows: Sequence[dict], title: str = "gpumem report") -> Table:
 
 
 def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of ``width`` at its spaces; a word longer than that (a number, a
+    name) stays whole on a line of its own rather than being cut."""
     import textwrap
 
-    return textwrap.wrap(text, width) or [""]
+    return textwrap.wrap(text, max(width, 1), break_long_words=False,
+                         break_on_hyphens=False) or [""]
 
 
 #: Column widths of the text table (characters).

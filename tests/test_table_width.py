@@ -237,3 +237,17 @@ def test_a_width_below_the_first_column_still_bounds_every_line():
     t = gm.Table([{"name": "a_very_long_kernel_name", "n": 1}])
     for width in (1, 5, 10, 20):
         assert max(len(line) for line in t.to_text(width).splitlines()) <= width
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 100])
+def test_the_headline_text_never_cuts_a_word(width):
+    """gpumem report's headline table at any width: every word of every cell (numbers such as
+    4,194,304, names such as gld_efficiency) is on one line, whole."""
+    from gpumem import report
+    rows = report.headlines(measure=False)
+    text = report.as_text(rows, width=width)
+    printed = set(text.split())
+    for r in rows:
+        for key in report.COLUMNS:
+            for word in str(r.get(key, "")).split():
+                assert word in printed, (width, key, word)
