@@ -592,6 +592,9 @@ def test_compare_shows_the_peer_rows_of_a_two_gpu_run():
 
     from gpumem import compare
     reports = pathlib.Path(__file__).resolve().parents[1] / "docs" / "reports"
+    if not reports.is_dir():
+        pytest.skip("the saved reports live in the source tree (docs/reports), not beside "
+                    "an installed wheel's tests")
     one, two = (compare.load(reports / f) for f in ("h200-2026-11-29.json",
                                                     "h200x2-2026-11-29-quick.json"))
     rows = {r["level"]: r for r in compare.card_table(one, two)}
