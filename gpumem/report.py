@@ -48,7 +48,8 @@ from .runtime.args import _flag
 from .lessons.ladder import bandwidth_ladder, latency_ladder
 from .runtime.published import REFERENCE_GPU, published
 from .runtime.table import DEFAULT_WIDTH, Table, _fit_widths
-from .tools.card import CARD_COLUMNS, card_reference, ceiling_text, ratio_text, size_text
+from .tools.card import (CARD_COLUMNS, card_reference, ceiling_table, ceiling_text, conditions,
+                         conditions_text, ratio_text, size_text)
 from .tools.headline import (_gbps, _pow2, _predict, _rng, _row, _steps, _timed,
                              _unmeasured, _bench)
 
@@ -134,34 +135,6 @@ def card(*, measure: bool | None = None, quick: bool = False,
     return sorted(rows, key=lambda r: r.get("depth", 0))       # stable: lesson order within
 
 
-def conditions(measure: bool) -> dict | None:
-    """The conditions the card is measured under (:func:`gpumem.runtime.nvml.conditions` of
-    the current GPU: clocks, power limit, ECC, persistence, driver, links); None without a
-    GPU."""
-    return runtime.nvml.conditions() if measure else None
-
-
-def conditions_text(cond: Mapping[str, Any] | None) -> str:
-    """``conditions`` in a few words for the card's title; "" without them."""
-    if not cond:
-        return ""
-    if not cond.get("nvml"):
-        return "conditions unknown (NVML not available)"
-
-    def said(v, fmt="{}"):
-        return "unknown" if v is None else fmt.format(v)
-    onoff = {True: "on", False: "off", None: "unknown"}
-    held = cond.get("clock_event_reasons") or []
-    return (f"SM clock {said(cond.get('sm_clock_mhz'))} MHz now, max "
-            f"{said(cond.get('max_sm_clock_mhz'))}; memory clock "
-            f"{said(cond.get('memory_clock_mhz'))} MHz; power limit "
-            f"{said(cond.get('power_limit_w'), '{:.0f}')} W; ECC {onoff[cond.get('ecc')]}; "
-            f"persistence {onoff[cond.get('persistence_mode')]}; driver "
-            f"{said(cond.get('driver'))}"
-            + (f"; clocks held back by: {', '.join(held)}" if [h for h in held if h != "idle"]
-               else ""))
-
-
 def card_title(measure: bool, cond: Mapping[str, Any] | None = None) -> str:
     """The card's title: whose figures the measured ones stand beside, and the conditions
     it was measured under (``cond``: :func:`conditions`)."""
@@ -174,38 +147,6 @@ def card_title(measure: bool, cond: Mapping[str, Any] | None = None) -> str:
     if entry is None:
         return f"memory card of {name} (no published figures are known for this GPU){said}"
     return f"memory card of {name}, beside the published figures of the {entry.key}{said}"
-
-
-def _short_source(text: str | None) -> str:
-    """A published figure's source in a few words: the datasheet's name in its brackets
-    (``"https://... (H100 Tensor Core GPU datasheet)"``), else up to the first comma."""
-    text = (text or "").split(" -- ")[0]          # "... -- published for the H100 SXM"
-    if text.endswith(")") and " (" in text:
-        return text[text.rindex(" (") + 2:-1]
-    return text.split(",")[0]
-
-
-def ceiling_table(rows: Sequence[dict], title: str = "where each gap goes") -> Table:
-    """The card's ceilings itemised: for each row with one, the published figure, then one
-    line per overhead (its factor and source), the ceiling, the measured figure over it and
-    the counter or condition that explains the rest (:mod:`gpumem.model.ceiling`)."""
-    out = []
-    for r in rows:
-        c = r.get("ceiling")
-        if not c:
-            continue
-        out.append({"level": r["level"], "step": c["start"], "factor": None,
-                    "GB/s": c["start_GB/s"], "source": _short_source(r.get("source"))})
-        for o in c["overheads"]:
-            out.append({"level": "", "step": o["what"], "factor": o["factor"], "GB/s": None,
-                        "source": o["source"]})
-        out.append({"level": "", "step": "ceiling", "factor": None, "GB/s": c["GB/s"],
-                    "source": "gpumem.model.ceiling"})
-        if r.get("GB/s") is not None:
-            out.append({"level": "", "step": f"measured: {r['ceiling_ratio']:.2f} of the "
-                        "ceiling" + (f"; why: {r['why']}" if r.get("why") else ""),
-                        "factor": None, "GB/s": r["GB/s"], "source": "this run"})
-    return Table(out, columns=["level", "step", "factor", "GB/s", "source"], title=title)
 
 
 def card_table(rows: Sequence[dict], title: str = "memory card") -> Table:

@@ -33,18 +33,24 @@ new lesson is in the card by construction.  Each row is a dict with the keys
 ``how``
     What the row measures (or would measure, without a GPU).
 
+Around the rows: :func:`conditions` (the run's clocks, power limit, ECC... from NVML, for the
+card's title and JSON) and :func:`ceiling_table` (every ceiling itemised: *where each gap
+goes*).
+
 Tools layer: imports the runtime.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from .. import runtime
 from ..model.ceiling import Ceiling
 from ..runtime.published import REFERENCE_GPU, Published, published
+from ..runtime.table import Table
 
 __all__ = ["DEPTH", "card_row", "card_reference", "size_text", "published_latency", "published_figure",
-           "published_for", "ratio_text", "ceiling_text", "CARD_COLUMNS"]
+           "published_for", "ratio_text", "ceiling_text", "CARD_COLUMNS", "conditions",
+           "conditions_text", "ceiling_table"]
 
 #: Where each level sits, from the SM outwards (the card's order; a level not named here
 #: goes last, in lesson order).
@@ -165,3 +171,64 @@ def published_figure(entry: Published | None, name: str) -> dict[str, Any]:
         return {}
     return {"published_gbps": float(entry.get(name)), "source": entry.source(name),
             **published_for(entry, name)}
+
+
+# ---- what the card says around its rows: the run's conditions, where each gap goes ------
+def conditions(measure: bool) -> dict | None:
+    """The conditions the card is measured under (:func:`gpumem.runtime.nvml.conditions` of
+    the current GPU: clocks, power limit, ECC, persistence, driver, links); None without a
+    GPU."""
+    return runtime.nvml.conditions() if measure else None
+
+
+def conditions_text(cond: Mapping[str, Any] | None) -> str:
+    """``conditions`` in a few words for the card's title; "" without them."""
+    if not cond:
+        return ""
+    if not cond.get("nvml"):
+        return "conditions unknown (NVML not available)"
+
+    def said(v, fmt="{}"):
+        return "unknown" if v is None else fmt.format(v)
+    onoff = {True: "on", False: "off", None: "unknown"}
+    held = cond.get("clock_event_reasons") or []
+    return (f"SM clock {said(cond.get('sm_clock_mhz'))} MHz now, max "
+            f"{said(cond.get('max_sm_clock_mhz'))}; memory clock "
+            f"{said(cond.get('memory_clock_mhz'))} MHz; power limit "
+            f"{said(cond.get('power_limit_w'), '{:.0f}')} W; ECC {onoff[cond.get('ecc')]}; "
+            f"persistence {onoff[cond.get('persistence_mode')]}; driver "
+            f"{said(cond.get('driver'))}"
+            + (f"; clocks held back by: {', '.join(held)}" if [h for h in held if h != "idle"]
+               else ""))
+
+
+def _short_source(text: str | None) -> str:
+    """A published figure's source in a few words: the datasheet's name in its brackets
+    (``"https://... (H100 Tensor Core GPU datasheet)"``), else up to the first comma."""
+    text = (text or "").split(" -- ")[0]          # "... -- published for the H100 SXM"
+    if text.endswith(")") and " (" in text:
+        return text[text.rindex(" (") + 2:-1]
+    return text.split(",")[0]
+
+
+def ceiling_table(rows: Sequence[dict], title: str = "where each gap goes") -> Table:
+    """The card's ceilings itemised: for each row with one, the published figure, then one
+    line per overhead (its factor and source), the ceiling, the measured figure over it and
+    the counter or condition that explains the rest (:mod:`gpumem.model.ceiling`)."""
+    out = []
+    for r in rows:
+        c = r.get("ceiling")
+        if not c:
+            continue
+        out.append({"level": r["level"], "step": c["start"], "factor": None,
+                    "GB/s": c["start_GB/s"], "source": _short_source(r.get("source"))})
+        for o in c["overheads"]:
+            out.append({"level": "", "step": o["what"], "factor": o["factor"], "GB/s": None,
+                        "source": o["source"]})
+        out.append({"level": "", "step": "ceiling", "factor": None, "GB/s": c["GB/s"],
+                    "source": "gpumem.model.ceiling"})
+        if r.get("GB/s") is not None:
+            out.append({"level": "", "step": f"measured: {r['ceiling_ratio']:.2f} of the "
+                        "ceiling" + (f"; why: {r['why']}" if r.get("why") else ""),
+                        "factor": None, "GB/s": r["GB/s"], "source": "this run"})
+    return Table(out, columns=["level", "step", "factor", "GB/s", "source"], title=title)
