@@ -78,13 +78,7 @@ class FakeGPU:
     CALL_MS = 0.5
 
     #: what gpumem.runtime.nvml.conditions() says where NVML is missing
-    NO_NVML = {"nvml": False, "sm_clock_mhz": None, "memory_clock_mhz": None,
-               "max_sm_clock_mhz": None, "max_memory_clock_mhz": None,
-               "applications_sm_clock_mhz": None, "applications_memory_clock_mhz": None,
-               "power_limit_w": None, "ecc": None, "persistence_mode": None, "driver": None,
-               "pcie_generation": None, "pcie_width": None, "pcie_max_generation": None,
-               "pcie_max_width": None, "pcie_max_payload": None, "nvlinks": None,
-               "clock_event_reasons": None}
+    NO_NVML = {**dict.fromkeys(gm.runtime.nvml.CONDITIONS), "nvml": False}
 
     def __init__(self, monkeypatch, name: str = "Fake GPU", lessons=None):
         self.profiling = None

@@ -12,6 +12,8 @@ import math
 import numpy as np
 import pytest
 
+from gpumem.tools.card import CARD_RUNS
+
 import gpumem as gm
 from gpumem.lessons import ladder
 from gpumem.lessons.ladder import (KiB, MiB, bandwidth_reference, cache_sizes, chain_image, chain_order,
@@ -768,7 +770,7 @@ def test_card_rows_on_an_h100_set_ratios(monkeypatch):
         f"the memory clock the GPU reports ({gm.runtime.device().theoretical_bandwidth_gbps:,.0f} GB/s)"]
     assert dram["why_value"] == 1.01 and dram["why"].startswith("1.01 DRAM bytes per byte")
     assert (dram["GB/s_min"], dram["GB/s_max"], dram["runs"]) == (2940.0, 3060.0,
-                                                                  ladder.CARD_RUNS)
+                                                                  CARD_RUNS)
     assert cells["L1"]["x ceiling"] == f"{25000.0 / (132 * 128 * 1.90):.2f}"
     assert by["L2 near"]["ceiling"] is None and by["L2 near"]["GB/s_min"] == 0.98 * 7000.0
 

@@ -72,6 +72,9 @@ def test_without_nvml_every_figure_is_unknown(monkeypatch):
 @pytest.mark.gpu
 def test_conditions_agree_with_cuda():
     if not nvml.available():
+        # the driver ships libnvidia-ml: on a GPU run a missing NVML is a failure
+        if os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0"):
+            pytest.fail("GPUMEM_REQUIRE_GPU=1 but NVML does not load")
         pytest.skip("NVML does not load here")
     for d in range(N_GPUS):
         c = nvml.conditions(d)
@@ -104,6 +107,8 @@ def test_link_counters_see_a_copy_between_gpus():
             pytest.fail(f"GPUMEM_REQUIRE_GPUS={need} but no peer pair here")
         pytest.skip("needs two GPUs with peer access")
     if not nvml.available() or nvml.nvlink_bytes(pairs[0][0]) is None:
+        if need >= 2:        # GPUs joined by NVLink count their bytes (H100, H200)
+            pytest.fail(f"GPUMEM_REQUIRE_GPUS={need} but NVML gives no NVLink counters")
         pytest.skip("NVML gives no NVLink counters here")
     a, b = pairs[0]
     nbytes = 1 << 30

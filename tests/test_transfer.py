@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+from gpumem.tools.card import CARD_RUNS
+
 import gpumem as gm
 from gpumem import experiments
 from gpumem.lessons import transfer
@@ -533,7 +535,7 @@ def test_card_rows_on_an_h100_set_ratios(monkeypatch):
     assert by["host -> device"]["GB/s_ratio"] == pytest.approx(50.0 / 64.0)
     assert by["host -> device"]["ceiling_ratio"] == pytest.approx(50.0 / (64 * 128 / 130 * 256
                                                                         / 276))
-    assert by["host -> device"]["runs"] == transfer.CARD_RUNS
+    assert by["host -> device"]["runs"] == CARD_RUNS
     # no NVML here: the link as published, the payload assumed
     assert by["device -> host"]["why"] == ("PCIe 5.0 x16 (published); max payload unread, "
                                            "256 B assumed")

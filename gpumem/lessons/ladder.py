@@ -579,18 +579,17 @@ def _card(measure: bool, quick: bool) -> list[dict]:
             kw.update(card.published_figure(entry, fig))
         how = f"chase a {card.size_text(ws)} ring ({v})" + (
             f"; read {card.size_text(bw[2])} (bandwidth {bw[0]}, scope={bw[1]})" if bw else "")
-        if per_clk and (dev or entry.get("sms")):     # the figure at the maximum SM clock
-            clock = dev.clock_khz / 1e3 if dev else None
-            kw["published_gbps"] = per_clk * (dev.multiprocessors if dev else entry.get(
-                "sms")) * (clock or 0) / 1e3 or None
+        if per_clk and dev:          # the per-clock figure at the maximum SM clock, in GB/s
+            kw["published_gbps"] = per_clk * dev.multiprocessors * dev.clock_khz / 1e6
         if measure:
             c = latency(ws, variant=v, steps=2048 if quick else 8192)
             kw.update(cycles=c.cycles_per_load, ns=c.ns_per_load)
             if bw:
-                # the median of CARD_RUNS, its spread beside it; device memory's read also
-                # counts the DRAM bytes it cost (the counter that says where the gap is not)
+                # the median of the card's runs, their spread beside it; device memory's read
+                # also counts the DRAM bytes it cost (the counter that says where the gap is not)
                 counters = fig == "memory_gbps" and runtime.profiler_available()
-                r = _measure_bandwidth(*bw, CARD_RUNS, dev.multiprocessors, counters=counters)
+                r = _measure_bandwidth(*bw, card.CARD_RUNS, dev.multiprocessors,
+                                       counters=counters)
                 kw.update(gbps=r["GB/s"], spread=(r["GB/s min"], r["GB/s max"], r["runs"]))
                 kw.update(_card_ceiling(level, kw, r, dev))
         # the published size, in the datasheet's words ("80 GB": the GPU reports 79 GiB of it)
@@ -602,10 +601,6 @@ def _card(measure: bool, quick: bool) -> list[dict]:
                    bandwidth_path=(bw[0], bw[1]) if bw else None)
         rows.append(row)
     return rows
-
-
-#: Runs behind each bandwidth on the card (its median; min and max beside it).
-CARD_RUNS = 10
 
 
 def _card_ceiling(level: str, kw: dict, r: dict, dev) -> dict:

@@ -215,9 +215,9 @@ def memcpy_peer(nbytes: int, *, src: int = 0, dst: int = 1, way: str = "one",
     runs = _core._peer_memcpy(b, a, repeat=repeat, warmup=2, staged=way == "staged", **kw)
     ms = statistics.median(runs)
     moved = (2 if way == "both" else 1) * n * 4
-    return {"ms": ms, "GB/s": moved / (ms * 1e-3) / 1e9,
-            "GB/s min": moved / (max(runs) * 1e-3) / 1e9,
-            "GB/s max": moved / (min(runs) * 1e-3) / 1e9, "runs": len(runs)}
+    lo, hi, n_runs = card.gbps_spread(moved, runs)
+    return {"ms": ms, "GB/s": moved / (ms * 1e-3) / 1e9, "GB/s min": lo, "GB/s max": hi,
+            "runs": n_runs}
 
 
 # ---- the sweeps ----------------------------------------------------------------------------
@@ -516,7 +516,7 @@ def _measure(src: int, dst: int, quick: bool) -> dict:
     device memory and in the peer's (ns, cycles)."""
     from ..runtime import nvml
 
-    big, rep = (64 if quick else 256) << 20, 10
+    big, rep = (64 if quick else 256) << 20, card.CARD_RUNS
     _access(src, dst, True)
     counting = nvml.available()
     with nvml.LinkBytes([src, dst]) if counting else contextlib.nullcontext() as one_moved:
@@ -579,9 +579,9 @@ def _card(measure: bool, quick: bool) -> list[dict]:
     rows = []
     for level, key, fig, ways, how in (
             ("peer GPU, one way", "copy", "nvlink_gbps", 1, f"cudaMemcpyPeerAsync of {big} MiB, "
-             f"access on, the median of 10{why}"),
+             f"access on, the median of {card.CARD_RUNS}{why}"),
             ("peer GPU, both ways", "both", "nvlink_both_gbps", 2, f"cudaMemcpyPeerAsync of {big} "
-             f"MiB each way at once, the median of 10{why}")):
+             f"MiB each way at once, the median of {card.CARD_RUNS}{why}")):
         kw = card.published_figure(entry, fig)
         if kw:      # the copy engine's 256-byte packets, each with its header, every link
             links = kw["published_gbps"] / ways / pm.NVLINK4_LINK_GBPS

@@ -433,11 +433,11 @@ def _host_link(entry, measure: bool) -> tuple[int, int, int | None, str]:
 
 
 def _card(measure: bool, quick: bool) -> list[dict]:
-    """The host link on the memory card: pinned copies each way (GB/s of a large copy,
-    the median of ``CARD_RUNS``; the time of a 4-byte one as its latency) beside the
-    published link and its ceiling (:func:`gpumem.model.ceiling.pcie`: the encoding and
-    each packet's framing at the negotiated maximum payload, 256 bytes where it cannot be
-    read), and the PCIe bytes each payload byte cost where NVML counts them."""
+    """The host link on the memory card: pinned copies each way (GB/s of a large copy, the
+    median of :data:`~gpumem.tools.card.CARD_RUNS`; the time of a 4-byte one as its latency)
+    beside the published link and its ceiling (:func:`gpumem.model.ceiling.pcie`: the
+    encoding and each packet's framing at the negotiated maximum payload, 256 bytes where it
+    cannot be read), and the PCIe bytes each payload byte cost where NVML counts them."""
     from ..model import ceiling as mc
     from ..runtime import nvml
 
@@ -457,11 +457,10 @@ def _card(measure: bool, quick: bool) -> list[dict]:
             moved = nvml.LinkBytes([runtime.device().index], link="pcie") \
                 if nvml.available() else None
             with moved or contextlib.nullcontext():
-                ms = _core._transfer_copy("pinned", d, nbytes, CARD_RUNS, 1)
-            tiny = statistics.median(_core._transfer_copy("pinned", d, 4, 5 * CARD_RUNS, 2))
-            med = statistics.median(ms)
-            kw.update(gbps=nbytes / med / 1e6, ns=tiny * 1e6,
-                      spread=(nbytes / max(ms) / 1e6, nbytes / min(ms) / 1e6, len(ms)))
+                ms = _core._transfer_copy("pinned", d, nbytes, card.CARD_RUNS, 1)
+            tiny = statistics.median(_core._transfer_copy("pinned", d, 4, 5 * card.CARD_RUNS, 2))
+            kw.update(gbps=nbytes / statistics.median(ms) / 1e6, ns=tiny * 1e6,
+                      spread=card.gbps_spread(nbytes, ms))
             counted = moved.bytes.get(moved.devices[0]) if moved else None
             way = "rx" if d == "h2d" else "tx"
             # the copies plus the warm-up, each of nbytes
@@ -473,13 +472,9 @@ def _card(measure: bool, quick: bool) -> list[dict]:
             else:
                 kw.update(why=said + ("" if mps else "; max payload unread, 256 B assumed"))
         rows.append(card.card_row(arrow, "transfer", size_text_=link, how=(
-            f"cudaMemcpy of {nbytes >> 20} MiB pinned (GB/s, the median of {CARD_RUNS}) and "
+            f"cudaMemcpy of {nbytes >> 20} MiB pinned (GB/s, the median of {card.CARD_RUNS}) and "
             "of 4 bytes (ns)"), **kw))
     return rows
-
-
-#: Runs behind each figure of the card (the median; min and max beside it).
-CARD_RUNS = 10
 
 
 # ---- compute-sanitizer: every variant once, on small awkward sizes ---------------------

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from . import _check
 
 __all__ = ["Overhead", "Ceiling", "pcie", "tlp_bytes_per_payload_byte", "nvlink", "per_clock",
-           "dram", "PCIE_GT_S", "TLP_FRAMING_BYTES", "TLP_HEADER_BYTES", "TLP_OVERHEAD_BYTES",
+           "dram", "PCIE_GT_S", "TLP_FRAMING_BYTES", "TLP_HEADER_BYTES",
            "NVLINK_HEADER_BYTES", "SOURCES"]
 
 #: Where each overhead's figure comes from: a short name (what a table shows) -> the
@@ -69,8 +69,6 @@ TLP_FRAMING_BYTES = 8
 #: memory, device -> host); a completion carrying read data 3 DW (host memory read by the
 #: GPU, host -> device).
 TLP_HEADER_BYTES = {"write": 16, "completion": 12}
-#: ... so a write TLP carries 24 bytes besides its payload.
-TLP_OVERHEAD_BYTES = TLP_FRAMING_BYTES + TLP_HEADER_BYTES["write"]
 #: NVLink's header flit per packet.
 NVLINK_HEADER_BYTES = 16
 

@@ -154,7 +154,26 @@ def _enqueue(lib: ctypes.CDLL, collective: str, send: DeviceArray, recv: DeviceA
     _check(rc, f"nccl {collective}")
 
 
-class Communicators:
+class _Closes:
+    """A context manager that closes what it holds on leaving, and when collected."""
+
+    def close(self) -> None:          # each class destroys its own communicators
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Communicators(_Closes):
     """One NCCL communicator per GPU of ``devices``, all driven from this process
     (``ncclCommInitAll``); a collective is one group of calls, one per GPU, each on that
     GPU's legacy default stream (where gpumem's calls run unless a Stream is current).
@@ -179,18 +198,6 @@ class Communicators:
             for c in self._comms:
                 _library().ncclCommDestroy(ctypes.c_void_p(c))
             self._comms = None
-
-    def __enter__(self) -> "Communicators":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def run(self, collective: str, sends: Sequence[DeviceArray], recvs: Sequence[DeviceArray],
             *, root: int = 0) -> None:
@@ -336,7 +343,7 @@ def _env_int(fn: str, name: str) -> int:
         raise ValueError(f"{fn}: {name}={text!r} is not an integer") from None
 
 
-class Communicator:
+class Communicator(_Closes):
     """Rank ``rank`` of a communicator of ``nranks`` ranks, one per process (or per
     thread) and GPU, joined through ``unique_id`` (:func:`unique_id`'s 128 bytes, or their
     hex text; every rank is given the same).  ``ncclCommInitRank`` runs with ``device``
@@ -441,18 +448,6 @@ class Communicator:
         if self._comm is not None:
             comm, self._comm = self._comm, None
             _check(_library().ncclCommDestroy(ctypes.c_void_p(comm)), "ncclCommDestroy")
-
-    def __enter__(self) -> "Communicator":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         state = "closed" if self._comm is None else "open"

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from .. import _core
 
-__all__ = ["available", "conditions", "nvlink_bytes", "pcie_bytes", "LinkBytes",
+__all__ = ["available", "CONDITIONS", "conditions", "nvlink_bytes", "pcie_bytes", "LinkBytes",
            "CLOCK_EVENT_REASONS"]
 
 _SUCCESS, _NOT_SUPPORTED = 0, 3
@@ -129,6 +129,14 @@ def _fields(lib, h, ids: Sequence[int], scope: int = 0) -> list[int | None]:
 _MAX_LINKS = 18
 
 
+#: The figures :func:`conditions` gives (besides ``nvml``, whether NVML answered).
+CONDITIONS = ("sm_clock_mhz", "memory_clock_mhz", "max_sm_clock_mhz", "max_memory_clock_mhz",
+              "applications_sm_clock_mhz", "applications_memory_clock_mhz", "power_limit_w",
+              "ecc", "persistence_mode", "driver", "pcie_generation", "pcie_width",
+              "pcie_max_generation", "pcie_max_width", "pcie_max_payload", "nvlinks",
+              "clock_event_reasons")
+
+
 def _max_payload(bus: str, root: str = "/sys/bus/pci/devices") -> int | None:
     """The negotiated PCIe maximum payload size of the GPU at ``bus``, from its PCI
     configuration space in sysfs (the PCI Express capability's Device Control register,
@@ -160,12 +168,7 @@ def conditions(device: int | None = None) -> dict:
     (links up), ``clock_event_reasons`` (names).  A figure NVML
     does not give is None; without NVML (or, for the current device, without a GPU) every
     figure is None and ``nvml`` is False."""
-    keys = ("sm_clock_mhz", "memory_clock_mhz", "max_sm_clock_mhz", "max_memory_clock_mhz",
-            "applications_sm_clock_mhz", "applications_memory_clock_mhz", "power_limit_w",
-            "ecc", "persistence_mode", "driver", "pcie_generation", "pcie_width",
-            "pcie_max_generation", "pcie_max_width", "pcie_max_payload", "nvlinks",
-            "clock_event_reasons")
-    out: dict[str, Any] = dict.fromkeys(keys)
+    out: dict[str, Any] = dict.fromkeys(CONDITIONS)
     if device is None and _core.device_count() == 0:
         out["nvml"] = False             # no GPU: nothing to ask about
         return out

@@ -49,8 +49,8 @@ from ..runtime.published import REFERENCE_GPU, Published, published
 from ..runtime.table import Table
 
 __all__ = ["DEPTH", "card_row", "card_reference", "size_text", "published_latency", "published_figure",
-           "published_for", "ratio_text", "ceiling_text", "CARD_COLUMNS", "conditions",
-           "conditions_text", "ceiling_table"]
+           "published_for", "ratio_text", "ceiling_text", "CARD_COLUMNS", "CARD_RUNS",
+           "gbps_spread", "conditions", "conditions_text", "ceiling_table"]
 
 #: Where each level sits, from the SM outwards (the card's order; a level not named here
 #: goes last, in lesson order).
@@ -59,11 +59,22 @@ DEPTH = {"registers": 0, "shared": 1, "constant": 2, "L1": 3, "distributed share
          "peer GPU, both ways": 6.4, "peer GPU, latency": 6.5, "host -> device": 7,
          "device -> host": 8, "pool, 1 MiB": 9, "cudaMalloc, 1 MiB": 10}
 
+#: Runs behind each measured figure of the card: it shows their median, and keeps their
+#: min and max (``spread``).
+CARD_RUNS = 10
+
 #: The card's printed columns: row key -> header.
 CARD_COLUMNS = {"level": "level", "size_text": "size", "cycles": "cycles", "ns": "ns",
                 "GB/s": "GB/s", "published": "published", "ratio_text": "x published",
                 "ceiling": "ceiling", "ceiling_ratio": "x ceiling", "why": "why",
                 "lesson": "from"}
+
+
+def gbps_spread(nbytes: float, runs_ms) -> tuple[float, float, int]:
+    """``card_row``'s ``spread`` of runs that each moved ``nbytes`` in ``runs_ms``
+    milliseconds: (min GB/s, max GB/s, runs)."""
+    runs = list(runs_ms)
+    return nbytes / max(runs) / 1e6, nbytes / min(runs) / 1e6, len(runs)
 
 
 def size_text(nbytes: float | None, per: str = "") -> str:
