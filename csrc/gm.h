@@ -157,7 +157,7 @@ int gm_shape_dtype(const char *fn, PyObject *shape_obj, PyObject *dtype_obj,
  * or a plain one (below) -- is described by a table of gm_arg, ended by
  * {NULL}; one binder, one converter and one signature generator serve both,
  * and _core.args(name) shows any table to Python. */
-#define GM_MAX_ARGS 8
+#define GM_MAX_ARGS 12
 
 typedef enum {
     GM_ARRAY = 1, /* ndarray or DeviceArray (a gm_operand): float32 unless typenum */

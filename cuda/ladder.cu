@@ -89,11 +89,15 @@ __device__ __forceinline__ long long chain_order(long long i, const chain_perm &
 // one load per step, no address arithmetic), a 4-byte byte offset for the
 // shared and constant chases.
 __global__ void ladder_build_chain(char *chain, long long n, long long stride, unsigned seed,
-                                   int pointers)
+                                   int pointers, int strided)
 {
     const chain_perm p = chain_make(n, seed);
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
+        if (strided) {   // the papers' ring: node i holds the element index of node i + 1
+            *(unsigned *)(chain + i * stride) = (unsigned)((i + 1 == n ? 0 : i + 1) * (stride / 4));
+            continue;
+        }
         const long long a = chain_order(i, p), b = chain_order(i + 1 == n ? 0 : i + 1, p);
         if (pointers)
             *(unsigned long long *)(chain + a * stride) =
@@ -124,29 +128,87 @@ __device__ __forceinline__ const char *chase_global(const char *p)
         return (const char *)__ldca(q);
 }
 
-// MEM: gm_latency_variant.  One warp; lanes 0..lanes-1 chase, lane l from
-// position l*n/lanes of the ring (so the lanes never meet within n/lanes
-// steps: 32 lanes are 32 independent misses per warp-wide load).  `warmup`
-// untimed steps first (they bring the ring into the caches it fits), then
-// `steps` timed ones.  out: end node | clock64 cycles | globaltimer ns, one
-// row of `lanes` each.  The shared chase first copies the ring from global
-// into dynamic shared memory (untimed).
+// The timed steps, timed one of two ways (CLOCK: gm_latency_clock).  GM_CLOCK_LOOP, gpumem's:
+// clock64() and %globaltimer read once before and once after all `steps` loads (the mean per
+// load; the loop's few instructions overlap the loads' wait).  GM_CLOCK_EACH, the papers'
+// fine-grained chase (Mei and Chu; Jia et al.; Luo et al. on Hopper): the 32-bit clock() read
+// before and after each load, the loaded value stored to shared memory in between (so the
+// second read waits for the load), each difference kept in shared memory (s_each: steps
+// times, then steps values) -- every load's cycles, clock reads and store included.  Both
+// read clock64 and %globaltimer around the whole loop too (the clock's rate).
+template <int CLOCK, typename P, typename Step>
+__device__ __forceinline__ P chase_timed(P p, int steps, unsigned *s_each, long long &t0,
+                                         long long &t1, unsigned long long &g0,
+                                         unsigned long long &g1, Step step)
+{
+    t0 = clock64();
+    g0 = global_ns();
+    if constexpr (CLOCK == GM_CLOCK_EACH) {
+        volatile unsigned *s_value = s_each + steps;
+#pragma unroll 1
+        for (int s = 0; s < steps; ++s) {
+            const unsigned c0 = (unsigned)clock();
+            p = step(p);
+            s_value[s] = (unsigned)(unsigned long long)p;
+            const unsigned c1 = (unsigned)clock();
+            s_each[s] = c1 - c0;
+        }
+    } else {
+#pragma unroll 4
+        for (int s = 0; s < steps; ++s)
+            p = step(p);
+    }
+    g1 = global_ns();
+    t1 = clock64();
+    return p;
+}
+
+// One step along the papers' strided ring (RING == GM_RING_STRIDED): A[i] = (i + stride / 4)
+// mod (working_set / 4), 4-byte element indices, read as j = A[j] (the address computed from
+// the index each step) through the chosen path.
 template <int MEM>
+__device__ __forceinline__ unsigned chase_index(const unsigned *a, unsigned j)
+{
+    if constexpr (MEM == GM_LATENCY_CG)
+        return __ldcg(a + j);
+    else if constexpr (MEM == GM_LATENCY_LDG)
+        return __ldg(a + j);
+    else if constexpr (MEM == GM_LATENCY_CA)
+        return __ldca(a + j);
+    else
+        return a[j];   // shared memory, the constant bank
+}
+
+// MEM: gm_latency_variant; RING: gm_latency_ring; CLOCK: gm_latency_clock.  One warp;
+// lanes 0..lanes-1 chase, lane l from position l*n/lanes of the ring (so the lanes never
+// meet within n/lanes steps: 32 lanes are 32 independent misses per warp-wide load).
+// `warmup` untimed steps first (they bring the ring into the caches it fits), then `steps`
+// timed ones.  out: end node | clock64 cycles | globaltimer ns, one row of `lanes` each;
+// with GM_CLOCK_EACH then `steps` rows of each load's clock() cycles.  The shared chase
+// first copies the ring from global into dynamic shared memory (untimed); the per-load
+// times are kept in dynamic shared memory after it.
+template <int MEM, int RING, int CLOCK>
 __global__ void latency_kernel(const char *chain, long long *out, long long n, long long stride,
                                int lanes, int steps, int warmup, unsigned seed)
 {
     extern __shared__ __align__(16) unsigned char s_chain[];
+    const long long ring_bytes = MEM == GM_LATENCY_SHARED ? n * stride : 0;
     if constexpr (MEM == GM_LATENCY_SHARED) {
-        const long long bytes = n * stride;
-        for (long long k = 8LL * threadIdx.x; k < bytes; k += 8LL * blockDim.x)
+        for (long long k = 8LL * threadIdx.x; k < ring_bytes; k += 8LL * blockDim.x)
             *(uint2 *)(s_chain + k) = *(const uint2 *)(chain + k);
         __syncthreads();
     }
     const int lane = threadIdx.x;
     if (lane >= lanes)
         return;
-    const chain_perm perm = chain_make(n, seed);
-    const long long first = chain_order((long long)lane * n / lanes, perm);
+    unsigned *s_each = (unsigned *)(s_chain + (ring_bytes + 15) / 16 * 16) + 2LL * steps * lane;
+    long long first;
+    if constexpr (RING == GM_RING_STRIDED) {
+        first = (long long)lane * n / lanes;
+    } else {
+        const chain_perm perm = chain_make(n, seed);
+        first = chain_order((long long)lane * n / lanes, perm);
+    }
     long long t0, t1, end;
     unsigned long long g0, g1;
     if constexpr (MEM == GM_LATENCY_TMA) {
@@ -183,29 +245,29 @@ __global__ void latency_kernel(const char *chain, long long *out, long long n, l
         };
         for (int s = 0; s < warmup; ++s)
             p = step(p);
-        t0 = clock64();
-        g0 = global_ns();
-        for (int s = 0; s < steps; ++s)
-            p = step(p);
-        g1 = global_ns();
-        t1 = clock64();
+        p = chase_timed<CLOCK>(p, steps, s_each, t0, t1, g0, g1, step);
         end = (p - chain) / stride;
 #else
         __trap(); // refused by csrc below compute capability 9.0: never reached
         t0 = t1 = end = 0;
         g0 = g1 = 0;
 #endif
+    } else if constexpr (RING == GM_RING_STRIDED) {
+        const unsigned *a = MEM == GM_LATENCY_SHARED     ? (const unsigned *)s_chain
+                            : MEM == GM_LATENCY_CONSTANT ? c_ladder_chain
+                                                         : (const unsigned *)chain;
+        unsigned j = (unsigned)(first * (stride / 4));
+        auto step = [a](unsigned i) { return chase_index<MEM>(a, i); };
+        for (int s = 0; s < warmup; ++s)
+            j = step(j);
+        j = chase_timed<CLOCK>(j, steps, s_each, t0, t1, g0, g1, step);
+        end = (long long)j / (stride / 4);
     } else if constexpr (MEM == GM_LATENCY_CA || MEM == GM_LATENCY_CG || MEM == GM_LATENCY_LDG) {
         const char *p = chain + first * stride;
         for (int s = 0; s < warmup; ++s)
             p = chase_global<MEM>(p);
-        t0 = clock64();
-        g0 = global_ns();
-#pragma unroll 4
-        for (int s = 0; s < steps; ++s)
-            p = chase_global<MEM>(p);
-        g1 = global_ns();
-        t1 = clock64();
+        p = chase_timed<CLOCK>(p, steps, s_each, t0, t1, g0, g1,
+                               [](const char *q) { return chase_global<MEM>(q); });
         end = (p - chain) / stride;
     } else {
         // a byte offset into shared memory (LDS) or into the constant bank (LDC)
@@ -213,30 +275,43 @@ __global__ void latency_kernel(const char *chain, long long *out, long long n, l
                                         ? s_chain
                                         : (const unsigned char *)c_ladder_chain;
         unsigned p = (unsigned)(first * stride);
+        auto step = [base](unsigned q) { return *(const unsigned *)(base + q); };
         for (int s = 0; s < warmup; ++s)
-            p = *(const unsigned *)(base + p);
-        t0 = clock64();
-        g0 = global_ns();
-#pragma unroll 4
-        for (int s = 0; s < steps; ++s)
-            p = *(const unsigned *)(base + p);
-        g1 = global_ns();
-        t1 = clock64();
+            p = step(p);
+        p = chase_timed<CLOCK>(p, steps, s_each, t0, t1, g0, g1, step);
         end = (long long)p / stride;
     }
     out[lane] = end;
     out[lanes + lane] = t1 - t0;
     out[2 * lanes + lane] = (long long)(g1 - g0);
+    if constexpr (CLOCK == GM_CLOCK_EACH) {
+        for (int s = 0; s < steps; ++s)
+            out[(3LL + s) * lanes + lane] = s_each[s];
+    }
 }
 
 using latency_fn = void (*)(const char *, long long *, long long, long long, int, int, int,
                             unsigned);
 
+// The paths, each with gpumem's ring and clock; the papers' ring and per-load clock for
+// every path but the TMA's (its node is a 16-byte copy of a pointer).
 static latency_fn select_latency(const gm_latency_params *p)
 {
+    const int ring = p->ring, clk = p->clock;
     return gm_select<GM_LATENCY_CA, GM_LATENCY_CG, GM_LATENCY_LDG, GM_LATENCY_SHARED,
-                     GM_LATENCY_CONSTANT, GM_LATENCY_TMA>(p->variant, [](auto m) -> latency_fn {
-        return latency_kernel<decltype(m)::value>;
+                     GM_LATENCY_CONSTANT, GM_LATENCY_TMA>(p->variant, [&](auto m) -> latency_fn {
+        constexpr int M = decltype(m)::value;
+        if constexpr (M == GM_LATENCY_TMA) {
+            return ring == GM_RING_SHUFFLED && clk == GM_CLOCK_LOOP
+                       ? latency_kernel<M, GM_RING_SHUFFLED, GM_CLOCK_LOOP>
+                       : nullptr;
+        } else {
+            return gm_select<GM_RING_SHUFFLED, GM_RING_STRIDED>(ring, [&](auto r) -> latency_fn {
+                return gm_select<GM_CLOCK_LOOP, GM_CLOCK_EACH>(clk, [&](auto c) -> latency_fn {
+                    return latency_kernel<M, decltype(r)::value, decltype(c)::value>;
+                });
+            });
+        }
     });
 }
 
@@ -257,7 +332,7 @@ extern "C" cudaError_t gm_latency_build(const gm_latency_params *p, gm_dims *dim
     const unsigned blocks = gm_blocks_for(p->n, 256) < 8192 ? gm_blocks_for(p->n, 256) : 8192;
     *dims = gm_dims_1d(blocks, 256);
     return gm_run(ladder_build_chain, dims, 0, stream, (char *)p->chain, p->n, p->stride,
-                  p->seed, pointers);
+                  p->seed, pointers, (int)(p->ring == GM_RING_STRIDED));
 }
 
 extern "C" cudaError_t gm_latency_constant_ring(const gm_latency_params *p, cudaStream_t stream)
@@ -268,10 +343,20 @@ extern "C" cudaError_t gm_latency_constant_ring(const gm_latency_params *p, cuda
 
 extern "C" cudaError_t gm_latency(const gm_latency_params *p, gm_dims *dims, cudaStream_t stream)
 {
-    const size_t smem = p->variant == GM_LATENCY_SHARED ? (size_t)(p->n * p->stride) : 0;
+    // the shared ring, then (GM_CLOCK_EACH) each lane's per-load times and values
+    const size_t ring = p->variant == GM_LATENCY_SHARED ? (size_t)(p->n * p->stride) : 0;
+    const size_t smem = (ring + 15) / 16 * 16 +
+                        (p->clock == GM_CLOCK_EACH ? 8 * (size_t)p->steps * (size_t)p->lanes : 0);
+    const latency_fn k = select_latency(p);
     *dims = gm_dims_1d(1, GM_LATENCY_WARP, smem);
-    return gm_run(select_latency(p), dims, smem, stream, (const char *)p->chain, p->out, p->n,
-                  p->stride, p->lanes, p->steps, p->warmup, p->seed);
+    if (k != nullptr && smem > 48 * 1024) {   // past a block's default: the kernel opts in
+        const cudaError_t err =
+            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+            return err;
+    }
+    return gm_run(k, dims, smem, stream, (const char *)p->chain, p->out, p->n, p->stride,
+                  p->lanes, p->steps, p->warmup, p->seed);
 }
 
 // ---- bandwidth ----------------------------------------------------------------------

@@ -20,6 +20,16 @@ typedef enum {
     GM_LATENCY_TMA = 5       /* global ring, each step a 16-byte bulk copy (cp.async.bulk, the
                                 TMA) into shared memory completing on an mbarrier (sm_90) */
 } gm_latency_variant;
+/* The ring: gpumem's (a keyed shuffle; 8-byte pointers on the global paths, 4-byte byte
+ * offsets in shared and constant memory) or the papers' (ascending, stride apart: node i
+ * holds the 4-byte element index of node i + 1, read as j = A[j]). */
+typedef enum { GM_RING_SHUFFLED = 0, GM_RING_STRIDED = 1 } gm_latency_ring;
+#define GM_RING_NAMES {"shuffled", "strided", NULL}
+/* The clock: clock64 and %globaltimer around all timed steps (gpumem's), or clock() read
+ * around each load with its value stored to shared memory in between (the papers'). */
+typedef enum { GM_CLOCK_LOOP = 0, GM_CLOCK_EACH = 1 } gm_latency_clock;
+#define GM_CLOCK_NAMES {"loop", "each", NULL}
+#define GM_LATENCY_EACH_MAX 8192       /* lanes * steps with GM_CLOCK_EACH (shared memory) */
 #define GM_LATENCY_WARP 32             /* one block of one warp */
 #define GM_LATENCY_SHARED_MAX 49152    /* bytes: the default dynamic shared memory per block */
 #define GM_LATENCY_CONSTANT_MAX 65536  /* bytes: the user constant bank */
@@ -27,17 +37,21 @@ typedef enum {
 typedef struct {
     int variant;     /* gm_latency_variant */
     void *chain;     /* device, working_set bytes: node j at byte j * stride */
-    long long *out;  /* 3 x lanes: end node, clock64 cycles, globaltimer ns of the timed steps */
+    long long *out;  /* (3 [+ steps]) x lanes: end node, clock64 cycles, globaltimer ns of the
+                        timed steps [, GM_CLOCK_EACH: each load's clock() cycles] */
     long long n;     /* nodes, >= 1 */
     long long stride; /* bytes between nodes: a multiple of 8 */
     int lanes;       /* 1..32 chasing lanes of the one warp */
     int steps;       /* timed steps per lane */
     int warmup;      /* untimed steps per lane before them */
-    unsigned seed;   /* picks the ring's order */
+    unsigned seed;   /* picks the shuffled ring's order */
+    int ring;        /* gm_latency_ring */
+    int clock;       /* gm_latency_clock */
 } gm_latency_params;
 GM_FAMILY(latency)
-/* Build p's ring in p->chain (8-byte pointers for the global variants, 4-byte
- * byte offsets for shared and constant), before the launch: not timed.  A
+/* Build p's ring in p->chain (shuffled: 8-byte pointers for the global variants, 4-byte
+ * byte offsets for shared and constant; strided: 4-byte element indices), before the
+ * launch: not timed.  A
  * launcher (csrc launches it through gm_launch, an internal launch) and its
  * kernel; then, for the constant variant, copy the ring to its __constant__
  * array on `stream`. */

@@ -194,11 +194,14 @@ def _report(args: argparse.Namespace) -> int:
         cond = report.conditions(measure)
         ctitle = report.card_title(measure, cond)
         gaps = report.ceiling_table(card)
+        # each latency as the papers measure it: only where the card measured it so
+        methods = [t for t in (report.methods_table(card),) if len(t)]
         if not args.json:
             print(report.card_table(card, ctitle), end="\n\n", flush=True)
-            print(gaps, end="\n\n", flush=True)
+            for t in [gaps, *methods]:
+                print(t, end="\n\n", flush=True)
         rows = report.headlines(measure=measure, quick=args.quick, progress=progress)
-        tables = [report.card_table(card, ctitle), gaps, report.as_table(rows)]
+        tables = [report.card_table(card, ctitle), gaps, *methods, report.as_table(rows)]
         elapsed = time.perf_counter() - start
         doc = report.to_json(rows=rows, card=card, card_title=ctitle, conditions=cond,
                              elapsed_s=round(elapsed, 2), **meta)

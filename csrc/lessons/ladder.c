@@ -26,6 +26,7 @@ static const gm_variant latency_build = {
     run_build, build_kernel, 0};
 
 /* ---- latency ---------------------------------------------------------------------- */
+/* bytes per load: the node's link (ring='strided': a 4-byte index on every path) */
 #define LATENCY_BYTES(node) #node "*lanes*(warmup + steps)"
 
 static const gm_variant latency_variants[] = {
@@ -54,7 +55,9 @@ static const gm_variant latency_variants[] = {
     GM_END_ROWS,
 };
 
-enum { LA_WS, LA_VARIANT, LA_STRIDE, LA_LANES, LA_STEPS, LA_WARMUP, LA_SEED };
+enum { LA_WS, LA_VARIANT, LA_STRIDE, LA_LANES, LA_STEPS, LA_WARMUP, LA_SEED, LA_RING, LA_CLOCK };
+static const char *const ring_names[] = GM_RING_NAMES;
+static const char *const clock_names[] = GM_CLOCK_NAMES;
 static const gm_arg latency_args[] = {
     [LA_WS] = {"working_set", GM_INT, GM_POSITIONAL | GM_REQUIRED | GM_RECORD, 0, 8, 1LL << 32,
                .what = " bytes"},
@@ -65,6 +68,10 @@ static const gm_arg latency_args[] = {
     [LA_WARMUP] = {"warmup", GM_INT, GM_NO_DEFAULT | GM_RECORD, 0, 0, 0x7fffffffLL,
                    .what = " (untimed loads per lane)"},
     [LA_SEED] = {"seed", GM_INT, GM_RECORD, 0, 0, 0xffffffffLL},
+    [LA_RING] = {"ring", GM_CHOICE, GM_SELECTS | GM_RECORD, GM_RING_SHUFFLED,
+                 .choices = ring_names},
+    [LA_CLOCK] = {"clock", GM_CHOICE, GM_SELECTS | GM_RECORD, GM_CLOCK_LOOP,
+                  .choices = clock_names},
     {NULL},
 };
 
@@ -72,6 +79,21 @@ static int latency_check(gm_call *c)
 {
     const long long ws = c->v[LA_WS], stride = c->v[LA_STRIDE];
     const int sel = c->variant->select;
+    const int each = c->v[LA_CLOCK] == GM_CLOCK_EACH;
+    if (sel == GM_LATENCY_TMA && (c->v[LA_RING] != GM_RING_SHUFFLED || each)) {
+        PyErr_Format(PyExc_ValueError,
+                     "latency: %s='%s' is not allowed with variant='tma'; the bulk copy's chase "
+                     "has gpumem's ring and clock only (ring='shuffled', clock='loop')",
+                     each ? "clock" : "ring", each ? "each" : "strided");
+        return -1;
+    }
+    if (each && c->v[LA_LANES] * c->v[LA_STEPS] > GM_LATENCY_EACH_MAX) {
+        PyErr_Format(PyExc_ValueError,
+                     "latency: steps=%lld is not allowed with clock='each' and lanes=%lld; every "
+                     "load's time is kept in shared memory, so lanes * steps must be at most %d",
+                     c->v[LA_STEPS], c->v[LA_LANES], GM_LATENCY_EACH_MAX);
+        return -1;
+    }
     if (stride % 8) {
         PyErr_Format(PyExc_ValueError,
                      "latency: stride=%lld is not allowed; stride must be a multiple of 8 bytes "
@@ -107,7 +129,7 @@ static int latency_check(gm_call *c)
                      cap);
         return -1;
     }
-    npy_intp shape[2] = {3, (npy_intp)c->v[LA_LANES]};
+    npy_intp shape[2] = {3 + (each ? (npy_intp)c->v[LA_STEPS] : 0), (npy_intp)c->v[LA_LANES]};
     gm_result(c, 2, shape, NPY_INT64);
     c->work = 1;
     return gm_record(c, "n", ws / stride);
@@ -126,6 +148,8 @@ static void latency_fill(const gm_call *c, void *params)
         (int)c->v[LA_STEPS],
         (int)c->v[LA_WARMUP],
         (unsigned)c->v[LA_SEED],
+        (int)c->v[LA_RING],
+        (int)c->v[LA_CLOCK],
     };
 }
 
@@ -152,7 +176,8 @@ static int latency_prepare(gm_call *c)
     }
     if (gm_record(c, "warmup", c->v[LA_WARMUP]) < 0)
         return -1;
-    c->bytes = (sel == GM_LATENCY_TMA ? 16.0 : global ? 8.0 : 4.0) * (double)lanes *
+    const int strided = c->v[LA_RING] == GM_RING_STRIDED;
+    c->bytes = (sel == GM_LATENCY_TMA ? 16.0 : global && !strided ? 8.0 : 4.0) * (double)lanes *
                ((double)c->v[LA_WARMUP] + (double)c->v[LA_STEPS]);
     if (gm_new_tmp(c, (npy_intp)ws, NPY_UINT8) < 0)
         return -1;
@@ -179,10 +204,12 @@ fail:
 
 static const gm_family gm_latency_family = {
     "latency",
-    "Chase a ring of working_set / stride nodes (a pseudo-random cycle picked by `seed`) with "
-    "`lanes` lanes of one warp along the path `variant` names: `warmup` untimed, then `steps` timed "
-    "dependent loads per lane.  int64 rows of `lanes`: the node each lane ends at, the SM "
-    "cycles (clock64) and the nanoseconds (%globaltimer) of its timed steps.",
+    "Chase a ring of working_set / stride nodes (`ring`: a pseudo-random cycle picked by `seed`, "
+    "or the papers' ascending strided ring) with `lanes` lanes of one warp along the path "
+    "`variant` names: `warmup` untimed, then `steps` timed dependent loads per lane.  int64 rows "
+    "of `lanes`: the node each lane ends at, the SM cycles (clock64) and the nanoseconds "
+    "(%globaltimer) of its timed steps; with clock='each' then one row per step: that load's "
+    "cycles between two clock() reads.",
     latency_args, 0, 0, latency_variants, latency_check, latency_prepare, latency_fill,
 };
 

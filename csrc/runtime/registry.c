@@ -122,6 +122,14 @@ int gm_registry_init(PyObject *module, const gm_lesson *const *lessons)
         gm_add_plain(module, registry_plain) < 0)
         return -1;
     FOR_EACH_FAMILY(f) {
+        int n_args = 0;   /* a table longer than the binder's slots would overrun them */
+        while (f->args[n_args].name)
+            n_args++;
+        if (n_args > GM_MAX_ARGS) {
+            PyErr_Format(PyExc_SystemError, "%s has %d arguments; GM_MAX_ARGS is %d", f->name,
+                         n_args, GM_MAX_ARGS);
+            return -1;
+        }
         if (gm_add_function(module, f->name, gm_signature_doc(f->name, f->args, f->has_out, f->doc),
                             (PyCFunction)(void (*)(void))call_family, "gpumem.family", f) < 0)
             return -1;

@@ -103,7 +103,9 @@ class Chase:
 
     ``cycles`` and ``ns`` are per lane, over the ``steps`` timed loads (the
     ``warmup`` loads before them are not timed); ``end`` is the node each lane
-    stopped at (compare :func:`latency_reference`).
+    stopped at (compare :func:`latency_reference`).  ``ring`` and ``clock`` say how it
+    was measured (:func:`latency`); with ``clock="each"``, ``each`` holds every timed
+    load's cycles, ``(steps, lanes)``.
     """
 
     working_set: int
@@ -116,15 +118,24 @@ class Chase:
     end: np.ndarray = field(repr=False)
     cycles: np.ndarray = field(repr=False)
     ns: np.ndarray = field(repr=False)
+    ring: str = "shuffled"
+    clock: str = "loop"
+    each: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def cycles_per_load(self) -> float:
-        """SM cycles per dependent load (mean over the lanes)."""
+        """SM cycles per dependent load: the timed loop's over its steps (mean over the
+        lanes); with ``clock="each"``, the median of the loads' own clock() differences."""
+        if self.each is not None:
+            return float(np.median(self.each))
         return float(self.cycles.mean()) / self.steps
 
     @property
     def ns_per_load(self) -> float:
-        """Nanoseconds per dependent load (mean over the lanes)."""
+        """Nanoseconds per dependent load (mean over the lanes); with ``clock="each"``,
+        :attr:`cycles_per_load` at the clock the chase ran at."""
+        if self.each is not None:
+            return self.cycles_per_load / self.clock_mhz * 1e3
         return float(self.ns.mean()) / self.steps
 
     @property
@@ -136,7 +147,8 @@ class Chase:
 def latency(working_set: int, *,
             variant: Literal["ca", "cg", "ldg", "shared", "constant", "tma"] = "ca",
             stride: int = 128, lanes: int = 1, steps: int = 8192, warmup: int | None = None,
-            seed: int = 0) -> Chase | None:
+            seed: int = 0, ring: Literal["shuffled", "strided"] = "shuffled",
+            clock: Literal["loop", "each"] = "loop") -> Chase | None:
     """Chase a ring of ``working_set // stride`` nodes and time each dependent load.
 
     Before the launch (untimed) the ring is built on the device, and for the global
@@ -172,20 +184,33 @@ def latency(working_set: int, *,
         so the timed steps meet the ring where it settles; none for larger rings,
         which are met cold (a pass over them would take long and leave little).
     seed : int
-        0 .. 2**32 - 1: picks the ring's order (:func:`chain_order`).
+        0 .. 2**32 - 1: picks the shuffled ring's order (:func:`chain_order`).
+    ring : {"shuffled", "strided"}
+        ``"shuffled"``: gpumem's ring above.  ``"strided"``: the papers' (the fine-grained
+        chase of Mei and Chu, Jia et al., and Luo et al. on Hopper): ``A[i] = (i + stride /
+        4) % (working_set / 4)`` of 4-byte indices, visited in ascending order and read as
+        ``j = A[j]`` (each step computes its address from the index).  Not with ``"tma"``.
+    clock : {"loop", "each"}
+        ``"loop"``: gpumem's: ``clock64()`` around all ``steps`` loads, the mean per load.
+        ``"each"``: the papers': the 32-bit ``clock()`` read before and after each load,
+        the loaded value stored to shared memory in between; every load's cycles come back
+        (:attr:`Chase.each`; ``lanes * steps`` at most 8192) and
+        :attr:`Chase.cycles_per_load` is their median.  Not with ``"tma"``.
 
     Returns
     -------
     Chase, or None while gpumem checks a call without running it.
     """
     ints = _indices("latency", stride=stride, lanes=lanes, steps=steps, warmup=warmup, seed=seed)
-    r = _core.latency(_index("latency", "working_set", working_set), variant=variant, **ints)
+    r = _core.latency(_index("latency", "working_set", working_set), variant=variant, ring=ring,
+                      clock=clock, **ints)
     if r is None or _checking_only():
         return None
     rec = _core.last_record()
     p = rec.params
     return Chase(p["working_set"], p["stride"], p["variant"], p["lanes"], p["steps"], p["warmup"],
-                 p["seed"], r[0].copy(), r[1].copy(), r[2].copy())
+                 p["seed"], r[0].copy(), r[1].copy(), r[2].copy(), p["ring"], p["clock"],
+                 r[3:].copy() if p["clock"] == "each" else None)
 
 
 # ---- bandwidth ------------------------------------------------------------------------
@@ -582,8 +607,17 @@ def _card(measure: bool, quick: bool) -> list[dict]:
         if per_clk and dev:          # the per-clock figure at the maximum SM clock, in GB/s
             kw["published_gbps"] = per_clk * dev.multiprocessors * dev.clock_khz / 1e6
         if measure:
-            c = latency(ws, variant=v, steps=2048 if quick else 8192)
+            steps = 2048 if quick else 8192
+            c = latency(ws, variant=v, steps=steps)
             kw.update(cycles=c.cycles_per_load, ns=c.ns_per_load)
+            if kw.get("published_cycles"):
+                # the papers' ring, then their whole method: where a published latency
+                # differs from gpumem's chase, by how much each accounts for
+                kw["methods"] = {card.STRIDED: latency(ws, variant=v, steps=steps,
+                                                       ring="strided").cycles_per_load,
+                                 card.PAPERS: latency(ws, variant=v, steps=steps,
+                                                      ring="strided",
+                                                      clock="each").cycles_per_load}
             if bw:
                 # the median of the card's runs, their spread beside it; device memory's read
                 # also counts the DRAM bytes it cost (the counter that says where the gap is not)
@@ -651,6 +685,14 @@ def _sanitize_latency():
             continue
         for ws, stride, lanes in ((8, 8, 1), (8 * 37, 8, 32), (4096, 128, 1), (40960, 40, 7)):
             latency(ws, variant=v.name, stride=stride, lanes=lanes, steps=100)
+        # the papers' ring and clock, each alone and together (a shared ring at its largest
+        # with the most per-load times: past a block's default shared memory)
+        for ring, clock in (("strided", "loop"), ("shuffled", "each"), ("strided", "each")):
+            for ws, stride, lanes in ((8, 8, 1), (8 * 37, 8, 32), (40960, 40, 7)):
+                latency(ws, variant=v.name, stride=stride, lanes=lanes, steps=100, ring=ring,
+                        clock=clock)
+        if v.name == "shared":
+            latency(SHARED_MAX, variant="shared", steps=8192, ring="strided", clock="each")
 
 
 def _sanitize_bandwidth():
@@ -683,13 +725,14 @@ LESSON = Lesson(
     card=_card,
     model=(),
     # the tests' fake GPU (Lesson.stand_ins): a load 30 cycles from L1 (16 KiB), 260 from L2
-    # (4 MiB), 700 beyond; shared memory read at 30,000 GB/s, L1 at 25,000, L2 at 7,000 and
+    # (4 MiB), 700 beyond (the papers' ring 4 more, their clock() per load 6 more); shared memory read at 30,000 GB/s, L1 at 25,000, L2 at 7,000 and
     # device memory (50 MiB on) at 3,000 (each within 2% over its runs; 1.01 DRAM bytes per
     # byte read where counted); the reads' SMs at 1,900 of the 1,980 MHz maximum
     stand_ins=lambda gpu: {
-        "latency": lambda ws, variant, steps: gpu.record(
-            cycles_per_load={16 * 2**10: 30.0, 4 * 2**20: 260.0}.get(ws, 700.0),
-            ns_per_load={16 * 2**10: 30.0, 4 * 2**20: 260.0}.get(ws, 700.0) / 1.98),
+        "latency": lambda ws, variant, steps, ring="shuffled", clock="loop": gpu.record(
+            cycles_per_load=(c := {16 * 2**10: 30.0, 4 * 2**20: 260.0}.get(ws, 700.0) + (
+                4.0 if ring == "strided" else 0.0) + (6.0 if clock == "each" else 0.0)),
+            ns_per_load=c / 1.98),
         "_measure_bandwidth": lambda v, scope, ws, repeat, sms, counters=False: {
             "GB/s": (g := {("shared", "block"): 30000.0, ("read", "block"): 25000.0}.get(
                 (v, scope), 7000.0 if ws < 50 * 2**20 else 3000.0)),

@@ -14,12 +14,16 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["chain_order", "latency_chain", "chain_image", "latency_reference",
-           "MAX_WORKING_SET", "MAX_STRIDE", "MAX_STEPS", "MAX_WARMUP"]
+           "MAX_WORKING_SET", "MAX_STRIDE", "MAX_STEPS", "MAX_WARMUP", "RINGS"]
 
 MAX_WORKING_SET = 1 << 32    #: bytes: the largest ring
 MAX_STRIDE = 1 << 20         #: bytes between nodes, at most
 MAX_STEPS = 1 << 20          #: timed loads per lane, at most
 MAX_WARMUP = 2**31 - 1       #: untimed loads per lane, at most
+#: The rings :func:`latency` chases: gpumem's keyed shuffle, and the papers' ascending ring
+#: of 4-byte indices ``stride`` bytes apart (a pure copy of the C table's choices, tested
+#: equal to them)
+RINGS = ("shuffled", "strided")
 
 
 def _int(fn: str, name: str, v: Any, lo: int, hi: int) -> int:
@@ -146,10 +150,11 @@ def chain_image(working_set: int, stride: int = 128, seed: int = 0) -> np.ndarra
 
 
 def latency_reference(working_set: int, *, stride: int = 128, lanes: int = 1, steps: int = 8192,
-                      warmup: int = 0, seed: int = 0) -> np.ndarray:
+                      warmup: int = 0, seed: int = 0, ring: str = "shuffled") -> np.ndarray:
     """Where each lane of :func:`latency` ends: lane ``l`` starts at position
     ``l * n // lanes`` of the ring and takes ``warmup + steps`` steps, so it ends at
-    node ``order[(l * n // lanes + warmup + steps) % n]``.
+    node ``order[(l * n // lanes + warmup + steps) % n]`` -- with ``ring="strided"``
+    (the papers' ascending ring) at node ``(l * n // lanes + warmup + steps) % n``.
 
     Returns
     -------
@@ -159,5 +164,9 @@ def latency_reference(working_set: int, *, stride: int = 128, lanes: int = 1, st
     _, _, n = _ring(fn, working_set, stride)
     lanes, steps = _int(fn, "lanes", lanes, 1, 32), _int(fn, "steps", steps, 1, MAX_STEPS)
     warmup, seed = _int(fn, "warmup", warmup, 0, MAX_WARMUP), _int(fn, "seed", seed, 0, _M32)
+    if ring not in RINGS:
+        raise (TypeError if not isinstance(ring, str) else ValueError)(
+            f"{fn}: ring must be one of {', '.join(map(repr, RINGS))}, not {ring!r}")
     start = np.arange(lanes, dtype=np.int64) * n // lanes
-    return _order(n, seed, (start + warmup + steps) % n)
+    at = (start + warmup + steps) % n
+    return at if ring == "strided" else _order(n, seed, at)

@@ -32,10 +32,14 @@ new lesson is in the card by construction.  Each row is a dict with the keys
     The spread of the measured bandwidth: the median above is of ``runs`` runs.
 ``how``
     What the row measures (or would measure, without a GPU).
+``methods``
+    Where a row's latency is also measured the papers' way: cycles per load by each of
+    :data:`METHODS` (None elsewhere).
 
 Around the rows: :func:`conditions` (the run's clocks, power limit, ECC... from NVML, for the
-card's title and JSON) and :func:`ceiling_table` (every ceiling itemised: *where each gap
-goes*).
+card's title and JSON), :func:`ceiling_table` (every ceiling itemised: *where each gap
+goes*) and :func:`methods_table` (each latency as the papers measure it, the difference
+split into the ring's part and the clock's).
 
 Tools layer: imports the runtime.
 """
@@ -50,7 +54,8 @@ from ..runtime.table import Table
 
 __all__ = ["DEPTH", "card_row", "card_reference", "size_text", "published_latency", "published_figure",
            "published_for", "ratio_text", "ceiling_text", "CARD_COLUMNS", "CARD_RUNS",
-           "gbps_spread", "conditions", "conditions_text", "ceiling_table"]
+           "gbps_spread", "conditions", "conditions_text", "ceiling_table", "METHODS",
+           "methods_table"]
 
 #: Where each level sits, from the SM outwards (the card's order; a level not named here
 #: goes last, in lesson order).
@@ -104,14 +109,16 @@ def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: 
              published_gbps: float | None = None, published_text: str = "",
              source: str | None = None, how: str = "", published_for: str = "",
              ceiling: Ceiling | None = None, why: str = "", why_value: float | None = None,
-             spread: tuple[float, float, int] | None = None) -> dict:
+             spread: tuple[float, float, int] | None = None,
+             methods: Mapping[str, float] | None = None) -> dict:
     """One card row (see the module docstring).  ``published_text`` stands for the
     published bandwidth where it is stated in other units (``"128 B/clk/SM"``);
     ``published_gbps`` may still carry its GB/s for the ratio.  ``published_for``: the
     GPU a figure was published for where it is not this one (another of its chip),
     named after the figure.  ``ceiling``: the path's ceiling (:mod:`gpumem.model.ceiling`);
     ``why``/``why_value``: what explains the rest; ``spread``: (min, max, runs) of the
-    measured GB/s."""
+    measured GB/s; ``methods``: the same level's cycles per load as other methods measure
+    them (:data:`METHODS`; :func:`methods_table`)."""
     parts = []
     if published_cycles is not None:
         lo, hi = published_cycles
@@ -139,7 +146,8 @@ def card_row(level: str, lesson: str, *, size: float | None = None, size_text_: 
             "ceiling_ratio": gbps / ceiling.gbps if ceiling and gbps is not None else None,
             "why": why, "why_value": why_value,
             "GB/s_min": spread[0] if spread else None, "GB/s_max": spread[1] if spread else None,
-            "runs": spread[2] if spread else None}
+            "runs": spread[2] if spread else None,
+            "methods": dict(methods) if methods else None}
 
 
 def ratio_text(row: dict) -> str:
@@ -243,3 +251,41 @@ def ceiling_table(rows: Sequence[dict], title: str = "where each gap goes") -> T
                         "ceiling" + (f"; why: {r['why']}" if r.get("why") else ""),
                         "factor": None, "GB/s": r["GB/s"], "source": "this run"})
     return Table(out, columns=["level", "step", "factor", "GB/s", "source"], title=title)
+
+
+#: The latency methods a card row may carry beside its own chase (``card_row``'s
+#: ``methods``): gpumem's chase on the papers' ring, then the papers' whole method (that ring
+#: timed load by load with clock(), as Mei and Chu, Jia et al. and Luo et al. measure).
+STRIDED, PAPERS = "strided ring", "papers' chase"
+METHODS = (STRIDED, PAPERS)
+
+
+def methods_table(rows: Sequence[dict],
+                  title: str = "each latency as the papers measure it") -> Table:
+    """For each card row that carries :data:`METHODS`: its published latency, gpumem's
+    chase, the same chase on the papers' strided ring, and the papers' whole method; the
+    difference split into what the ring adds and what timing each load with clock() adds,
+    and whether the papers' method lands in the published range."""
+    out = []
+    for r in rows:
+        m, own = r.get("methods") or {}, r.get("cycles")
+        if own is None or not all(m.get(k) is not None for k in METHODS):
+            continue
+        pub = r.get("published_cycles")
+        lo, hi = pub if pub else (None, None)
+        papers = m[PAPERS]
+        if pub is None:
+            verdict = "none known"
+        elif lo * 0.95 <= papers <= hi * 1.05:
+            verdict = "reproduced"
+        else:
+            verdict = f"not reproduced ({papers / (0.5 * (lo + hi)):.2f}x)"
+        out.append({"level": r["level"],
+                    "published": "" if pub is None else (f"{lo:g}" if lo == hi else
+                                                         f"{lo:g}-{hi:g}"),
+                    "gpumem's chase": round(own, 1), STRIDED: round(m[STRIDED], 1),
+                    PAPERS: round(papers, 1), "ring adds": round(m[STRIDED] - own, 1),
+                    "clock() adds": round(papers - m[STRIDED], 1),
+                    "papers' figure": verdict})
+    return Table(out, columns=["level", "published", "gpumem's chase", STRIDED, PAPERS,
+                               "ring adds", "clock() adds", "papers' figure"], title=title)
