@@ -371,8 +371,10 @@ PyObject *gm_dlpack_device(int dev); /* (2, dev) */
 /* x's device memory (__dlpack__ or __cuda_array_interface__, C-contiguous, on
  * any GPU) into *out, gpumem's stream for it (the current one of its device)
  * ordered after the producer's work; fn names the caller and the argument
- * ("copy: a"), as every message begins.  0 / -1. */
-int gm_dlpack_import(PyObject *x, const char *fn, int defer, gm_foreign *out);
+ * ("copy: a"), as every message begins.  cai: x.__cuda_array_interface__ as the
+ * caller has read it already (borrowed; a property that builds its dict anew on
+ * every read is then not read twice), or NULL to read it here.  0 / -1. */
+int gm_dlpack_import(PyObject *x, const char *fn, int defer, PyObject *cai, gm_foreign *out);
 /* cai.c, also for dlpack.c: x's __cuda_array_interface__ dict `cai` read whole
  * into *out, pending (no device touched); a stream number of the protocols as a
  * handle (1 legacy, 2 per-thread, other positive ints; `what` names it); strides
@@ -392,8 +394,10 @@ int gm_foreign_attach(const char *fn, void *ptr, size_t nbytes, int has_producer
                       cudaStream_t producer, int *dev, cudaStream_t *stream, PyObject **keep);
 /* Whether obj has attribute attr (a protocol): 1, 0, or -1 when looking it up
  * raised something other than AttributeError (then a TypeError naming fn and
- * the argument, that exception chained). */
-int gm_has_protocol(PyObject *obj, const char *attr, const char *fn, const char *name);
+ * the argument, that exception chained).  *value (when value is not NULL): the
+ * attribute, a new reference, where it is 1; else NULL. */
+int gm_has_protocol(PyObject *obj, const char *attr, const char *fn, const char *name,
+                    PyObject **value);
 
 /* ---- DeviceArray and kernel operands (devarray.c) ------------------------------ */
 #define GM_MAXDIM 32

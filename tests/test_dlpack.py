@@ -309,3 +309,43 @@ def test_an_array_with_both_protocols_is_read_through_the_one_that_names_its_str
     except (ValueError, gm.CudaUnavailableError):
         pass                 # a 0-byte array, or no GPU: only the route matters here
     assert (x.dlpack > 0) == via_dlpack, x.dlpack
+
+
+@pytest.mark.parametrize("typestr", ["<f2", "<f4", "<f8", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2",
+                                     "<u4", "<u8", "|b1", "<c8", "|f4", ">f4", "<f16"])
+def test_each_type_string_reads_as_numpy_reads_it(typestr):
+    """The plain little-endian codes are read without NumPy's converter: the dtype a kernel
+    is told about is the one NumPy gives the same string (or its refusal)."""
+    x = Interface({"data": (ADDRESS, False), "shape": (4,), "typestr": typestr, "version": 3})
+    try:
+        want = np.dtype(typestr)
+    except TypeError:
+        with pytest.raises(ValueError, match=r"is not a NumPy type string"):
+            gm.vec_add(x, x)
+        return
+    if want == np.float32 and want.isnative:
+        return                                   # taken: the call goes on to the device
+    with pytest.raises((TypeError, ValueError), match=r"^vec_add: a has dtype ") as e:
+        gm.vec_add(x, x)
+    assert repr(want) in str(e.value) or not want.isnative
+
+
+class Counted(Interface):
+    """An interface that counts its reads (CuPy builds the dict anew on each)."""
+
+    reads = 0
+
+    @property
+    def __cuda_array_interface__(self):
+        Counted.reads += 1
+        return self.cai
+
+
+def test_an_operands_interface_is_read_once():
+    x = Counted({"data": (ADDRESS, False), "shape": (4,), "typestr": "<f8", "version": 3})
+    for call in (lambda: gm.vec_add(x, np.ones(4, np.float32)), lambda: gm.copy(x),
+                 lambda: gm.vec_add(np.ones(4, np.float32), np.ones(4, np.float32), out=x)):
+        Counted.reads = 0
+        with pytest.raises(TypeError, match=r"dtype"):
+            call()
+        assert Counted.reads == 1

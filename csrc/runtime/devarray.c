@@ -63,15 +63,17 @@ gm_DeviceArray *gm_devarray_new(int ndim, const npy_intp *shape, PyArray_Descr *
 enum { TAKE_NOW, TAKE_OPERAND, TAKE_OUT };
 
 /* from_dlpack(x): x's device memory as a DeviceArray, shared (no copy).  Errors name
- * fn and the argument (`name`). */
-static PyObject *from_dlpack_obj(PyObject *x, const char *fn, const char *name, int take)
+ * fn and the argument (`name`).  cai: x's __cuda_array_interface__ where the caller has
+ * read it (borrowed), else NULL. */
+static PyObject *from_dlpack_obj(PyObject *x, const char *fn, const char *name, int take,
+                                 PyObject *cai)
 {
     gm_foreign f;
     char who[160];
     if (gm_DeviceArray_Check(x))
         return Py_NewRef(x);
     snprintf(who, sizeof who, "%s: %s", fn, name);
-    if (gm_dlpack_import(x, who, take != TAKE_NOW, &f) < 0)
+    if (gm_dlpack_import(x, who, take != TAKE_NOW, cai, &f) < 0)
         return NULL;
     if (take == TAKE_OUT && f.read_only) {
         PyErr_Format(PyExc_ValueError, "%s is read-only (its owner says so): a kernel cannot "
@@ -130,7 +132,7 @@ void gm_devarray_used(gm_DeviceArray *d, cudaStream_t stream, PyObject *keep)
 
 static PyObject *from_dlpack(PyObject *self, PyObject *x)
 {
-    return from_dlpack_obj(x, "from_dlpack", "x", TAKE_NOW);
+    return from_dlpack_obj(x, "from_dlpack", "x", TAKE_NOW, NULL);
 }
 
 /* __dlpack__: a capsule of this array's memory, or of a device copy (copy=True). */
@@ -297,12 +299,16 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
         /* Another library's array: its device memory is shared, a host one
          * (DLPack device kDLCPU) goes through NumPy and is copied.  An interface
          * that raises is the caller's error, chained (not "has no interface"). */
-        int cai = gm_has_protocol(obj, "__cuda_array_interface__", "to_device", "a");
-        int dl = cai ? 0 : gm_has_protocol(obj, "__dlpack__", "to_device", "a");
+        PyObject *iface = NULL;
+        int cai = gm_has_protocol(obj, "__cuda_array_interface__", "to_device", "a", &iface);
+        int dl = cai ? 0 : gm_has_protocol(obj, "__dlpack__", "to_device", "a", NULL);
         if (cai < 0 || dl < 0)
             return NULL;
-        if (cai)
-            return from_dlpack_obj(obj, "to_device", "a", TAKE_NOW);
+        if (cai) {
+            PyObject *r = from_dlpack_obj(obj, "to_device", "a", TAKE_NOW, iface);
+            Py_DECREF(iface);
+            return r;
+        }
         if (!dl) {
             PyErr_Format(PyExc_TypeError,
                          "to_device: a must be a numpy.ndarray or an array with __dlpack__ or "
@@ -317,7 +323,7 @@ static PyObject *gm_to_device(PyObject *self, PyObject *obj)
         Py_XDECREF(dev);
         PyErr_Clear();
         if (!host)
-            return from_dlpack_obj(obj, "to_device", "a", TAKE_NOW);
+            return from_dlpack_obj(obj, "to_device", "a", TAKE_NOW, NULL);
         PyObject *np = PyImport_ImportModule("numpy");
         PyObject *arr = np ? PyObject_CallMethod(np, "from_dlpack", "O", obj) : NULL;
         Py_XDECREF(np);
@@ -689,8 +695,9 @@ int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenu
         /* Another library's CUDA array: shared, no copy, checked as from_dlpack() checks
          * (its interface now, its memory on the device when the call's other arguments
          * have passed too: gm_operand_upload). */
-        int cai = gm_has_protocol(obj, "__cuda_array_interface__", fn, name);
-        int dl = cai ? 0 : gm_has_protocol(obj, "__dlpack__", fn, name);
+        PyObject *iface = NULL;   /* read once: CuPy builds the dict on every read */
+        int cai = gm_has_protocol(obj, "__cuda_array_interface__", fn, name, &iface);
+        int dl = cai ? 0 : gm_has_protocol(obj, "__dlpack__", fn, name, NULL);
         if (cai < 0 || dl < 0)
             return -1;
         if (!cai && !dl) {
@@ -700,7 +707,8 @@ int gm_operand_parse(PyObject *obj, const char *fn, const char *name, int typenu
                          fn, name, Py_TYPE(obj)->tp_name);
             return -1;
         }
-        op->wrapped = from_dlpack_obj(obj, fn, name, TAKE_OPERAND);
+        op->wrapped = from_dlpack_obj(obj, fn, name, TAKE_OPERAND, iface);
+        Py_XDECREF(iface);
         if (op->wrapped == NULL)
             return -1;
         gm_DeviceArray *d = (gm_DeviceArray *)op->wrapped;
@@ -753,11 +761,14 @@ PyObject *gm_out_operand(PyObject *out, const char *fn)
 {
     if (gm_DeviceArray_Check(out) || PyArray_Check(out))
         return Py_NewRef(out);
-    int cai = gm_has_protocol(out, "__cuda_array_interface__", fn, "out");
-    int dl = cai ? 0 : gm_has_protocol(out, "__dlpack__", fn, "out");
+    PyObject *iface = NULL;
+    int cai = gm_has_protocol(out, "__cuda_array_interface__", fn, "out", &iface);
+    int dl = cai ? 0 : gm_has_protocol(out, "__dlpack__", fn, "out", NULL);
     if (cai < 0 || dl < 0)
         return NULL;
-    return cai || dl ? from_dlpack_obj(out, fn, "out", TAKE_OUT) : Py_NewRef(out);
+    PyObject *r = cai || dl ? from_dlpack_obj(out, fn, "out", TAKE_OUT, iface) : Py_NewRef(out);
+    Py_XDECREF(iface);
+    return r;
 }
 
 int gm_check_out(PyObject *out, const char *fn, int ndim, const npy_intp *shape, int typenum)

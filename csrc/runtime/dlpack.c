@@ -465,11 +465,17 @@ static int from_capsule(PyObject *cap, const char *fn, gm_foreign *out)
     return 0;
 }
 
-int gm_has_protocol(PyObject *obj, const char *attr, const char *fn, const char *name)
+int gm_has_protocol(PyObject *obj, const char *attr, const char *fn, const char *name,
+                    PyObject **value)
 {
     PyObject *v = PyObject_GetAttrString(obj, attr);
+    if (value)
+        *value = NULL;
     if (v != NULL) {
-        Py_DECREF(v);
+        if (value)
+            *value = v;
+        else
+            Py_DECREF(v);
         return 1;
     }
     if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
@@ -539,10 +545,10 @@ static int cai_names_its_stream(PyObject *cai)
     return version >= 3;
 }
 
-int gm_dlpack_import(PyObject *x, const char *fn, int defer, gm_foreign *out)
+int gm_dlpack_import(PyObject *x, const char *fn, int defer, PyObject *given, gm_foreign *out)
 {
     memset(out, 0, sizeof *out);
-    PyObject *cai = PyObject_GetAttrString(x, "__cuda_array_interface__");
+    PyObject *cai = given ? Py_NewRef(given) : PyObject_GetAttrString(x, "__cuda_array_interface__");
     if (cai == NULL) {
         /* an interface that raises (PyTorch's, for a tensor that requires grad): DLPack
          * decides, where there is one; else the error, chained */
