@@ -224,6 +224,56 @@ else:
     print("(needs a GPU)")
 
 # %% [markdown]
+# ### gpumem's chase beside the papers' chase
+#
+# The published latencies come from a different chase (Mei and Chu's fine-grained
+# P-chase, which Jia et al. and, on Hopper, Luo et al. use): an **ascending** ring
+# `A[i] = (i + stride/4) % N` of 4-byte **indices** (each step computes its address from the
+# index), and the 32-bit `clock()` read **around every load**, with the loaded value stored to
+# shared memory in between. gpumem's chase follows 8-byte pointers around a shuffled ring and
+# reads `clock64()` once around 8192 loads. `ring="strided"` and `clock="each"` switch to the
+# papers' ring and clock one at a time, so the difference splits into what each adds
+# (`gpumem report` prints the same split under the card).
+
+# %%
+if HAVE_GPU:
+    here = published(dev.name) or pub
+    l2 = dev.l2_cache_size
+    rows, each = [], {}
+    for level, ws, path in (("shared", 16 * KiB, "shared"), ("constant", 1 * KiB, "constant"),
+                            ("L1", 16 * KiB, "ca"),
+                            ("L2 near", min(4 * MiB, l2 // 8) // 128 * 128, "cg"),
+                            ("device memory", max(256 * MiB, 8 * l2) // 128 * 128, "cg")):
+        own = gm.latency(ws, variant=path, steps=4096)
+        strided = gm.latency(ws, variant=path, steps=4096, ring="strided")
+        papers = gm.latency(ws, variant=path, steps=4096, ring="strided", clock="each")
+        each[level] = papers.each[:, 0]
+        lo, hi = here.latency(level) or (None, None)
+        rows.append({"level": level, "published": f"{lo}-{hi}" if lo else "",
+                     "gpumem's chase": own.cycles_per_load,
+                     "strided ring": strided.cycles_per_load,
+                     "papers' chase": papers.cycles_per_load,
+                     "ring adds": strided.cycles_per_load - own.cycles_per_load,
+                     "clock() adds": papers.cycles_per_load - strided.cycles_per_load})
+    display(gm.Table(rows, sources={c: "measured" for c in ("gpumem's chase", "strided ring",
+                                                            "papers' chase", "ring adds",
+                                                            "clock() adds")},
+                     title=f"cycles per dependent load, three ways, on {dev.name}"))
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    for level, v in each.items():
+        ax.hist(v, bins=np.geomspace(max(1, v.min() * 0.8), v.max() * 1.2, 80), histtype="step",
+                label=f"{level} (median {np.median(v):.0f})")
+    ax.set_xscale("log")
+    ax.set_xlabel("cycles between the two clock() reads around one load [measured]")
+    ax.set_ylabel("loads")
+    ax.set_title("the papers' chase: every load's own time (4096 loads per level)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    plt.show()
+else:
+    print("(needs a GPU: gm.latency(ws, ring='strided', clock='each') is the papers' chase)")
+
+# %% [markdown]
 # ## The bandwidth ladder (needs a GPU)
 #
 # Rows: the `shared` variant (the working set in each block's shared memory); `read` with
