@@ -17,7 +17,10 @@ Targets (issue 14), each reported with its measured value:
 * latency: every level of :func:`gpumem.lessons.ladder.latency_levels` within the published
   range of the device (:mod:`gpumem.runtime.published`, widened by ``TOLERANCE``), and the
   near/far L2 split
-  shown: the far-L2 latency at least 1.3x the near one and below device memory's.
+  shown: the far-L2 latency at least 1.3x the near one and below device memory's;
+* latency by the papers' own method (:func:`gpumem.lessons.ladder.latency_methods`: their
+  strided ring, ``clock()`` around every load) within the published range, level by level:
+  where it lands there and gpumem's chase does not, the difference is the method's.
 
 About 10-15 s on an H100 (the latency ladder's warm-up passes dominate); ``quick``:
 fewer paths and sets, a few seconds.
@@ -98,6 +101,18 @@ def run(out_dir: str, quick: bool) -> bool:
         checks.append({"what": f"latency {r['level']} within {lo:.0f}..{hi:.0f} cycles "
                                "(published)",
                        "value": v, "unit": "cycles", "met": v is not None and lo <= v <= hi})
+    # the papers' chase on each level's ring: where gpumem's figure and the published one
+    # differ, does the papers' own method land in the published range?  (reported beside
+    # gpumem's; the split says how much the ring and the clock each add)
+    methods = ladder.latency_methods()
+    for r in methods:
+        lo, hi = r["published low"], r["published high"]
+        if lo is None:
+            continue
+        v = r["papers' chase"]
+        checks.append({"what": f"latency {r['level']} by the papers' chase (strided ring, "
+                               f"clock() per load) within {lo:.0f}..{hi:.0f} cycles (published)",
+                       "value": v, "unit": "cycles", "met": lo <= v <= hi})
     split = far / near if far and near else None
     checks.append({"what": f"near/far L2 split: far >= {SPLIT}x near, and below device memory",
                    "value": split, "unit": "x near",
@@ -133,6 +148,7 @@ def run(out_dir: str, quick: bool) -> bool:
     payload = {"stamp": s, "d2d_before": before, "d2d_after": after, "d2d_reference_gbps": d2d,
                "targets": checks, "met": met, "latency_levels": levels.rows,
                "cache_sizes": sizes.rows, "bandwidth_plateaus": plateaus.rows,
+               "latency_methods": methods.rows,
                "latency_ladder": lat.rows, "bandwidth_ladder": bw.rows,
                "tolerance": TOLERANCE, "quick": quick}
     os.makedirs(out_dir, exist_ok=True)
@@ -142,7 +158,8 @@ def run(out_dir: str, quick: bool) -> bool:
         f"### latency and bandwidth ladders, {dev.name}", "",
         f"{s['gpu']} (cc {s['cc']}, driver {s['driver']}, CUDA runtime {s['runtime']}), "
         f"{s['date']}", "",
-        summary.to_markdown(), "", levels.to_markdown(), "", sizes.to_markdown(), "",
+        summary.to_markdown(), "", levels.to_markdown(), "", methods.to_markdown(), "",
+        sizes.to_markdown(), "",
         plateaus.to_markdown(), "",
         f"- cudaMemcpy D2D of 1 GiB: {before['GB/s']:.0f} GB/s before the ladders, "
         f"{after['GB/s']:.0f} after; the faster is the reference.",

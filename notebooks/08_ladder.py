@@ -237,28 +237,11 @@ else:
 
 # %%
 if HAVE_GPU:
-    here = published(dev.name) or pub
-    l2 = dev.l2_cache_size
-    rows, each = [], {}
-    for level, ws, path in (("shared", 16 * KiB, "shared"), ("constant", 1 * KiB, "constant"),
-                            ("L1", 16 * KiB, "ca"),
-                            ("L2 near", min(4 * MiB, l2 // 8) // 128 * 128, "cg"),
-                            ("device memory", max(256 * MiB, 8 * l2) // 128 * 128, "cg")):
-        own = gm.latency(ws, variant=path, steps=4096)
-        strided = gm.latency(ws, variant=path, steps=4096, ring="strided")
-        papers = gm.latency(ws, variant=path, steps=4096, ring="strided", clock="each")
-        each[level] = papers.each[:, 0]
-        lo, hi = here.latency(level) or (None, None)
-        rows.append({"level": level, "published": f"{lo}-{hi}" if lo else "",
-                     "gpumem's chase": own.cycles_per_load,
-                     "strided ring": strided.cycles_per_load,
-                     "papers' chase": papers.cycles_per_load,
-                     "ring adds": strided.cycles_per_load - own.cycles_per_load,
-                     "clock() adds": papers.cycles_per_load - strided.cycles_per_load})
-    display(gm.Table(rows, sources={c: "measured" for c in ("gpumem's chase", "strided ring",
-                                                            "papers' chase", "ring adds",
-                                                            "clock() adds")},
-                     title=f"cycles per dependent load, three ways, on {dev.name}"))
+    display(ladder.latency_methods())       # each level's ring: ladder.chase_rings(L2 bytes)
+    each = {}
+    for level, (ws, path) in ladder.chase_rings(dev.l2_cache_size).items():
+        c = gm.latency(ws, variant=path, steps=4096, ring="strided", clock="each")
+        each[level] = c.each[:, 0]
     fig, ax = plt.subplots(figsize=(9, 3.5))
     for level, v in each.items():
         ax.hist(v, bins=np.geomspace(max(1, v.min() * 0.8), v.max() * 1.2, 80), histtype="step",

@@ -150,8 +150,43 @@ def test_timing_each_load_costs_cycles_gpumems_loop_does_not(no_leak):
                         (min(4 * MiB, l2 // 8) // 128 * 128, "cg")):
         loop = gm.latency(ws, variant=variant, steps=4096, ring="strided")
         each = gm.latency(ws, variant=variant, steps=4096, ring="strided", clock="each")
-        # the clock reads and the store between them add to every load, never take away
-        assert each.cycles_per_load > loop.cycles_per_load, (variant, each, loop)
+        # the clock reads and the store between them add to every load on chip (from L2 the
+        # median of single loads meets the loop's mean, which its slow loads pull up)
+        if variant != "cg":
+            assert each.cycles_per_load > loop.cycles_per_load, (variant, each, loop)
+        assert each.cycles_per_load > 0.9 * loop.cycles_per_load, (variant, each, loop)
         assert each.cycles_per_load < 2 * loop.cycles_per_load + 40
         assert 300 < each.clock_mhz < 3500
         assert each.ns_per_load == pytest.approx(each.cycles_per_load / each.clock_mhz * 1e3)
+
+
+def test_latency_methods_checks_its_arguments_first():
+    from gpumem.lessons import ladder
+
+    with pytest.raises(ValueError, match=r"latency_methods: steps=8193 is not allowed; steps "
+                                         r"must be 1\.\.8192"):
+        ladder.latency_methods(steps=8193)
+    with pytest.raises(TypeError, match=r"latency_methods: progress must be a bool"):
+        ladder.latency_methods(progress=1)
+    rings = ladder.chase_rings(50 * MiB)
+    assert list(rings) == ["shared", "constant", "L1", "L2 near", "L2 far", "device memory"]
+    assert all(ws % 128 == 0 for ws, _ in rings.values())
+
+
+@pytest.mark.alone      # a cache measured: another process would share it
+@pytest.mark.gpu
+def test_latency_methods_on_the_gpu(no_leak):
+    from gpumem.lessons import ladder
+
+    t = ladder.latency_methods(steps=1024)
+    assert t["level"] == list(ladder.chase_rings(gm.device().l2_cache_size))
+    for r in t:
+        assert r["ring adds"] == pytest.approx(r[card.STRIDED] - r["gpumem's chase"])
+        assert r["clock() adds"] == pytest.approx(r[card.PAPERS] - r[card.STRIDED])
+        assert r[card.PAPERS] > 0 and r[card.STRIDED] > 0, r
+        if r["level"] in ("shared", "constant", "L1"):       # timing each load costs cycles
+            assert r[card.PAPERS] > r[card.STRIDED], r
+    by = {r["level"]: r for r in t}
+    # the papers' chase keeps the levels in their order
+    assert by["shared"][card.PAPERS] < by["L2 near"][card.PAPERS] < \
+        by["device memory"][card.PAPERS]

@@ -57,7 +57,8 @@ from ..tools.levels import (CONSTANT_MAX, GiB, KiB, L1_SHARED_PER_SM, LATENCY_LE
 
 __all__ = ["Chase", "latency", "latency_reference", "chain_order", "latency_chain", "chain_image",
            "bandwidth", "bandwidth_reference", "latency_ladder", "bandwidth_ladder",
-           "cache_sizes", "latency_levels", "published_figures", "LATENCY_LEVELS",
+           "cache_sizes", "latency_levels", "latency_methods", "chase_rings",
+           "published_figures", "LATENCY_LEVELS",
            "LATENCY_SETS", "LATENCY_VARIANTS", "LADDER_VARIANTS", "BANDWIDTH_SETS",
            "L1_SHARED_PER_SM"]
 
@@ -524,6 +525,48 @@ def _measure_bandwidth(v: str, scope: str, ws: int, repeat: int, sms: int,
     return row
 
 
+def chase_rings(l2: int) -> dict[str, tuple[int, str]]:
+    """The ring each level's one latency figure is chased on (the card's, and
+    :func:`latency_methods`'s): level -> (bytes, path), for an L2 of ``l2`` bytes."""
+    return {"shared": (16 * KiB, "shared"), "constant": (1 * KiB, "constant"),
+            "L1": (16 * KiB, "ca"), "L2 near": (min(4 * MiB, l2 // 8) // 128 * 128, "cg"),
+            "L2 far": (int(0.7 * l2) // 128 * 128, "cg"),
+            "device memory": (max(256 * MiB, 8 * l2) // 128 * 128, "cg")}
+
+
+def _methods(ws: int, variant: str, steps: int) -> dict[str, float]:
+    """Cycles per load on ``ws``'s ring by the papers' ring and by their whole method."""
+    return {card.STRIDED: latency(ws, variant=variant, steps=steps,
+                                  ring="strided").cycles_per_load,
+            card.PAPERS: latency(ws, variant=variant, steps=steps, ring="strided",
+                                 clock="each").cycles_per_load}
+
+
+def latency_methods(*, steps: int = 8192, progress: bool = False) -> Table:
+    """Each level's latency (:func:`chase_rings`) three ways -- gpumem's chase, the same on
+    the papers' strided ring, and the papers' whole method (that ring, ``clock()`` around
+    every load) -- beside the published range, with what the ring and the clock each add."""
+    fn = "latency_methods"
+    steps = _ints(fn, "steps", steps, 1, 8192)[0]
+    progress = _flag(fn, "progress", progress)
+    _need_gpu()
+    entry, _ = _published(None)
+    rows = []
+    rings = chase_rings(runtime.device().l2_cache_size)
+    for level, (ws, v) in _progress(rings.items(), len(rings), fn, progress):
+        own = latency(ws, variant=v, steps=steps).cycles_per_load
+        m = _methods(ws, v, steps)
+        pub = entry.latency(level) if entry else None
+        rows.append({"level": level, "working set": ws, "path": v,
+                     "published low": pub[0] if pub else None,
+                     "published high": pub[1] if pub else None, "gpumem's chase": own, **m,
+                     "ring adds": m[card.STRIDED] - own,
+                     "clock() adds": m[card.PAPERS] - m[card.STRIDED]})
+    return Table(rows, sources={k: "measured" for k in ("gpumem's chase", *card.METHODS,
+                                                         "ring adds", "clock() adds")},
+                 title=f"cycles per load three ways, on {runtime.device().name}")
+
+
 def _memcpy_row(nbytes: int, repeat: int, sms: int) -> dict:
     src, dst = runtime.empty((nbytes // 4,)), runtime.empty((nbytes // 4,))
     copy = device_copy(dst, src, repeat=repeat, warmup=3)
@@ -579,18 +622,18 @@ def _card(measure: bool, quick: bool) -> list[dict]:
     arch = ARCHS.get(f"{cc[0]}.{cc[1]}")
     shared = dev.shared_memory_per_multiprocessor if dev else (arch.smem_per_sm if arch else
                                                                unified)
-    spec = [("shared", shared, "/SM", (16 * KiB, "shared"), ("shared", "block", 32 * KiB), None),
-            ("constant", CONSTANT_MAX, "", (1 * KiB, "constant"), None, None),
-            ("L1", unified, "/SM (+shared)", (16 * KiB, "ca"), ("read", "block", 64 * KiB),
+    ring = chase_rings(l2)
+    spec = [("shared", shared, "/SM", ring["shared"], ("shared", "block", 32 * KiB), None),
+            ("constant", CONSTANT_MAX, "", ring["constant"], None, None),
+            ("L1", unified, "/SM (+shared)", ring["L1"], ("read", "block", 64 * KiB),
              "l1_bytes_per_clk_sm"),
-            ("L2 near", l2 // 2, "", (min(4 * MiB, l2 // 8) // 128 * 128, "cg"),
-             ("read", "grid", l2 // 4 // 16 * 16), "l2_gbps"),
-            ("L2 far", l2, "", (int(0.7 * l2) // 128 * 128, "cg"), None, None),
+            ("L2 near", l2 // 2, "", ring["L2 near"], ("read", "grid", l2 // 4 // 16 * 16),
+             "l2_gbps"),
+            ("L2 far", l2, "", ring["L2 far"], None, None),
             # the same near ring through the copy engine (compute capability 9.0)
-            ("L2 near, TMA", l2 // 2, "", (min(4 * MiB, l2 // 8) // 128 * 128, "tma"), None,
-             None),
-            ("device memory", dram, "", (max(256 * MiB, 8 * l2) // 128 * 128, "cg"),
-             ("read", "grid", big), "memory_gbps")]
+            ("L2 near, TMA", l2 // 2, "", (ring["L2 near"][0], "tma"), None, None),
+            ("device memory", dram, "", ring["device memory"], ("read", "grid", big),
+             "memory_gbps")]
     rows = []
     for level, size, per, (ws, v), bw, fig in spec:
         if v == "tma" and cc < (9, 0):
@@ -613,11 +656,7 @@ def _card(measure: bool, quick: bool) -> list[dict]:
             if kw.get("published_cycles"):
                 # the papers' ring, then their whole method: where a published latency
                 # differs from gpumem's chase, by how much each accounts for
-                kw["methods"] = {card.STRIDED: latency(ws, variant=v, steps=steps,
-                                                       ring="strided").cycles_per_load,
-                                 card.PAPERS: latency(ws, variant=v, steps=steps,
-                                                      ring="strided",
-                                                      clock="each").cycles_per_load}
+                kw["methods"] = _methods(ws, v, steps)
             if bw:
                 # the median of the card's runs, their spread beside it; device memory's read
                 # also counts the DRAM bytes it cost (the counter that says where the gap is not)
