@@ -381,6 +381,9 @@ int gm_dlpack_import(PyObject *x, const char *fn, int defer, PyObject *cai, gm_f
  * (elements, or bytes with unit) C-contiguous?; fill *out (dtype borrowed, owner
  * stolen). */
 int gm_cai_describe(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out);
+/* An interface key (a string literal) as an interned str, made once: borrowed; NULL
+ * with an error set when it cannot be made. */
+PyObject *gm_cai_key(const char *key);
 int gm_stream_handle(PyObject *obj, const char *what, cudaStream_t *out);
 int gm_c_contiguous(int ndim, const npy_intp *shape, const int64_t *strides, int64_t unit);
 void gm_foreign_describe(gm_foreign *out, void *ptr, int ndim, const npy_intp *shape,

@@ -65,11 +65,39 @@ void gm_foreign_describe(gm_foreign *out, void *ptr, int ndim, const npy_intp *s
 }
 
 /* ---- the interface's dict --------------------------------------------------------- */
+/* The interface's keys as interned str objects, made once: a lookup by C string makes and
+ * hashes a new str on every call, a part of every foreign operand's cost. */
+PyObject *gm_cai_key(const char *key)
+{
+    static const char *names[16];
+    static PyObject *keys[16];
+    for (int i = 0; i < 16; i++) {
+        if (names[i] != NULL && strcmp(names[i], key) == 0)
+            return keys[i];
+        if (names[i] == NULL) {
+            keys[i] = PyUnicode_InternFromString(key);   /* kept for the process's life */
+            if (keys[i] == NULL)
+                return NULL;
+            names[i] = key;
+            return keys[i];
+        }
+    }
+    return NULL;   /* never: the interface has seven keys (the literals' addresses aside) */
+}
+
 /* One key of the interface dict, of a Python type; NULL (no error) when absent. */
 static int cai_item(PyObject *cai, const char *key, PyTypeObject *type, int required,
                     const char *fn, PyObject **out)
 {
-    *out = PyDict_GetItemString(cai, key); /* borrowed */
+    PyObject *k = gm_cai_key(key);
+    if (k == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_SystemError, "cai_item: no room for the key '%s'", key);
+        return -1;
+    }
+    *out = PyDict_GetItemWithError(cai, k); /* borrowed */
+    if (*out == NULL && PyErr_Occurred())
+        return -1;
     if (*out == NULL || (*out == Py_None && !required)) {
         *out = NULL;
         if (!required)
@@ -87,22 +115,27 @@ static int cai_item(PyObject *cai, const char *key, PyTypeObject *type, int requ
     return 0;
 }
 
-/* A non-negative int (not bool) of the interface, into *v. */
-static int cai_index(PyObject *o, const char *fn, const char *what, long long *v)
+/* An int (not bool) of the interface, into *v; `what` names it, with item `i` where i >= 0
+ * (['shape'][i]: the name is written only for an error). */
+static int cai_index(PyObject *o, const char *fn, const char *what, Py_ssize_t i, long long *v)
 {
-    if (PyBool_Check(o) || !PyLong_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s.__cuda_array_interface__%s must be an int, not %.200s",
-                     fn, what, Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    *v = PyLong_AsLongLong(o);
-    if (*v == -1 && PyErr_Occurred()) {
+    char at[32] = "";
+    if (!PyBool_Check(o) && PyLong_Check(o)) {
+        *v = PyLong_AsLongLong(o);
+        if (!(*v == -1 && PyErr_Occurred()))
+            return 0;
         PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__%s=%R is out of range", fn,
-                     what, o);
+        if (i >= 0)
+            snprintf(at, sizeof at, "[%zd]", i);
+        PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__%s%s=%R is out of range", fn,
+                     what, at, o);
         return -1;
     }
-    return 0;
+    if (i >= 0)
+        snprintf(at, sizeof at, "[%zd]", i);
+    PyErr_Format(PyExc_TypeError, "%s.__cuda_array_interface__%s%s must be an int, not %.200s",
+                 fn, what, at, Py_TYPE(o)->tp_name);
+    return -1;
 }
 
 /* The interface checked as a whole, touching no device: a dict of version 0..3,
@@ -127,7 +160,7 @@ int gm_cai_describe(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
         cai_item(cai, "version", &PyLong_Type, 1, fn, &version) < 0)
         return -1;
     long long v;
-    if (cai_index(version, fn, "['version']", &v) < 0 || v < 0 || v > 3) {
+    if (cai_index(version, fn, "['version']", -1, &v) < 0 || v < 0 || v > 3) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_ValueError,
                          "%s.__cuda_array_interface__ has version %lld; gpumem reads 0..3", fn,
@@ -149,7 +182,7 @@ int gm_cai_describe(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
     }
     out->read_only = ro == Py_True;
     long long addr;
-    if (cai_index(PyTuple_GET_ITEM(data, 0), fn, "['data'][0]", &addr) < 0)
+    if (cai_index(PyTuple_GET_ITEM(data, 0), fn, "['data'][0]", -1, &addr) < 0)
         return -1;
     if (addr < 0) {
         PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__['data'][0]=%lld is not "
@@ -169,13 +202,11 @@ int gm_cai_describe(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
     npy_intp shape[GM_MAXDIM];
     int64_t st[GM_MAXDIM];
     for (Py_ssize_t i = 0; i < ndim; i++) {
-        char what[32];
-        snprintf(what, sizeof what, "['shape'][%zd]", i);
-        if (cai_index(PyTuple_GET_ITEM(shape_obj, i), fn, what, &v) < 0)
+        if (cai_index(PyTuple_GET_ITEM(shape_obj, i), fn, "['shape']", i, &v) < 0)
             return -1;
         if (v < 0) {
-            PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__%s=%lld is negative",
-                         fn, what, v);
+            PyErr_Format(PyExc_ValueError,
+                         "%s.__cuda_array_interface__['shape'][%zd]=%lld is negative", fn, i, v);
             return -1;
         }
         shape[i] = (npy_intp)v;
@@ -214,10 +245,12 @@ int gm_cai_describe(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
                       fn, typestr);
         return -1;
     }
-    char what[64];
-    snprintf(what, sizeof what, "%s has dtype", fn);
+    char what[64] = "";
     size_t nbytes = 0;
-    if (gm_check_plain_dtype(dtype, what) < 0 || gm_shape_nbytes((int)ndim, shape, dtype, &nbytes, fn) < 0) {
+    if (typenum < 0)   /* the codes above are plain numbers; any other dtype is checked */
+        snprintf(what, sizeof what, "%s has dtype", fn);
+    if ((typenum < 0 && gm_check_plain_dtype(dtype, what) < 0) ||
+        gm_shape_nbytes((int)ndim, shape, dtype, &nbytes, fn) < 0) {
         Py_DECREF(dtype);
         return -1;
     }
@@ -254,11 +287,20 @@ int gm_cai_describe(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
         Py_DECREF(dtype);
         return -1;
     }
-    char swhat[200];
-    snprintf(swhat, sizeof swhat, "%s.__cuda_array_interface__['stream']", fn);
-    if (stream != NULL && gm_stream_handle(stream, swhat, &out->producer) < 0) {
-        Py_DECREF(dtype);
-        return -1;
+    if (stream != NULL) {   /* the message's name is written only for an error */
+        unsigned long long sv = PyBool_Check(stream) ? 0 : PyLong_AsUnsignedLongLong(stream);
+        if (sv != 0 && !PyErr_Occurred()) {
+            out->producer = sv == 1 ? NULL : sv == 2 ? cudaStreamPerThread
+                                                     : (cudaStream_t)(uintptr_t)sv;
+        } else {
+            char swhat[200];
+            PyErr_Clear();
+            snprintf(swhat, sizeof swhat, "%s.__cuda_array_interface__['stream']", fn);
+            if (gm_stream_handle(stream, swhat, &out->producer) == 0)
+                PyErr_SetString(PyExc_SystemError, "gm_cai_describe: a stream taken twice");
+            Py_DECREF(dtype);
+            return -1;
+        }
     }
     out->has_producer = stream != NULL;
     gm_foreign_describe(out, ptr, (int)ndim, shape, dtype, Py_NewRef(x));

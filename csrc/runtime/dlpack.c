@@ -533,8 +533,14 @@ static int cai_names_its_stream(PyObject *cai)
 {
     if (!PyDict_Check(cai))
         return 0;
-    PyObject *v = PyDict_GetItemString(cai, "version");   /* borrowed */
-    PyObject *s = PyDict_GetItemString(cai, "stream");
+    PyObject *kv = gm_cai_key("version"), *ks = gm_cai_key("stream");
+    if (kv == NULL || ks == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *v = PyDict_GetItemWithError(cai, kv);   /* borrowed */
+    PyObject *s = v ? PyDict_GetItemWithError(cai, ks) : NULL;
+    PyErr_Clear();
     if (v == NULL || s == NULL || s == Py_None || !PyLong_Check(v))
         return 0;
     long long version = PyLong_AsLongLong(v);
