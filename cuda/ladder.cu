@@ -201,7 +201,8 @@ __global__ void latency_kernel(const char *chain, long long *out, long long n, l
     const int lane = threadIdx.x;
     if (lane >= lanes)
         return;
-    unsigned *s_each = (unsigned *)(s_chain + (ring_bytes + 15) / 16 * 16) + 2LL * steps * lane;
+    // after the ring (a whole number of 8-byte strides: 4-byte aligned)
+    unsigned *s_each = (unsigned *)(s_chain + ring_bytes) + 2LL * steps * lane;
     long long first;
     if constexpr (RING == GM_RING_STRIDED) {
         first = (long long)lane * n / lanes;
@@ -345,8 +346,8 @@ extern "C" cudaError_t gm_latency(const gm_latency_params *p, gm_dims *dims, cud
 {
     // the shared ring, then (GM_CLOCK_EACH) each lane's per-load times and values
     const size_t ring = p->variant == GM_LATENCY_SHARED ? (size_t)(p->n * p->stride) : 0;
-    const size_t smem = (ring + 15) / 16 * 16 +
-                        (p->clock == GM_CLOCK_EACH ? 8 * (size_t)p->steps * (size_t)p->lanes : 0);
+    const size_t smem =
+        ring + (p->clock == GM_CLOCK_EACH ? 8 * (size_t)p->steps * (size_t)p->lanes : 0);
     const latency_fn k = select_latency(p);
     *dims = gm_dims_1d(1, GM_LATENCY_WARP, smem);
     if (k != nullptr && smem > 48 * 1024) {   // past a block's default: the kernel opts in

@@ -527,7 +527,12 @@ def _measure_bandwidth(v: str, scope: str, ws: int, repeat: int, sms: int,
 
 def chase_rings(l2: int) -> dict[str, tuple[int, str]]:
     """The ring each level's one latency figure is chased on (the card's, and
-    :func:`latency_methods`'s): level -> (bytes, path), for an L2 of ``l2`` bytes."""
+    :func:`latency_methods`'s): level -> (bytes, path), for an L2 of ``l2`` bytes (1 MiB ..
+    :data:`MAX_WORKING_SET`)."""
+    l2 = _index("chase_rings", "l2", l2)
+    if not MiB <= l2 <= MAX_WORKING_SET:
+        raise ValueError(f"chase_rings: l2={l2} is not allowed; l2 must be {MiB}.."
+                         f"{MAX_WORKING_SET} bytes")
     return {"shared": (16 * KiB, "shared"), "constant": (1 * KiB, "constant"),
             "L1": (16 * KiB, "ca"), "L2 near": (min(4 * MiB, l2 // 8) // 128 * 128, "cg"),
             "L2 far": (int(0.7 * l2) // 128 * 128, "cg"),
