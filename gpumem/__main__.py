@@ -194,8 +194,11 @@ def _report(args: argparse.Namespace) -> int:
         cond = report.conditions(measure)
         ctitle = report.card_title(measure, cond)
         gaps = report.ceiling_table(card)
-        # each latency as the papers measure it: only where the card measured it so
-        methods = [t for t in (report.methods_table(card),) if len(t)]
+        # each latency as the papers measure it, and the levels none is published for (with
+        # the sources searched): only where the card measured them
+        methods = [t for t in (report.methods_table(card),
+                               report.unpublished_table(card, report.card_reference(measure)[0]))
+                   if len(t)]
         if not args.json:
             print(report.card_table(card, ctitle), end="\n\n", flush=True)
             for t in [gaps, *methods]:

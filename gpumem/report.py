@@ -49,12 +49,13 @@ from .lessons.ladder import bandwidth_ladder, latency_ladder
 from .runtime.published import REFERENCE_GPU, published
 from .runtime.table import DEFAULT_WIDTH, Table, _fit_widths
 from .tools.card import (CARD_COLUMNS, card_reference, ceiling_table, ceiling_text, conditions,
-                         conditions_text, methods_table, ratio_text, size_text)
+                         conditions_text, methods_table, ratio_text, size_text,
+                         unpublished_table)
 from .tools.headline import (_gbps, _pow2, _predict, _rng, _row, _steps, _timed,
                              _unmeasured, _bench)
 
 __all__ = ["CARDS", "card", "card_title", "card_table", "ceiling_table", "methods_table",
-           "conditions",
+           "unpublished_table", "conditions",
            "conditions_text", "HEADLINES", "SWEEPS", "COLUMNS",
            "headlines", "sweeps", "as_table", "as_text",
            "to_markdown", "to_html", "to_json", "write", "plot", "plot_names", "no_gpu_reason",

@@ -527,3 +527,24 @@ def test_the_card_figure_measures_the_ladder_on_a_gpu(tmp_path):
     grid = bw["read once by the whole grid (scope=grid)"][1]
     assert per_sm[0] > 2 * grid[-1], (per_sm, grid)         # L1 against device memory
     assert seconds < 5, f"the quick figure's sweeps took {seconds:.1f} s"
+
+
+def test_levels_with_no_published_figure_say_what_was_searched(monkeypatch):
+    """On a fake H200: every measured card row without a published figure is named under
+    the card, with the sources gpumem holds for the GPU and its chip (a source citing
+    others by key, such as the H100's latency ranges, stands for them)."""
+    FakeGPU(monkeypatch, name="NVIDIA H200")
+    rows = report.card(measure=True)
+    entry = report.card_reference(True)[0]
+    t = report.unpublished_table(rows, entry)
+    assert t.title == "no published figure known" and len(t) == 1
+    none_known = [r["level"] for r in rows if not r["published"] and
+                  any(r[k] is not None for k in ("cycles", "ns", "GB/s"))]
+    assert none_known and t.rows[0]["levels"] == "; ".join(none_known)
+    searched = t.rows[0]["searched"].split("; ")
+    assert "H200 Tensor Core GPU datasheet" in searched
+    assert {"Luo et al.", "Chips and Cheese"} <= set(searched)    # behind the H100's ranges
+    cells = {r["level"]: r["published"] for r in report.card_table(rows)}
+    assert all(cells[level] == "none known" for level in none_known)
+    # nothing measured: nothing to say
+    assert len(report.unpublished_table(report.card(measure=False), entry)) == 0

@@ -38,8 +38,9 @@ new lesson is in the card by construction.  Each row is a dict with the keys
 
 Around the rows: :func:`conditions` (the run's clocks, power limit, ECC... from NVML, for the
 card's title and JSON), :func:`ceiling_table` (every ceiling itemised: *where each gap
-goes*) and :func:`methods_table` (each latency as the papers measure it, the difference
-split into the ring's part and the clock's).
+goes*), :func:`methods_table` (each latency as the papers measure it, the difference
+split into the ring's part and the clock's) and :func:`unpublished_table` (the levels with
+no published figure, and the sources searched for one).
 
 Tools layer: imports the runtime.
 """
@@ -55,7 +56,7 @@ from ..runtime.table import Table
 __all__ = ["DEPTH", "card_row", "card_reference", "size_text", "published_latency", "published_figure",
            "published_for", "ratio_text", "ceiling_text", "CARD_COLUMNS", "CARD_RUNS",
            "gbps_spread", "conditions", "conditions_text", "ceiling_table", "METHODS",
-           "methods_table"]
+           "methods_table", "unpublished_table"]
 
 #: Where each level sits, from the SM outwards (the card's order; a level not named here
 #: goes last, in lesson order).
@@ -290,3 +291,35 @@ def methods_table(rows: Sequence[dict],
                     "papers' figure": verdict})
     return Table(out, columns=["level", "published", "gpumem's chase", STRIDED, PAPERS,
                                "ring adds", "clock() adds", "papers' figure"], title=title)
+
+
+def unpublished_table(rows: Sequence[dict], entry: Published | None,
+                      title: str = "no published figure known") -> Table:
+    """One line for the measured rows with no published figure ("none known" in the card):
+    which levels, and every source gpumem holds for this GPU (and its chip) that was
+    searched for them.  Empty where every measured row has a figure, or nothing is
+    measured."""
+    levels = [r["level"] for r in rows if not r.get("published") and any(
+        r.get(k) is not None for k in ("cycles", "ns", "GB/s"))]
+    if not levels:
+        return Table([], columns=["levels", "searched"], title=title)
+    if entry is None:
+        searched = "gpumem holds no published figures for this GPU"
+    else:
+        searched = "; ".join(sorted({_short_source(t).split(";")[0] for t in _cited(
+            [*entry.sources.values(), *entry.latency_sources.values()])}))
+    return Table([{"levels": "; ".join(levels), "searched": searched}],
+                 columns=["levels", "searched"], title=title)
+
+
+def _cited(texts: Sequence[str]) -> list[str]:
+    """Source texts, a text that cites others by their key (``"... (luo2024) and ...
+    (chipsandcheese-h100)"``) replaced by theirs."""
+    from ..runtime.published import _data
+
+    names = _data()["sources"]
+    out = []
+    for t in texts:
+        keys = [k for k in names if f"({k})" in (t or "")]
+        out += [names[k] for k in keys] if keys else [t] if t else []
+    return out
