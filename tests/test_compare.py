@@ -47,6 +47,9 @@ def test_card_side_by_side_with_ratios(two_runs):
     assert by["L1"]["B/A GB/s"] == pytest.approx(1.1)
     assert by["device memory"]["A cycles"] == 400.0 and by["device memory"]["B GB/s"] == 3300.0
     assert by["host -> device"]["B/A cycles"] is None and by["host -> device"]["B/A GB/s"] == 1.0
+    # each run's ceiling and measured over it, where its card has one (not here)
+    assert t.columns[-2:] == ["A x ceiling", "B x ceiling"]
+    assert by["L1"]["A x ceiling"] is None and by["L1"]["B ceiling GB/s"] is None
     # a level only B measures: A's side empty, no ratio
     assert by["distributed shared"]["A cycles"] is None
     assert by["distributed shared"]["B cycles"] == 200.0
@@ -179,6 +182,25 @@ def test_the_saved_h100_run_compares_with_a_second_gpu(tmp_path):
     assert len(heads) > 30 and all(r["B/A"] == pytest.approx(1.25) for r in heads
                                    if r["A"] not in ("", "0"))
     assert {r["lesson"] for r in heads} >= {"device", "ladder", "transfer", "allocation"}
+
+
+def test_the_saved_runs_show_each_ceiling_and_measured_over_it():
+    """docs/reports/' H100 run (from before the ceilings) against the H200's: the H200's
+    side has its ceilings, measured over each, the H100's side is empty."""
+    import pathlib
+    reports = pathlib.Path(__file__).resolve().parents[1] / "docs" / "reports"
+    if not (reports / "h200-2026-11-29.json").exists():
+        pytest.skip("docs/reports/ beside the tests: a source checkout")
+    a = compare.load(reports / "h100-2026-11-27g.json")
+    b = compare.load(reports / "h200-2026-11-29.json")
+    by = {r["level"]: r for r in compare.card_table(a, b)}
+    with_ceiling = [r for r in b["card"] if r.get("ceiling_ratio") is not None]
+    assert {r["level"] for r in with_ceiling} >= {"L1", "device memory", "host -> device"}
+    for r in with_ceiling:
+        assert by[r["level"]]["B x ceiling"] == pytest.approx(r["ceiling_ratio"])
+        assert by[r["level"]]["B ceiling GB/s"] == pytest.approx(r["ceiling_GB/s"])
+        assert 0.5 < r["ceiling_ratio"] <= 1.02            # a ceiling beaten would be wrong
+    assert "B x ceiling" in compare.as_text(a, b)
 
 
 # ---- hostile inputs (issue 49): every entry point checks the shape of what it is given ----------
