@@ -44,6 +44,13 @@ constexpr int WG_A_BYTES = WG_BM * WG_BK * 4, WG_B_BYTES = WG_BK * WG_BN * 4;
 constexpr int WG_STAGE_BYTES = WG_A_BYTES + WG_B_BYTES, WG_B_BOX_BYTES = 32 * 32 * 4;
 constexpr size_t WG_SMEM = (size_t)WG_STAGES * WG_STAGE_BYTES + 1024; // + the 1 KiB alignment
 constexpr int WG_C_PITCH = WG_BN + 2; // floats a row of the tile of C staged at the end
+// Block order: the blocks take C's tiles in groups of WG_GROUP tile rows, down a group's
+// rows first, then along its columns, so that a wave of 132 blocks (one per SM) covers
+// 4 x 33 tiles and reads 4 panels of A and 33 of B, where row by row it covered 2 x 64
+// and read 2 of A and all 64 of B: at 8192^3 (H200) DRAM reads 3.2 GB instead of 6.4 and
+// 341.6 TFLOP/s instead of 317.3 (groups of 2 / 8 / 16: 307.0 / 333.2 / 326.1); at 4096^3
+// and 2048^3 within 1% of row order (docs/measurements.md, "wgmma's block order").
+constexpr int WG_GROUP = 4;
 static_assert((size_t)WG_BM * WG_C_PITCH * 4 <= (size_t)WG_STAGES * WG_STAGE_BYTES, "C fits");
 static_assert(GM_MATMUL_WGMMA_TILE == WG_BN && WG_BM == 2 * WG_BN, "matmul.h's tile");
 static_assert(WG_BK * 4 == 128, "a tile row is one 128-byte swizzle row");
@@ -128,7 +135,12 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     unsigned char *const smem = wg_raw + (base - smem_addr_of(wg_raw));
     const unsigned full0 = smem_addr_of(&bars[0]), empty0 = smem_addr_of(&bars[WG_STAGES]);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int bm = blockIdx.y * WG_BM, bn = blockIdx.x * WG_BN;
+    // The block's tile of C (see WG_GROUP): the blocks start in the order of their linear
+    // index, tile rows first + r % rows of a group, its columns r / rows.
+    const int id = blockIdx.y * gridDim.x + blockIdx.x, per = WG_GROUP * gridDim.x;
+    const int first = id / per * WG_GROUP, r = id % per;
+    const int rows = (int)gridDim.y - first < WG_GROUP ? (int)gridDim.y - first : WG_GROUP;
+    const int bm = (first + r % rows) * WG_BM, bn = r / rows * WG_BN;
     const int ktiles = (K + WG_BK - 1) / WG_BK;
     int boxes = (N - bn + 31) / 32; // B boxes inside N (the rest stay zero)
     boxes = boxes > WG_BN / 32 ? WG_BN / 32 : boxes;
