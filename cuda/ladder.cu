@@ -113,19 +113,20 @@ __constant__ unsigned c_ladder_chain[GM_LATENCY_CONSTANT_MAX / 4];
 // ---- latency: the chase ---------------------------------------------------------
 // global_ns(): cuda/gm_tma.cuh
 
-// One step along a global ring through the chosen path: ld.global.ca (L1 and
-// L2), ld.global.cg (L2 only: every step pays at least the L2 latency), or
-// ld.global.nc (the read-only data path through L1).
+// The load path of a global chase (gm_load's cache path, gm_launch.cuh): ld.global.ca (L1
+// and L2), ld.global.cg (L2 only: every step pays at least the L2 latency), or ld.global.nc
+// (the read-only data path through L1).  Shared memory and the constant bank: a plain load.
+template <int MEM>
+constexpr int chase_cache = MEM == GM_LATENCY_CG    ? GM_CACHE_CG
+                            : MEM == GM_LATENCY_LDG ? GM_CACHE_LDG
+                            : MEM == GM_LATENCY_CA  ? GM_CACHE_CA
+                                                    : GM_CACHE_DEFAULT;
+
+// One step along a global ring: the next node's address, loaded through MEM's path.
 template <int MEM>
 __device__ __forceinline__ const char *chase_global(const char *p)
 {
-    const unsigned long long *q = (const unsigned long long *)p;
-    if constexpr (MEM == GM_LATENCY_CG)
-        return (const char *)__ldcg(q);
-    else if constexpr (MEM == GM_LATENCY_LDG)
-        return (const char *)__ldg(q);
-    else
-        return (const char *)__ldca(q);
+    return (const char *)gm_load<chase_cache<MEM>>((const unsigned long long *)p);
 }
 
 // The timed steps, timed one of two ways (CLOCK: gm_latency_clock).  GM_CLOCK_LOOP, gpumem's:
@@ -169,14 +170,7 @@ __device__ __forceinline__ P chase_timed(P p, int steps, unsigned *s_each, long 
 template <int MEM>
 __device__ __forceinline__ unsigned chase_index(const unsigned *a, unsigned j)
 {
-    if constexpr (MEM == GM_LATENCY_CG)
-        return __ldcg(a + j);
-    else if constexpr (MEM == GM_LATENCY_LDG)
-        return __ldg(a + j);
-    else if constexpr (MEM == GM_LATENCY_CA)
-        return __ldca(a + j);
-    else
-        return a[j];   // shared memory, the constant bank
+    return gm_load<chase_cache<MEM>>(a + j);   // shared memory, the constant bank: a[j]
 }
 
 // MEM: gm_latency_variant; RING: gm_latency_ring; CLOCK: gm_latency_clock.  One warp;
