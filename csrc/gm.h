@@ -377,14 +377,18 @@ PyObject *gm_dlpack_device(int dev); /* (2, dev) */
 int gm_dlpack_import(PyObject *x, const char *fn, int defer, PyObject *cai, gm_foreign *out);
 /* cai.c, also for dlpack.c: x's __cuda_array_interface__ dict `cai` read whole
  * into *out, pending (no device touched); a stream number of the protocols as a
- * handle (1 legacy, 2 per-thread, other positive ints; `what` names it); strides
+ * handle (1 legacy, 2 per-thread, other positive ints; `what` then `key` name it); strides
  * (elements, or bytes with unit) C-contiguous?; fill *out (dtype borrowed, owner
  * stolen). */
 int gm_cai_describe(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out);
-/* An interface key (a string literal) as an interned str, made once: borrowed; NULL
- * with an error set when it cannot be made. */
-PyObject *gm_cai_key(const char *key);
-int gm_stream_handle(PyObject *obj, const char *what, cudaStream_t *out);
+/* An interface key as an interned str, made once: borrowed; NULL with an error set
+ * when it cannot be made. */
+typedef enum {
+    GM_CAI_DATA, GM_CAI_SHAPE, GM_CAI_TYPESTR, GM_CAI_STRIDES, GM_CAI_MASK, GM_CAI_STREAM,
+    GM_CAI_VERSION, GM_CAI_NKEYS
+} gm_cai_keyid;
+PyObject *gm_cai_key(gm_cai_keyid id);
+int gm_stream_handle(PyObject *obj, const char *what, const char *key, cudaStream_t *out);
 int gm_c_contiguous(int ndim, const npy_intp *shape, const int64_t *strides, int64_t unit);
 void gm_foreign_describe(gm_foreign *out, void *ptr, int ndim, const npy_intp *shape,
                          PyArray_Descr *dtype, PyObject *owner);

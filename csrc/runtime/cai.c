@@ -14,12 +14,13 @@
 /* A stream handle of the array interfaces (DLPack's __dlpack__(stream=), CAI v3's
  * 'stream'): 1 the legacy default stream, 2 the per-thread default stream, any
  * other positive int a cudaStream_t; 0 is disallowed by both (ambiguous), and
- * -1 (DLPack only: no synchronisation) is the caller's to handle.  `what` names
- * it.  0 / -1 with ValueError or TypeError. */
-int gm_stream_handle(PyObject *obj, const char *what, cudaStream_t *out)
+ * -1 (DLPack only: no synchronisation) is the caller's to handle.  `what` and
+ * `key` name it (written one after the other, and only for an error: a foreign
+ * operand's every call passes here).  0 / -1 with ValueError or TypeError. */
+int gm_stream_handle(PyObject *obj, const char *what, const char *key, cudaStream_t *out)
 {
     if (PyBool_Check(obj) || !PyLong_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be None or an int, not %.200s", what,
+        PyErr_Format(PyExc_TypeError, "%s%s must be None or an int, not %.200s", what, key,
                      Py_TYPE(obj)->tp_name);
         return -1;
     }
@@ -27,9 +28,9 @@ int gm_stream_handle(PyObject *obj, const char *what, cudaStream_t *out)
     if (PyErr_Occurred() || v == 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError,
-                     "%s=%R is not a stream: 1 is the legacy default stream, 2 the per-thread "
+                     "%s%s=%R is not a stream: 1 is the legacy default stream, 2 the per-thread "
                      "default stream, any other positive int below 2**64 a cudaStream_t (0 is "
-                     "disallowed by the protocol)", what, obj);
+                     "disallowed by the protocol)", what, key, obj);
         return -1;
     }
     *out = v == 1 ? NULL : v == 2 ? cudaStreamPerThread : (cudaStream_t)(uintptr_t)v;
@@ -65,36 +66,28 @@ void gm_foreign_describe(gm_foreign *out, void *ptr, int ndim, const npy_intp *s
 }
 
 /* ---- the interface's dict --------------------------------------------------------- */
-/* The interface's keys as interned str objects, made once: a lookup by C string makes and
- * hashes a new str on every call, a part of every foreign operand's cost. */
-PyObject *gm_cai_key(const char *key)
+/* The interface's keys (gm_cai_keyid's order) as interned str objects, made once: a lookup
+ * by C string makes and hashes a new str on every call, a part of every foreign
+ * operand's cost. */
+static const char *const cai_names[GM_CAI_NKEYS] = {"data", "shape", "typestr", "strides",
+                                                    "mask", "stream", "version"};
+
+PyObject *gm_cai_key(gm_cai_keyid id)
 {
-    static const char *names[16];
-    static PyObject *keys[16];
-    for (int i = 0; i < 16; i++) {
-        if (names[i] != NULL && strcmp(names[i], key) == 0)
-            return keys[i];
-        if (names[i] == NULL) {
-            keys[i] = PyUnicode_InternFromString(key);   /* kept for the process's life */
-            if (keys[i] == NULL)
-                return NULL;
-            names[i] = key;
-            return keys[i];
-        }
-    }
-    return NULL;   /* never: the interface has seven keys (the literals' addresses aside) */
+    static PyObject *keys[GM_CAI_NKEYS];   /* kept for the process's life */
+    if (keys[id] == NULL)
+        keys[id] = PyUnicode_InternFromString(cai_names[id]);
+    return keys[id];
 }
 
 /* One key of the interface dict, of a Python type; NULL (no error) when absent. */
-static int cai_item(PyObject *cai, const char *key, PyTypeObject *type, int required,
+static int cai_item(PyObject *cai, gm_cai_keyid id, PyTypeObject *type, int required,
                     const char *fn, PyObject **out)
 {
-    PyObject *k = gm_cai_key(key);
-    if (k == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_SystemError, "cai_item: no room for the key '%s'", key);
+    const char *key = cai_names[id];
+    PyObject *k = gm_cai_key(id);
+    if (k == NULL)
         return -1;
-    }
     *out = PyDict_GetItemWithError(cai, k); /* borrowed */
     if (*out == NULL && PyErr_Occurred())
         return -1;
@@ -151,13 +144,13 @@ int gm_cai_describe(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
         return -1;
     }
     PyObject *data, *shape_obj, *typestr, *strides, *mask, *stream, *version;
-    if (cai_item(cai, "data", &PyTuple_Type, 1, fn, &data) < 0 ||
-        cai_item(cai, "shape", &PyTuple_Type, 1, fn, &shape_obj) < 0 ||
-        cai_item(cai, "typestr", &PyUnicode_Type, 1, fn, &typestr) < 0 ||
-        cai_item(cai, "strides", &PyTuple_Type, 0, fn, &strides) < 0 ||
-        cai_item(cai, "mask", &PyBaseObject_Type, 0, fn, &mask) < 0 ||
-        cai_item(cai, "stream", &PyLong_Type, 0, fn, &stream) < 0 ||
-        cai_item(cai, "version", &PyLong_Type, 1, fn, &version) < 0)
+    if (cai_item(cai, GM_CAI_DATA, &PyTuple_Type, 1, fn, &data) < 0 ||
+        cai_item(cai, GM_CAI_SHAPE, &PyTuple_Type, 1, fn, &shape_obj) < 0 ||
+        cai_item(cai, GM_CAI_TYPESTR, &PyUnicode_Type, 1, fn, &typestr) < 0 ||
+        cai_item(cai, GM_CAI_STRIDES, &PyTuple_Type, 0, fn, &strides) < 0 ||
+        cai_item(cai, GM_CAI_MASK, &PyBaseObject_Type, 0, fn, &mask) < 0 ||
+        cai_item(cai, GM_CAI_STREAM, &PyLong_Type, 0, fn, &stream) < 0 ||
+        cai_item(cai, GM_CAI_VERSION, &PyLong_Type, 1, fn, &version) < 0)
         return -1;
     long long v;
     if (cai_index(version, fn, "['version']", -1, &v) < 0 || v < 0 || v > 3) {
@@ -287,20 +280,10 @@ int gm_cai_describe(PyObject *x, PyObject *cai, const char *fn, gm_foreign *out)
         Py_DECREF(dtype);
         return -1;
     }
-    if (stream != NULL) {   /* the message's name is written only for an error */
-        unsigned long long sv = PyBool_Check(stream) ? 0 : PyLong_AsUnsignedLongLong(stream);
-        if (sv != 0 && !PyErr_Occurred()) {
-            out->producer = sv == 1 ? NULL : sv == 2 ? cudaStreamPerThread
-                                                     : (cudaStream_t)(uintptr_t)sv;
-        } else {
-            char swhat[200];
-            PyErr_Clear();
-            snprintf(swhat, sizeof swhat, "%s.__cuda_array_interface__['stream']", fn);
-            if (gm_stream_handle(stream, swhat, &out->producer) == 0)
-                PyErr_SetString(PyExc_SystemError, "gm_cai_describe: a stream taken twice");
-            Py_DECREF(dtype);
-            return -1;
-        }
+    if (stream != NULL &&
+        gm_stream_handle(stream, fn, ".__cuda_array_interface__['stream']", &out->producer) < 0) {
+        Py_DECREF(dtype);
+        return -1;
     }
     out->has_producer = stream != NULL;
     gm_foreign_describe(out, ptr, (int)ndim, shape, dtype, Py_NewRef(x));

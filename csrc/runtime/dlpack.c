@@ -160,7 +160,7 @@ int gm_dlpack_request(PyObject *args, PyObject *kwargs, int dev, int *versioned,
             return -1;
         if (is_int && !overflow && v == -1)
             *sync = 0; /* the consumer asks for no synchronisation */
-        else if (gm_stream_handle(stream, "__dlpack__: stream", consumer) < 0)
+        else if (gm_stream_handle(stream, "__dlpack__: stream", "", consumer) < 0)
             return -1;
     }
     if (max_version != Py_None) {
@@ -533,7 +533,7 @@ static int cai_names_its_stream(PyObject *cai)
 {
     if (!PyDict_Check(cai))
         return 0;
-    PyObject *kv = gm_cai_key("version"), *ks = gm_cai_key("stream");
+    PyObject *kv = gm_cai_key(GM_CAI_VERSION), *ks = gm_cai_key(GM_CAI_STREAM);
     if (kv == NULL || ks == NULL) {
         PyErr_Clear();
         return 0;
