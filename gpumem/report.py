@@ -48,7 +48,8 @@ from .runtime.args import _flag
 from .lessons.ladder import bandwidth_ladder, latency_ladder
 from .runtime.published import REFERENCE_GPU, published
 from .runtime.table import DEFAULT_WIDTH, Table, _fit_widths
-from .tools.card import (CARD_COLUMNS, card_reference, ceiling_table, ceiling_text, conditions,
+from .tools.card import (CARD_COLUMNS, PAPERS, STRIDED, card_reference, ceiling_table,
+                         ceiling_text, conditions,
                          conditions_text, methods_table, ratio_text, size_text,
                          unpublished_table)
 from .tools.headline import (_gbps, _pow2, _predict, _rng, _row, _steps, _timed,
@@ -504,6 +505,15 @@ def _card_points(card: Sequence[dict]) -> list[tuple]:
     return pts
 
 
+def _card_methods(card: Sequence[dict]) -> list[tuple]:
+    """The latency rows' other methods (``methods``: :data:`gpumem.tools.card.METHODS`), as
+    ``(level, bytes, method, cycles, path)`` at the working set the row chased."""
+    return [(r["level"], float(r["working_set"]), k, float(v),
+             _PATHS.get(("latency", r.get("chase")), ""))
+            for r in card if r.get("working_set") and r.get("cycles") is not None
+            for k, v in (r.get("methods") or {}).items() if v is not None]
+
+
 def _card_spreads(card: Sequence[dict]) -> dict[str, tuple[float, float]]:
     """Each measured bandwidth row's spread, level -> (min, max) GB/s of its runs: the card
     figure's error bars."""
@@ -526,7 +536,9 @@ def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
     level)`` where each level's name is written.  ``points``: every card row the figure can
     place (:func:`_card_points`), so that each row of the card is a marked point, its
     published figure and ceiling beside it; a path has one colour in both panels
-    (:data:`PATH_COLOURS`).  ``spreads``: level -> (min, max) GB/s of a measured row's runs,
+    (:data:`PATH_COLOURS`).  ``methods``: ``(level, bytes, method, cycles, path)``, a row's
+    latency as the papers measure it (the card's ``methods``: their ring, their whole
+    chase), drawn beside the row's own point.  ``spreads``: level -> (min, max) GB/s of a measured row's runs,
     drawn as its error bar.  ``bandwidth_notes``: ``(bytes, text)``, a
     level's bandwidth published per clock (``"128 B/clk/SM"``: GB/s needs the clock a
     measurement sees, so without one it is written, not drawn).  ``title`` says what was measured, or that
@@ -567,7 +579,14 @@ def card_figure(card: Sequence[dict], curves: Mapping[str, Table] | None = None,
     return {"title": title, "latency": lat, "bandwidth": bw, "latency_bands": lat_bands,
             "bandwidth_bands": bw_bands, "bandwidth_notes": notes, "lines": lines,
             "levels": levels, "points": points, "spreads": _card_spreads(card),
+            "methods": _card_methods(card),
             "x_range": (x_lo, x_hi), "measured": bool(curves)}
+
+
+#: How the card figure marks a latency measured the papers' way (card rows' ``methods``):
+#: marker, where beside the row's own point (its working set times this), legend.
+_METHOD_MARKS = {STRIDED: ("x", 1.3, "the row's chase on the papers' strided ring"),
+                 PAPERS: ("+", 1.7, "the papers' chase (that ring, clock() per load)")}
 
 
 def _plot_card(fig_data: dict, out_dir: str, plt: Any) -> str:
@@ -614,6 +633,11 @@ def _plot_card(fig_data: dict, out_dir: str, plt: Any) -> str:
             y = got if got is not None else pub
             ax.annotate(level, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7,
                         zorder=6)
+        if ax is lat:       # the papers' methods beside the row's own chase
+            for level, x, method, cycles, path in fig_data.get("methods", ()):
+                mark, dx, _ = _METHOD_MARKS.get(method, (".", 1.0, method))
+                ax.plot([x * dx], [cycles], marker=mark, ms=7, mew=1.4, ls="none",
+                        color=PATH_COLOURS.get(path, "k"), zorder=5)
         for x, label in fig_data["lines"]:
             ax.axvline(x, color="0.35", lw=0.8, ls="--", zorder=2)
             if ax is lat:
@@ -631,6 +655,11 @@ def _plot_card(fig_data: dict, out_dir: str, plt: Any) -> str:
             if name == "bandwidth":
                 keys.append(Line2D([], [], marker="_", ls="none", color="k", ms=12,
                                    label="its ceiling (published less known overheads)"))
+            elif fig_data.get("methods"):
+                keys += [Line2D([], [], marker=mark, ls="none", color="0.3", mew=1.4,
+                                label=label)
+                         for method, (mark, _, label) in _METHOD_MARKS.items()
+                         if any(m[2] == method for m in fig_data["methods"])]
             handles = ax.get_legend_handles_labels()[0] + keys
             ax.legend(handles=handles, fontsize=7,
                       loc="upper left" if ax is lat else "lower left")

@@ -474,6 +474,27 @@ def test_the_card_figure_has_an_error_bar_for_every_spread(monkeypatch):
         assert lo <= hi
 
 
+def test_the_card_figure_marks_each_latency_as_the_papers_measure_it(monkeypatch, tmp_path):
+    FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
+    card = report.card(measure=True)
+    fig = report.card_figure(card, None, "NVIDIA H100 80GB HBM3")
+    want = {(r["level"], float(r["working_set"]), k, float(v)) for r in card
+            if r.get("methods") for k, v in r["methods"].items()}
+    assert len(want) >= 8 and {m[:4] for m in fig["methods"]} == want
+    # each beside its row's own point (same working set, same path's colour)
+    own = {p[1]: (p[2], p[4]) for p in fig["points"] if p[0] == "latency"}
+    for level, x, _, _, path in fig["methods"]:
+        assert own[level] == (x, path), level
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    assert report._plot_card(fig, str(tmp_path), plt) == "memory_card.png"
+    assert (tmp_path / "memory_card.png").stat().st_size > 10_000
+
+
 def test_conditions_in_the_card_title():
     cond = {"nvml": True, "sm_clock_mhz": 1980, "max_sm_clock_mhz": 1980,
             "memory_clock_mhz": 2619, "power_limit_w": 700.0, "ecc": True,
