@@ -20,10 +20,21 @@ last wave (the model's efficiency 0.970).
 The tensor-core step, ``mma`` (TF32 in, float32 sums, mma.sync; compute capability
 8.0+), beside cuBLAS with TF32 allowed (CuPy in a child process with ``CUPY_TF32=1``,
 which CuPy reads at import; the row says which precision it actually got, from its
-error against float32 cuBLAS): target ``mma`` >= 0.60x cuBLAS TF32 at 4096^3; its
+error against float64): target ``mma`` >= 0.60x cuBLAS TF32 at 4096^3; its
 output within ``MAX_TF32_ERR`` of float32 cuBLAS (TF32 keeps 10 mantissa bits).  The
 Hopper step, ``wgmma`` (warpgroup MMA fed by TMA; compute capability 9.0 only): target
 >= 0.85x cuBLAS TF32 at 4096^3 (issue 27), within ``MAX_TF32_ERR`` too.
+Tensor cores at every size (issue 52's table; not with ``--quick``; on compute capability
+9.0, and on an 8.x GPU its mma and warptiled rows only): at 2048^3, 4096^3, 8192^3, 4097^3
+and 8190 x 8193 x 8191 (m x k x n, A m x k and B k x n, as everywhere in this file),
+``wgmma`` and ``mma`` beside cuBLAS TF32 of the same shape (the child process, given m, k
+and n; the note says which precision cuBLAS got) and warptiled-128 beside cuBLAS FP32
+(CuPy in this process, TF32 off) of the same shape, every output first against float32
+cuBLAS's (TF32 within ``MAX_TF32_ERR``, warptiled within ``MAX_REL_ERR``).  Targets:
+``wgmma`` >= 0.95x cuBLAS TF32 at 4096^3, 8192^3, 4097^3 and 8190 x 8193 x 8191; ``mma``
+>= 0.60x cuBLAS TF32 at all five; warptiled >= 0.95x cuBLAS FP32 at 2048^3, 4096^3 and
+8192^3; a row whose output is off misses its target too.  Without CuPy the section has
+gpumem's rows only (against NumPy in float64), no anchor and no target; a note says so.
 Before anything is timed, every
 variant's output is compared with the anchor's (cuBLAS; NumPy in float64 where
 CuPy is missing): ||C - C_ref|| / ||C_ref|| must stay under 1e-5, so the
@@ -47,12 +58,12 @@ TENSOR = tuple(X_CUBLAS_TF32)
 
 _TF32_CHILD = """
 import sys, numpy as np, cupy as cp
-sys.path.insert(0, sys.argv[2])
+sys.path.insert(0, sys.argv[4])
 from _common import time_cupy
-n, repeat = int(sys.argv[1]), int(sys.argv[3])
+m, k, n, repeat = (int(sys.argv[i]) for i in (1, 2, 3, 5))
 rng = np.random.default_rng(1)
-a = cp.asarray(rng.standard_normal((n, n)).astype(np.float32))
-b = cp.asarray(rng.standard_normal((n, n)).astype(np.float32))
+a = cp.asarray(rng.standard_normal((m, k)).astype(np.float32))
+b = cp.asarray(rng.standard_normal((k, n)).astype(np.float32))
 c = a @ b
 ref = a.astype(cp.float64) @ b.astype(cp.float64)
 err = float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref))
@@ -60,15 +71,17 @@ print(time_cupy(lambda: a @ b, repeat), err)
 """
 
 
-def cublas_tf32(n: int, repeat: int) -> tuple[float, float] | None:
-    """(median ms, relative error against float64) of cuBLAS with TF32 allowed, from a
-    child process (CUPY_TF32 is read when CuPy is imported); None where it fails."""
+def cublas_tf32(m: int, k: int, n: int, repeat: int) -> tuple[float, float] | None:
+    """(median ms, relative error against float64) of cuBLAS with TF32 allowed on A (m x k)
+    times B (k x n), from a child process (CUPY_TF32 is read when CuPy is imported); None
+    where it fails."""
     import os
     import subprocess
     import sys
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        out = subprocess.run([sys.executable, "-c", _TF32_CHILD, str(n), here, str(repeat)],
+        out = subprocess.run([sys.executable, "-c", _TF32_CHILD, str(m), str(k), str(n), here,
+                              str(repeat)],
                              capture_output=True, text=True, timeout=300,
                              env={**os.environ, "CUPY_TF32": "1"})
         ms, err = (float(v) for v in out.stdout.split()[-2:])
@@ -130,6 +143,90 @@ def waves(m: int, n: int, k: int, tile: int, splits: int | None) -> dict:
                                  sms=gm.device().multiprocessors, blocks_per_sm=per_sm)
 
 
+# ---- tensor cores at every size (issue 52's table) ----------------------------------------------
+SECTION = "tensor cores at every size"
+TC_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (4097, 4097, 4097),
+             (8190, 8193, 8191)]                                # m, k, n: A m x k, B k x n
+TC_X_TF32 = {"wgmma": (0.95, TC_SHAPES[1:]), "mma": (0.60, TC_SHAPES)}   # x cuBLAS TF32 at
+WARPTILED_X_FP32 = (0.95, TC_SHAPES[:3])                  # warptiled-128, x cuBLAS FP32 at
+
+
+def shape_name(m: int, k: int, n: int) -> str:
+    return f"{n}^3" if m == k == n else f"{m}x{k}x{n} (m x k x n)"
+
+
+def tensor_every_size(rng, cp, tc_steps: tuple) -> tuple[list[dict], list[str]]:
+    """Issue 52's table: at each of TC_SHAPES, cuBLAS FP32 (CuPy here, TF32 off) with
+    warptiled-128 beside it, cuBLAS TF32 of the same shape (the CUPY_TF32=1 child) with the
+    tensor-core steps ``tc_steps`` beside it; each output against float32 cuBLAS's (NumPy in
+    float64 without CuPy) before it is timed.  The rows (``section``: SECTION) and notes."""
+    rows, notes = [], []
+    for m, k, n in TC_SHAPES:
+        label, flop = f"{m}x{k}x{n}", 2 * m * k * n
+        repeat = 10 if flop > 2 * 6000**3 else 20 if flop > 2 * 3000**3 else 30
+        ha, hb, a, b = operands(rng, m, k, n)
+        fp32_ms = tf = None
+        if cp is not None:
+            ca, cb = cp.asarray(a), cp.asarray(b)
+            ref = cp.asnumpy(ca @ cb)
+            fp32_ms = time_cupy(lambda: ca @ cb, repeat)
+            del ca, cb
+            cp.get_default_memory_pool().free_all_blocks()
+            rows.append({"size": label, "variant": "cuBLAS SGEMM (CuPy)", "tile": None,
+                         "median_ms": fp32_ms, "GFLOP/s": flop / fp32_ms / 1e6, "x cuBLAS": 1.0,
+                         "rel err": None, "section": SECTION})
+            tf = cublas_tf32(m, k, n, repeat)
+            if tf is None:
+                notes.append(f"{SECTION}: the cuBLAS TF32 child failed at {label}: no TF32 "
+                             "anchor there")
+            else:
+                got = "TF32" if tf[1] > MAX_REL_ERR else "float32 (TF32 not taken)"
+                rows.append({"size": label, "variant": "cuBLAS TF32 (CuPy, CUPY_TF32=1)",
+                             "tile": None, "median_ms": tf[0], "GFLOP/s": flop / tf[0] / 1e6,
+                             "x cuBLAS": fp32_ms / tf[0], "rel err": None,
+                             "err vs float64": tf[1], "cuBLAS got": got, "section": SECTION})
+                notes.append(f"info: cuBLAS with CUPY_TF32=1 at {label} got {got} (error "
+                             f"{tf[1]:.1e} against float64)")
+        else:
+            ref = ha.astype(np.float64) @ hb.astype(np.float64)
+        del ha, hb
+        for v in ("warptiled",) + tuple(tc_steps):
+            row = measure(a, b, ref, v, 128, repeat, label, fp32_ms)
+            if v in TENSOR:
+                row["x cuBLAS TF32"] = tf[0] / row["median_ms"] if tf else None
+            row["section"] = SECTION
+            rows.append(row)
+        del a, b, ref
+        gm.empty_cache()
+    if cp is None:
+        notes.append(f"{SECTION}: CuPy not importable, gpumem's rows only (against NumPy in "
+                     "float64): no cuBLAS TF32 or FP32 anchor, no target")
+    return rows, notes
+
+
+def tensor_checks(rows: list[dict]) -> list[dict]:
+    """The section's targets (a row missing its anchor counts 0; a row whose output is off
+    its bound misses too): wgmma and mma x cuBLAS TF32, warptiled x cuBLAS FP32."""
+    def row(v, m, k, n):
+        return next((r for r in rows if r.get("section") == SECTION and r["variant"] == v
+                     and r["size"] == f"{m}x{k}x{n}"), None)
+
+    goals = [(v, "x cuBLAS TF32", "cuBLAS TF32", g, sh) for v, (g, sh) in TC_X_TF32.items()]
+    goals.append(("warptiled", "x cuBLAS", "cuBLAS FP32", *WARPTILED_X_FP32))
+    checks = []
+    for v, key, anchor, goal, shapes in goals:
+        for m, k, n in shapes:
+            r = row(v, m, k, n)
+            if r is None:                   # a step this GPU does not run (wgmma off 9.0)
+                continue
+            x = r.get(key) or 0.0
+            bound = MAX_TF32_ERR if v in TENSOR else MAX_REL_ERR
+            checks.append({"what": f"{v} at {shape_name(m, k, n)} >= {goal:.2f}x {anchor} "
+                                   f"({SECTION})", "value": x,
+                           "met": x >= goal and r["rel err"] < bound})
+    return checks
+
+
 def run(out_dir: str, quick: bool) -> bool:
     sizes = [1024, 2048] if quick else [1024, 2048, 4096]
     cp = cupy_or_none()
@@ -156,7 +253,7 @@ def run(out_dir: str, quick: bool) -> bool:
             rows += [measure(a, b, ref, "warptiled", t, repeat, n, cublas_ms, splits=1)
                      for t in (64, 128)]
         if tc_steps:
-            tf = cublas_tf32(n, repeat) if cp is not None else None
+            tf = cublas_tf32(n, n, n, repeat) if cp is not None else None
             if tf is not None:
                 rows.append({"size": n, "variant": "cuBLAS TF32 (CuPy, CUPY_TF32=1)",
                              "tile": None, "median_ms": tf[0], "GFLOP/s": 2 * n**3 / tf[0] / 1e6,
@@ -195,6 +292,10 @@ def run(out_dir: str, quick: bool) -> bool:
         rows.append(measure(a, b, ref, "warptiled", 128, 10, label, ms))
         whole = rows[-1]
         del a, b, ca, cb
+    tc_rows, tc_notes = [], []         # tensor cores at every size: cc 9.0 (8.x: no wgmma)
+    if not quick and tc_steps and cc[0] in (8, 9):
+        tc_rows, tc_notes = tensor_every_size(rng, cp, tc_steps)
+        rows += tc_rows
     errors = [r["rel err"] for r in rows
               if r["rel err"] is not None and r["variant"] not in TENSOR]
     tf32_errors = [r["rel err"] for r in rows if r["variant"] in TENSOR]
@@ -248,8 +349,11 @@ def run(out_dir: str, quick: bool) -> bool:
         for (mm, kk, nn), g in zip(RAGGED, ragged):
             checks.append({"what": f"warptiled at {mm}x{kk}x{nn} >= {RAGGED_X:.2f}x its GFLOP/s "
                                    "at 4096^3", "value": g / aligned, "met": g >= RAGGED_X * aligned})
+    if cp is not None:
+        checks += tensor_checks(tc_rows)
     met = all(c["met"] for c in checks)
-    notes = [f"{'met' if c['met'] else 'MISSED'}: {c['what']} ({c['value']:{'.2g' if c['value'] < 1 else '.0f'}})"
+    notes = [f"{'met' if c['met'] else 'MISSED'}: {c['what']} "
+             f"({c['value']:{'.2g' if c['value'] < 1 else '.2f' if c['value'] < 10 else '.0f'}})"
              for c in checks]
     for (mm, kk, nn), v, g in tc_ragged if big == 4096 else ():
         # no target: rows off the 16-byte grid are copied into a workspace with padded
@@ -262,6 +366,7 @@ def run(out_dir: str, quick: bool) -> bool:
                      f"{whole['wave efficiency (model)']:.3f}) {whole['x cuBLAS']:.2f}x cuBLAS at "
                      f"that shape; at 4096^3 the model's efficiency is "
                      f"{w4096['efficiency_after']:.3f} (no target)")
+    notes += tc_notes
     if cp is None:
         notes.append("CuPy not importable: no cuBLAS anchor in this run")
     write(out_dir, "matmul", {"stamp": stamp(), "rows": rows, "targets": checks, "met": met},
