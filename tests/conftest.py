@@ -18,8 +18,9 @@ import gpumem  # noqa: E402  (after the GPU is chosen)
 REQUIRE_GPU = os.environ.get("GPUMEM_REQUIRE_GPU", "") not in ("", "0")
 _ALL_GPUS = ("all_gpus: times work across every GPU of the machine: tools/gpu-check runs it "
              "last, in one process that sees them all, alone")
-_ALONE = ("alone: needs its GPU to itself (reads counters, times a whole command, or "
-          "measures a cache): tools/gpu-check runs it after the shared phase")
+_ALONE = ("alone: needs its GPU to itself (reads counters, times a whole command, "
+          "measures a cache, or fills the device memory): tools/gpu-check runs it after the "
+          "shared phase")
 
 
 def pytest_configure(config):

@@ -184,10 +184,11 @@ def test_the_saved_h100_run_compares_with_a_second_gpu(tmp_path):
     assert {r["lesson"] for r in heads} >= {"device", "ladder", "transfer", "allocation"}
 
 
-def test_the_saved_runs_show_each_ceiling_and_measured_over_it():
+def test_the_saved_runs_show_each_ceiling_and_measured_over_it(monkeypatch):
     """docs/reports/' H100 run (from before the ceilings) against the H200's: the H200's
     side has its ceilings, measured over each, the H100's side is empty."""
     import pathlib
+    monkeypatch.setenv("COLUMNS", "400")   # every column in the text, whatever the terminal
     reports = pathlib.Path(__file__).resolve().parents[1] / "docs" / "reports"
     if not (reports / "h200-2026-11-29.json").exists():
         pytest.skip("docs/reports/ beside the tests: a source checkout")

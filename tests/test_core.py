@@ -277,6 +277,7 @@ def test_the_pool_keeps_freed_blocks_and_gives_them_back(no_leak):
 
 
 @pytest.mark.gpu
+@pytest.mark.alone      # fills 80% of the device: tests beside it would run out
 def test_out_of_memory_trims_the_pool_and_retries_once(no_leak):
     if gm.allocator() != "pool":
         pytest.skip("GPUMEM_ALLOCATOR chose cudaMalloc for this run")
