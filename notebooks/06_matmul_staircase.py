@@ -820,6 +820,20 @@ if HAVE_GPU and gm.profiler_available():
 #   in shared memory with plain 4-byte loads, rounding it to TF32 on the way (`cvt.rn`;
 #   A's values the tensor cores truncate). The accumulators hold a piece of Cᵀ, so the tile
 #   goes back through shared memory once, and C leaves row by row in 8-byte stores.
+# * **The blocks' order, for the L2.** One block per SM makes a wave of 132 blocks, and the
+#   blocks of a wave walk K together, so what the L2 must hold is the panels of A and B that
+#   wave reads. Taking C's tiles row by row, a wave at 8192³ covers 2 rows of tiles and all 64
+#   columns: 2 panels of A and all of B (256 MB, five times the L2), which DRAM then serves
+#   again for every wave. `wgmma` takes its tiles in groups of 4 tile rows, down a group's
+#   rows first: a wave covers 4 × 33 tiles, 4 panels of A and 33 of B. On an H200
+#   (2026-11-29, in-process counters, `gm.bench(..., counters=True)`), DRAM bytes per launch at
+#   8192³ fell from 6.4 GB to 3.2 GB and the rate rose from 317 to 342 TFLOP/s (0.80 → 0.86x
+#   cuBLAS TF32 in the same process); groups of 2, 8 and 16 gave 307, 333 and 326; at 4096³ and
+#   2048³ the order changes nothing measurable (within 1%): B is small enough for the L2 there.
+#   Two more steps were tried and not kept: one product group left in flight while the next
+#   fragments load (`wgmma.wait_group 1`, fragments double-buffered) ran 4% slower at 4096³,
+#   and a producer warpgroup of its own (384 threads, `setmaxnreg`) left ptxas 168 registers
+#   for 128 accumulators and 16 fragments, and it serialized the `wgmma` instructions.
 #
 # The table: TFLOP/s (`gm.bench`, and CUDA events around `a @ b` for cuBLAS) of `warptiled`,
 # `mma` and, on compute capability 9.0, `wgmma`, each against both cuBLAS anchors, the
