@@ -830,8 +830,9 @@ if HAVE_GPU and gm.profiler_available():
 #   8192³ fell from 6.4 GB to 3.2 GB and the rate rose from 317 to 342 TFLOP/s (0.80 → 0.86x
 #   cuBLAS TF32 in the same process); groups of 2, 8 and 16 gave 307, 333 and 326; at 4096³ and
 #   2048³ the order changes nothing measurable (within 1%): B is small enough for the L2 there.
-#   Two more steps were tried and not kept: one product group left in flight while the next
-#   fragments load (`wgmma.wait_group 1`, fragments double-buffered) ran 4% slower at 4096³,
+#   Three more steps were tried and not kept: one product group left in flight while the next
+#   fragments load (`wgmma.wait_group 1`, fragments double-buffered) ran 4% slower at 4096³;
+#   two k slices' products issued before each wait (8 `wgmma` instead of 4) ran 30% slower;
 #   and a producer warpgroup of its own (384 threads, `setmaxnreg`) left ptxas 168 registers
 #   for 128 accumulators and 16 fragments, and it serialized the `wgmma` instructions.
 #
