@@ -451,6 +451,28 @@ def test_every_ceiling_is_itemised_under_the_card(monkeypatch):
             assert cells[r["level"]]["x ceiling"] == f"{r['ceiling_ratio']:.2f}"
 
 
+def test_shared_memory_has_its_banks_ceiling_on_every_gpu(monkeypatch):
+    """The shared row's bandwidth: 32 banks of 4 bytes a clock per SM (the CUDA programming
+    guide, any compute capability from 5.0), at the clock its read ran at, like L1's."""
+    from gpumem.runtime.published import published
+
+    for name in ("NVIDIA H200", "NVIDIA H100 80GB HBM3"):
+        FakeGPU(monkeypatch, name=name)
+        dev = gm.runtime.device()
+        row = next(r for r in report.card(measure=True) if r["level"] == "shared")
+        assert row["published_GB/s"] == pytest.approx(128 * dev.multiprocessors
+                                                      * dev.clock_khz / 1e6)
+        assert "128 B/clk/SM" in row["published"] and "CUDA C++ Programming Guide" in \
+            row["source"]
+        (clock,) = row["ceiling"]["overheads"]
+        assert clock["what"].startswith("SMs at") and 0 < clock["factor"] <= 1
+        assert row["ceiling_GB/s"] == pytest.approx(row["published_GB/s"] * clock["factor"])
+        assert row["ceiling_ratio"] == pytest.approx(row["GB/s"] / row["ceiling_GB/s"])
+        assert row["why"].startswith("SM clock")
+    assert all(published(g).get("shared_bytes_per_clk_sm") == 128
+               for g in ("H100 SXM", "H200", "A100 SXM 80GB", "L4", "RTX 4090"))
+
+
 def test_a_measured_row_without_a_published_figure_says_none_known(monkeypatch):
     FakeGPU(monkeypatch, name="NVIDIA H100 80GB HBM3")
     rows = report.card(measure=True)

@@ -628,7 +628,8 @@ def _card(measure: bool, quick: bool) -> list[dict]:
     shared = dev.shared_memory_per_multiprocessor if dev else (arch.smem_per_sm if arch else
                                                                unified)
     ring = chase_rings(l2)
-    spec = [("shared", shared, "/SM", ring["shared"], ("shared", "block", 32 * KiB), None),
+    spec = [("shared", shared, "/SM", ring["shared"], ("shared", "block", 32 * KiB),
+             "shared_bytes_per_clk_sm"),
             ("constant", CONSTANT_MAX, "", ring["constant"], None, None),
             ("L1", unified, "/SM (+shared)", ring["L1"], ("read", "block", 64 * KiB),
              "l1_bytes_per_clk_sm"),
@@ -644,7 +645,7 @@ def _card(measure: bool, quick: bool) -> list[dict]:
         if v == "tma" and cc < (9, 0):
             continue
         kw = card.published_latency(entry, level)
-        per_clk = entry.get(fig) if entry and fig == "l1_bytes_per_clk_sm" else None
+        per_clk = entry.get(fig) if entry and fig and fig.endswith("_per_clk_sm") else None
         if per_clk:
             kw.update(published_text=f"{per_clk} B/clk/SM", source=entry.source(fig),
                       **card.published_for(entry, fig))
@@ -682,15 +683,15 @@ def _card(measure: bool, quick: bool) -> list[dict]:
 
 
 def _card_ceiling(level: str, kw: dict, r: dict, dev) -> dict:
-    """``card_row`` keywords for a measured bandwidth row's ceiling and why: L1 at the clock
-    its read ran at (``r["clock MHz"]``: clock64 over %globaltimer); device memory at the
-    memory clock the GPU reports, with the DRAM bytes each byte read cost."""
+    """``card_row`` keywords for a measured bandwidth row's ceiling and why: L1 and shared
+    memory at the clock their read ran at (``r["clock MHz"]``: clock64 over %globaltimer);
+    device memory at the memory clock the GPU reports, with the DRAM bytes each byte read cost."""
     from ..model import ceiling as mc
 
     pub = kw.get("published_gbps")
     if not pub:
         return {}
-    if level == "L1":
+    if level in ("L1", "shared"):
         ran = r.get("clock MHz")
         out = {"ceiling": mc.per_clock(pub, dev.clock_khz / 1e3, ran,
                                        "published bytes/clock/SM at the maximum clock")}
