@@ -95,6 +95,22 @@ def rel_err(c: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm(c.astype(np.float64) - ref) / np.linalg.norm(ref))
 
 
+def sgemm_row(size, ms: float, flop: float, **extra) -> dict:
+    """The row of cuBLAS SGEMM (CuPy, float32: the anchor, x cuBLAS 1) at ``size``."""
+    return {"size": size, "variant": "cuBLAS SGEMM (CuPy)", "tile": None, "median_ms": ms,
+            "GFLOP/s": flop / ms / 1e6, "x cuBLAS": 1.0, "rel err": None, **extra}
+
+
+def tf32_row(size, tf: tuple[float, float], flop: float, sgemm_ms: float | None,
+             **extra) -> dict:
+    """The row of cuBLAS with TF32 allowed (``tf``: :func:`cublas_tf32`'s median ms and
+    error against float64) at ``size``, beside SGEMM's ``sgemm_ms`` where there is one."""
+    return {"size": size, "variant": "cuBLAS TF32 (CuPy, CUPY_TF32=1)", "tile": None,
+            "median_ms": tf[0], "GFLOP/s": flop / tf[0] / 1e6,
+            "x cuBLAS": sgemm_ms / tf[0] if sgemm_ms else None, "rel err": None,
+            "err vs float64": tf[1], **extra}
+
+
 STEPS = [("naive", 16), ("tiled", 8), ("tiled", 16), ("tiled", 32), ("prefetch", 16),
          ("prefetch", 32), ("coarsened", 32), ("register_tiled", 64), ("warptiled", 64),
          ("warptiled", 128)]
@@ -172,19 +188,15 @@ def tensor_every_size(rng, cp, tc_steps: tuple) -> tuple[list[dict], list[str]]:
             fp32_ms = time_cupy(lambda: ca @ cb, repeat)
             del ca, cb
             cp.get_default_memory_pool().free_all_blocks()
-            rows.append({"size": label, "variant": "cuBLAS SGEMM (CuPy)", "tile": None,
-                         "median_ms": fp32_ms, "GFLOP/s": flop / fp32_ms / 1e6, "x cuBLAS": 1.0,
-                         "rel err": None, "section": SECTION})
+            rows.append(sgemm_row(label, fp32_ms, flop, section=SECTION))
             tf = cublas_tf32(m, k, n, repeat)
             if tf is None:
                 notes.append(f"{SECTION}: the cuBLAS TF32 child failed at {label}: no TF32 "
                              "anchor there")
             else:
                 got = "TF32" if tf[1] > MAX_REL_ERR else "float32 (TF32 not taken)"
-                rows.append({"size": label, "variant": "cuBLAS TF32 (CuPy, CUPY_TF32=1)",
-                             "tile": None, "median_ms": tf[0], "GFLOP/s": flop / tf[0] / 1e6,
-                             "x cuBLAS": fp32_ms / tf[0], "rel err": None,
-                             "err vs float64": tf[1], "cuBLAS got": got, "section": SECTION})
+                rows.append(tf32_row(label, tf, flop, fp32_ms, **{"cuBLAS got": got},
+                                     section=SECTION))
                 notes.append(f"info: cuBLAS with CUPY_TF32=1 at {label} got {got} (error "
                              f"{tf[1]:.1e} against float64)")
         else:
@@ -243,9 +255,7 @@ def run(out_dir: str, quick: bool) -> bool:
             ca, cb = cp.asarray(a), cp.asarray(b)
             ref = cp.asnumpy(ca @ cb)
             cublas_ms = time_cupy(lambda: ca @ cb, repeat)
-            rows.append({"size": n, "variant": "cuBLAS SGEMM (CuPy)", "tile": None,
-                         "median_ms": cublas_ms, "GFLOP/s": 2 * n**3 / cublas_ms / 1e6,
-                         "x cuBLAS": 1.0, "rel err": None})
+            rows.append(sgemm_row(n, cublas_ms, 2 * n**3))
         else:
             ref = ha.astype(np.float64) @ hb.astype(np.float64)
         rows += [measure(a, b, ref, v, t, repeat, n, cublas_ms) for v, t in STEPS]
@@ -255,10 +265,7 @@ def run(out_dir: str, quick: bool) -> bool:
         if tc_steps:
             tf = cublas_tf32(n, n, n, repeat) if cp is not None else None
             if tf is not None:
-                rows.append({"size": n, "variant": "cuBLAS TF32 (CuPy, CUPY_TF32=1)",
-                             "tile": None, "median_ms": tf[0], "GFLOP/s": 2 * n**3 / tf[0] / 1e6,
-                             "x cuBLAS": cublas_ms / tf[0] if cublas_ms else None,
-                             "rel err": None, "err vs float64": tf[1]})
+                rows.append(tf32_row(n, tf, 2 * n**3, cublas_ms))
             for v in tc_steps:
                 row = measure(a, b, ref, v, 128, repeat, n, cublas_ms)
                 row["x cuBLAS TF32"] = tf[0] / row["median_ms"] if tf else None
@@ -286,9 +293,7 @@ def run(out_dir: str, quick: bool) -> bool:
         ref = cp.asnumpy(ca @ cb)
         ms = time_cupy(lambda: ca @ cb, 10)
         label = f"{mw}x4096x4096"
-        rows.append({"size": label, "variant": "cuBLAS SGEMM (CuPy)", "tile": None,
-                     "median_ms": ms, "GFLOP/s": 2 * mw * 4096**2 / ms / 1e6,
-                     "x cuBLAS": 1.0, "rel err": None})
+        rows.append(sgemm_row(label, ms, 2 * mw * 4096**2))
         rows.append(measure(a, b, ref, "warptiled", 128, 10, label, ms))
         whole = rows[-1]
         del a, b, ca, cb
