@@ -29,6 +29,29 @@ def test_overhead_refuses_a_wrong_way():
         nvml.LinkBytes([], link="usb")
 
 
+@pytest.mark.parametrize("before, after, want", [
+    (10, 25, 15), (0, 0, 0),
+    ((1 << 32) - 100, 50, 150),                  # a 32-bit counter wrapped once
+    (3_900_000_000, 3_900_000_000 + 738_197_504 - (1 << 32), 738_197_504),  # the card's 11 x 64 MiB
+    (1 << 40, 5, None), (1 << 33, (1 << 33) - 1, None)])   # a 64-bit counter reset: unknown
+def test_a_counter_that_wraps_still_counts(before, after, want):
+    assert nvml._grown(before, after) == want
+
+
+def test_link_bytes_read_across_a_wrap(monkeypatch):
+    """LinkBytes over a PCIe counter that wraps inside the block: the bytes that crossed,
+    not a negative count; a reset counter makes the whole device's bytes unknown."""
+    reads = iter([{"tx": (1 << 32) - 1000, "rx": 7}, {"tx": 24, "rx": 1007},
+                  {"tx": 1 << 40, "rx": 0}, {"tx": 3, "rx": 0}])
+    monkeypatch.setattr(nvml, "pcie_bytes", lambda d=None: next(reads))
+    monkeypatch.setattr(nvml, "_device", lambda fn, d: d)
+    for want in ({"tx": 1024, "rx": 1000}, None):
+        moved = nvml.LinkBytes([0], link="pcie")
+        with moved:
+            pass
+        assert moved.bytes[0] == want
+
+
 @pytest.mark.parametrize("field, want", [(0, 128), (1, 256), (2, 512), (5, 4096)])
 def test_max_payload_is_read_from_the_pcie_capability(tmp_path, field, want):
     """A configuration space with a power-management capability at 0x40 pointing on to the

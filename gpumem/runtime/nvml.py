@@ -114,14 +114,33 @@ def _uint(lib, h, name: str, *args) -> int | None:
     return v.value if fn(h, *args, ctypes.byref(v)) == _SUCCESS else None
 
 
+#: nvmlValueType_t (nvml.h) -> the union member that holds it; the counters are integers.
+_VALUE_MEMBER = {1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+
 def _fields(lib, h, ids: Sequence[int], scope: int = 0) -> list[int | None]:
-    """Field values ``ids`` at ``scope`` (a link's index, for the per-link fields)."""
+    """Field values ``ids`` at ``scope`` (a link's index, for the per-link fields), each read
+    as the type NVML says it has."""
     vals = (_FieldValue * len(ids))()
     for v, f in zip(vals, ids):
         v.fieldId, v.scopeId = f, scope
     if lib.nvmlDeviceGetFieldValues(h, len(ids), vals) != _SUCCESS:
         return [None] * len(ids)
-    return [v.value.ullVal if v.nvmlReturn == _SUCCESS else None for v in vals]
+    return [getattr(v.value, _VALUE_MEMBER.get(v.valueType, "ullVal"))
+            if v.nvmlReturn == _SUCCESS else None for v in vals]
+
+
+def _grown(before: int, after: int) -> int | None:
+    """How much a byte counter grew from ``before`` to ``after``.  NVML's PCIe counters are
+    32-bit on the H200's driver (580): they wrap every 4 GiB, and a block that crossed the
+    wrap reads after < before (a card run of 11 x 64 MiB read -4.7 bytes per payload byte);
+    so a fall between two values that fit 32 bits is one wrap.  Any other fall (a counter
+    reset) is unknown: None."""
+    if after >= before:
+        return after - before
+    if before < 1 << 32 and after < 1 << 32:
+        return after + (1 << 32) - before
+    return None
 
 
 #: NVLinks a GPU may have (nvml.h's NVML_NVLINK_MAX_LINKS): the throughput fields are per
@@ -276,7 +295,8 @@ class LinkBytes:
     def __exit__(self, *exc) -> None:
         for d in self.devices:
             a, b = self._before.get(d), self._read(d)
-            self.bytes[d] = None if a is None or b is None else {k: b[k] - a[k] for k in a}
+            grown = None if a is None or b is None else {k: _grown(a[k], b[k]) for k in a}
+            self.bytes[d] = None if grown is None or None in grown.values() else grown
 
     def overhead(self, device: int, way: str = "tx") -> float | None:
         """raw / data bytes of ``device`` in direction ``way`` ("tx" or "rx"); None when
