@@ -336,9 +336,7 @@ __global__ void dsmem_pipeline_kernel(const float *__restrict__ x, float *__rest
 // dynamic shared memory, more than 8 blocks per cluster (non-portable).
 static cudaError_t cluster_attributes(const void *k, int cluster, size_t smem)
 {
-    cudaError_t err = cudaSuccess;
-    if (smem > 48 * 1024)
-        err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaError_t err = gm_opt_in_smem(k, smem);
     if (err == cudaSuccess && cluster > GM_CLUSTER_PORTABLE)
         err = cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     return err;

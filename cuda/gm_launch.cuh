@@ -48,6 +48,18 @@ __device__ __forceinline__ T gm_load(const T *p)
         return *p;
 }
 
+// Shared memory past the 48 KiB a block gets by default (dynamic + the kernel's static):
+// kernel k opts in to `dynamic_smem` bytes of dynamic shared memory.  Nothing to do at or
+// under the default, or for a null k (gm_run answers that one).
+static inline cudaError_t gm_opt_in_smem(const void *k, size_t dynamic_smem,
+                                         size_t static_smem = 0)
+{
+    if (k == nullptr || dynamic_smem + static_smem <= 48 * 1024)
+        return cudaSuccess;
+    return cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)dynamic_smem);
+}
+
 // Launch kernel k (from the family's selector) with dims and arguments.
 template <typename... P, typename... A>
 static cudaError_t gm_run(void (*k)(P...), const gm_dims *d, size_t dynamic_smem,

@@ -259,10 +259,10 @@ __global__ void latency_kernel(const char *chain, long long *out, long long n, l
         end = (long long)j / (stride / 4);
     } else if constexpr (MEM == GM_LATENCY_CA || MEM == GM_LATENCY_CG || MEM == GM_LATENCY_LDG) {
         const char *p = chain + first * stride;
+        auto step = [](const char *q) { return chase_global<MEM>(q); };
         for (int s = 0; s < warmup; ++s)
-            p = chase_global<MEM>(p);
-        p = chase_timed<CLOCK>(p, steps, s_each, t0, t1, g0, g1,
-                               [](const char *q) { return chase_global<MEM>(q); });
+            p = step(p);
+        p = chase_timed<CLOCK>(p, steps, s_each, t0, t1, g0, g1, step);
         end = (p - chain) / stride;
     } else {
         // a byte offset into shared memory (LDS) or into the constant bank (LDC)
@@ -344,12 +344,9 @@ extern "C" cudaError_t gm_latency(const gm_latency_params *p, gm_dims *dims, cud
         ring + (p->clock == GM_CLOCK_EACH ? 8 * (size_t)p->steps * (size_t)p->lanes : 0);
     const latency_fn k = select_latency(p);
     *dims = gm_dims_1d(1, GM_LATENCY_WARP, smem);
-    if (k != nullptr && smem > 48 * 1024) {   // past a block's default: the kernel opts in
-        const cudaError_t err =
-            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess)
-            return err;
-    }
+    const cudaError_t err = gm_opt_in_smem((const void *)k, smem);
+    if (err != cudaSuccess)
+        return err;
     return gm_run(k, dims, smem, stream, (const char *)p->chain, p->out, p->n, p->stride,
                   p->lanes, p->steps, p->warmup, p->seed);
 }
@@ -531,13 +528,8 @@ extern "C" cudaError_t gm_bandwidth(const gm_bandwidth_params *p, gm_dims *dims,
     const size_t sums = p->variant == GM_BANDWIDTH_COPY ? 0 : 32 * sizeof(double); // warp_sums
     *dims = gm_dims_1d((unsigned)p->blocks, p->block, smem + sums);
     const bandwidth_fn k = select_bandwidth(p);
-    if (smem + sums > 48 * 1024) {
-        // past the 48 KiB a block gets by default (dynamic + the static warp sums):
-        // the kernel must opt in to more
-        const cudaError_t err =
-            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess)
-            return err;
-    }
+    const cudaError_t err = gm_opt_in_smem((const void *)k, smem, sums); // + static warp sums
+    if (err != cudaSuccess)
+        return err;
     return gm_run(k, dims, smem, stream, p->in, p->out, p->result, p->n, p->passes);
 }

@@ -449,7 +449,7 @@ static cudaError_t opt_in(const void *k, size_t smem, int major, bool &ready)
     if (err == cudaSuccess && have < major)
         return cudaErrorNotSupported;
     if (err == cudaSuccess)
-        err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        err = gm_opt_in_smem(k, smem);
     ready = err == cudaSuccess;
     return err;
 }
