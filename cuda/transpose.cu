@@ -109,6 +109,12 @@ static __device__ __forceinline__ void tiled(const float *__restrict__ a,
 //        8 different bank quads, the 4 columns on the 4 banks of a quad --
 //        32 banks, one wavefront) and store them as one float4 of out's row
 //        bx + c: 8 lanes x 16 bytes = 128 contiguous bytes per row.
+// Block order: the blocks take the tiles down a column of tiles first -- block b + 1
+// the tile below block b's -- so that blocks in flight together write the next 256
+// bytes of the same 64 rows of out, and each reads 256 bytes of 64 rows of a.  In launch
+// order (along a row of tiles) the reads were the contiguous side and the writes were
+// spread over every row of out: on an H200 0.92-0.93x of the device copy at 8192^2
+// against 0.96x down the column (16384^2: 0.93 -> 0.97; docs/measurements.md).
 static constexpr int WIDE_THREADS = GM_TRANSPOSE_WIDE_ROWS * T; // 512
 
 static __device__ __forceinline__ void wide(const float *__restrict__ a,
@@ -116,7 +122,8 @@ static __device__ __forceinline__ void wide(const float *__restrict__ a,
 {
     __shared__ float4 tile[W * W / 4];
     const int t = threadIdx.y * T + threadIdx.x;
-    const int bx = blockIdx.x * W, by = blockIdx.y * W;
+    const unsigned long long b = (unsigned long long)blockIdx.y * gridDim.x + blockIdx.x;
+    const int bx = (int)(b / gridDim.y) * W, by = (int)(b % gridDim.y) * W;
     const int g = t & 15, r = t >> 4;
 #pragma unroll
     for (int p = 0; p < W; p += WIDE_THREADS / 16) {

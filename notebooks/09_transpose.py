@@ -29,7 +29,10 @@
 # * `tile[32][33]` (one word of padding per row) moves each row one bank over: a column spans
 #   all 32 banks; `tile[r][c ^ r]` (an XOR swizzle) does the same without the padding;
 # * `coarsened` moves 64 × 64 tiles with 16-byte loads and stores (swizzled 16-byte groups),
-#   so each thread has more bytes in flight.
+#   so each thread has more bytes in flight, and takes its tiles down a column of tiles first,
+#   so that the blocks in flight together write the same 64 rows of `out`, one 256-byte piece
+#   after another (in launch order, along a row of tiles, the writes were spread over every
+#   row of `out`: 0.92-0.93× the copy at 8192² on an H200 against 0.96×).
 #
 # The question for each step: what do the counters say, what does the model say, and what
 # does the clock say, against a plain copy of the same bytes?

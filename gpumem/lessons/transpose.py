@@ -7,7 +7,9 @@ coalesced and moves the strided access into shared memory, where a column of
 a ``float tile[32][32]`` is 32 words of one bank: a 32-way conflict
 (``"shared"``).  One word of padding per row (``"padded"``) or an
 XOR-swizzled column (``"swizzled"``) removes it; ``"coarsened"`` moves
-64 x 64 tiles with 16-byte loads and stores and runs at the speed of a copy.
+64 x 64 tiles with 16-byte loads and stores, takes them down a column of tiles
+first (the blocks in flight write the same rows of ``out``, one piece after
+another), and runs at the speed of a copy.
 
 :func:`shared_stride` isolates the banks: lane ``l`` reads element
 ``l * stride`` of a shared array of 4-, 8- or 16-byte words, and
