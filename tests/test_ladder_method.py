@@ -63,9 +63,11 @@ def test_the_strided_ring_ends_where_counting_ends(n, lanes, steps, warmup):
 
 
 def test_latency_reference_names_a_bad_ring():
-    with pytest.raises(ValueError, match=r"latency_reference: ring must be one of 'shuffled', "
-                                         r"'strided', not 'sorted'"):
+    with pytest.raises(ValueError, match=r"latency_reference: ring='sorted' is not allowed; "
+                                         r"allowed: 'shuffled', 'strided'"):
         latency_reference(1024, ring="sorted")
+    with pytest.raises(TypeError, match=r"latency_reference: ring must be a str, not int"):
+        latency_reference(1024, ring=1)
 
 
 def test_the_methods_table_splits_each_difference(monkeypatch):

@@ -13,6 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import _check
+
 __all__ = ["chain_order", "latency_chain", "chain_image", "latency_reference",
            "MAX_WORKING_SET", "MAX_STRIDE", "MAX_STEPS", "MAX_WARMUP", "RINGS"]
 
@@ -164,9 +166,7 @@ def latency_reference(working_set: int, *, stride: int = 128, lanes: int = 1, st
     _, _, n = _ring(fn, working_set, stride)
     lanes, steps = _int(fn, "lanes", lanes, 1, 32), _int(fn, "steps", steps, 1, MAX_STEPS)
     warmup, seed = _int(fn, "warmup", warmup, 0, MAX_WARMUP), _int(fn, "seed", seed, 0, _M32)
-    if ring not in RINGS:
-        raise (TypeError if not isinstance(ring, str) else ValueError)(
-            f"{fn}: ring must be one of {', '.join(map(repr, RINGS))}, not {ring!r}")
+    _check.choice(fn, "ring", ring, RINGS)
     start = np.arange(lanes, dtype=np.int64) * n // lanes
     at = (start + warmup + steps) % n
     return at if ring == "strided" else _order(n, seed, at)
