@@ -670,7 +670,7 @@ def _card(measure: bool, quick: bool) -> list[dict]:
                 r = _measure_bandwidth(*bw, card.CARD_RUNS, dev.multiprocessors,
                                        counters=counters)
                 kw.update(gbps=r["GB/s"], spread=(r["GB/s min"], r["GB/s max"], r["runs"]))
-                kw.update(_card_ceiling(level, kw, r, dev))
+                kw.update(_card_ceiling(level, kw, r, dev, per_clock=bool(per_clk)))
         # the published size, in the datasheet's words ("80 GB": the GPU reports 79 GiB of it)
         text = f"{entry.get('memory_gb'):g} GB (published)" if level == "device memory" and \
             not dev else card.size_text(size, per)
@@ -682,16 +682,17 @@ def _card(measure: bool, quick: bool) -> list[dict]:
     return rows
 
 
-def _card_ceiling(level: str, kw: dict, r: dict, dev) -> dict:
-    """``card_row`` keywords for a measured bandwidth row's ceiling and why: L1 and shared
-    memory at the clock their read ran at (``r["clock MHz"]``: clock64 over %globaltimer);
-    device memory at the memory clock the GPU reports, with the DRAM bytes each byte read cost."""
+def _card_ceiling(level: str, kw: dict, r: dict, dev, per_clock: bool = False) -> dict:
+    """``card_row`` keywords for a measured bandwidth row's ceiling and why: a figure published
+    per clock (``per_clock``: L1, shared memory) at the clock the read ran at (``r["clock
+    MHz"]``: clock64 over %globaltimer); device memory at the memory clock the GPU reports,
+    with the DRAM bytes each byte read cost."""
     from ..model import ceiling as mc
 
     pub = kw.get("published_gbps")
     if not pub:
         return {}
-    if level in ("L1", "shared"):
+    if per_clock:
         ran = r.get("clock MHz")
         out = {"ceiling": mc.per_clock(pub, dev.clock_khz / 1e3, ran,
                                        "published bytes/clock/SM at the maximum clock")}
